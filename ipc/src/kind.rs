@@ -1,0 +1,71 @@
+//! The worker kinds the supervisor runs, one process each.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// One isolated worker process per protocol family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum WorkerKind {
+    /// RTMP in and out, re-publishing, pulled RTMP sources.
+    Rtmp,
+    /// MPEG-TS over UDP, SRT and RIST inputs.
+    Ingest,
+    /// HLS and Icecast delivery over HTTP(S).
+    Packager,
+    /// Recording, MP4 export, archive cleanup.
+    Dvr,
+}
+
+impl WorkerKind {
+    pub const ALL: [WorkerKind; 4] = [
+        WorkerKind::Rtmp,
+        WorkerKind::Ingest,
+        WorkerKind::Packager,
+        WorkerKind::Dvr,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Rtmp => "rtmp",
+            WorkerKind::Ingest => "ingest",
+            WorkerKind::Packager => "packager",
+            WorkerKind::Dvr => "dvr",
+        }
+    }
+}
+
+impl fmt::Display for WorkerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name given on the command line was not a worker kind.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager or dvr)")]
+pub struct UnknownWorkerKind(pub String);
+
+impl FromStr for WorkerKind {
+    type Err = UnknownWorkerKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        WorkerKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| UnknownWorkerKind(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for kind in WorkerKind::ALL {
+            assert_eq!(kind.as_str().parse::<WorkerKind>().unwrap(), kind);
+        }
+        assert!("http".parse::<WorkerKind>().is_err());
+    }
+}

@@ -1,0 +1,20 @@
+//! The contract between strom's processes.
+//!
+//! Everything that crosses a process boundary is typed here: the control messages between
+//! the supervisor and a worker ([`messages`]), the shared status records the API renders
+//! ([`status`]), the run-time rules every worker receives ([`rules`]), the wire framing
+//! ([`frame`]), descriptor passing ([`fd_passing`]) and the async channel that combines
+//! them ([`channel`]). This crate depends on nothing else in the workspace.
+
+pub mod channel;
+pub mod error;
+pub mod fd_passing;
+pub mod frame;
+pub mod kind;
+pub mod messages;
+pub mod rules;
+pub mod status;
+
+pub use channel::{ControlChannel, Received};
+pub use error::IpcError;
+pub use kind::WorkerKind;

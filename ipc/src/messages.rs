@@ -1,0 +1,285 @@
+//! Control messages between the supervisor and a worker, typed by direction.
+//!
+//! Every request carries an id that its reply repeats. New variants go at the end of an
+//! enum: bincode encodes the variant index, and the golden-frame test keeps old frames
+//! decodable.
+
+use crate::kind::WorkerKind;
+use crate::rules::Rules;
+use crate::status::{
+    CameraStatus, Counters, DvrArchive, IcecastInfo, LiveStream, Publisher, ServerPlaylistEntry,
+    SessionInfo,
+};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Correlates a reply with its request.
+pub type RequestId = u64;
+
+/// Frames the supervisor sends to a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SupervisorToWorker {
+    /// The first frame on a fresh channel. Its descriptors are the listeners of
+    /// `hello.listeners`, in order.
+    Hello(Box<WorkerHello>),
+    /// A request; the worker answers with [`WorkerToSupervisor::Reply`] and the same id.
+    Request { id: RequestId, request: WorkerRequest },
+}
+
+/// Frames a worker sends to the supervisor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WorkerToSupervisor {
+    /// The worker has taken its listeners and serves.
+    Ready { pid: u32 },
+    Reply { id: RequestId, reply: WorkerReply },
+    Event(WorkerEvent),
+}
+
+/// Everything a worker needs to start serving.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerHello {
+    pub kind: WorkerKind,
+    /// Increases with every process the supervisor starts; session ids are derived from it
+    /// so they stay unique across workers and restarts.
+    pub generation: u32,
+    /// One entry per descriptor attached to the hello frame.
+    pub listeners: Vec<ListenerSpec>,
+    pub settings: WorkerSettings,
+    pub rules: Rules,
+    pub tls: Option<TlsMaterial>,
+    pub drm: Option<DrmSettings>,
+    /// Publisher ids denied through publish control; held by the supervisor so that a
+    /// restarted worker keeps refusing them.
+    pub denied_publishers: Vec<String>,
+}
+
+/// Instance settings from `strom.conf` that workers use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSettings {
+    pub data_dir: PathBuf,
+    pub run_dir: PathBuf,
+    /// RAM the packager may spend on segments, in bytes.
+    pub max_ram_cache_bytes: u64,
+    /// Disk the DVR may spend, in bytes.
+    pub max_file_cache_bytes: u64,
+}
+
+/// What a listening socket is for. The descriptor itself travels beside the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ListenerSpec {
+    pub role: ListenerRole,
+    pub addr: SocketAddr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ListenerRole {
+    /// RTMP over TCP.
+    Rtmp,
+    /// Plain HTTP delivery (HLS, Icecast).
+    Http,
+    /// HTTPS delivery; the certificate comes with [`TlsMaterial`].
+    Https,
+}
+
+/// A certificate chain and its private key, PEM-encoded, already validated by the
+/// supervisor.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlsMaterial {
+    pub certificate_chain_pem: Vec<u8>,
+    pub private_key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material into a log.
+        f.debug_struct("TlsMaterial")
+            .field("certificate_chain_pem", &self.certificate_chain_pem.len())
+            .field("private_key_pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// HLS encryption keys from the DRM settings file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrmSettings {
+    pub hls_aes128: Vec<HlsAes128Key>,
+}
+
+/// AES-128 encryption of one app (or one stream of it) for HLS.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct HlsAes128Key {
+    pub app: String,
+    /// Empty: every stream of the app.
+    pub stream: String,
+    pub key: [u8; 16],
+    /// Where players fetch the key; the operator's key server.
+    pub key_uri: String,
+}
+
+impl std::fmt::Debug for HlsAes128Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HlsAes128Key")
+            .field("app", &self.app)
+            .field("stream", &self.stream)
+            .field("key", &"<redacted>")
+            .field("key_uri", &self.key_uri)
+            .finish()
+    }
+}
+
+/// Which side of a transport a stats query asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StatsDirection {
+    Senders,
+    Receivers,
+}
+
+/// SCTE-35 cue to insert.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Scte35Cue {
+    /// Leave the programme for an ad break; `duration_secs` schedules the return.
+    Out { duration_secs: Option<u32> },
+    /// Return to the programme.
+    In,
+}
+
+/// What the supervisor asks of a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WorkerRequest {
+    /// Liveness check that also collects counters; answered with [`WorkerReply::Counters`].
+    Heartbeat,
+    ListSessions,
+    /// Ends the sessions with these ids; answered with the ids that were found here.
+    DeleteSessions(Vec<u64>),
+    ListStreams,
+    ListPublishers,
+    /// Disconnects publishers with these ids and refuses them from now on.
+    DenyPublishers(Vec<String>),
+    MpegtsStatus,
+    SrtStats(StatsDirection),
+    RistStats(StatsDirection),
+    NdiList,
+    IcecastInfo {
+        app: String,
+        stream: String,
+    },
+    IcecastMetadata {
+        app: String,
+        stream: String,
+        title: String,
+        url: String,
+    },
+    Scte35 {
+        app: String,
+        stream: String,
+        cue: Scte35Cue,
+    },
+    ServerPlaylists,
+    DvrStatus {
+        /// `(app, stream)` to restrict the answer to one archive.
+        stream: Option<(String, String)>,
+        timeline: bool,
+    },
+    DvrCleanup {
+        app: String,
+        stream: String,
+        target_depth_minutes: Option<u64>,
+        from: Option<i64>,
+        to: Option<i64>,
+    },
+    /// New rules after a reload; the worker applies what concerns it.
+    ApplyRules(Box<Rules>),
+    /// The complete new set of listeners of this worker; descriptors attached in order.
+    SetListeners(Vec<ListenerSpec>),
+    SetTls(TlsMaterial),
+    SetDrm(DrmSettings),
+    /// Drain and exit.
+    Shutdown,
+}
+
+/// A worker's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WorkerReply {
+    Counters(Counters),
+    Sessions(Vec<SessionInfo>),
+    SessionsDeleted(Vec<u64>),
+    Streams(Vec<LiveStream>),
+    Publishers(Vec<Publisher>),
+    Cameras(Vec<CameraStatus>),
+    /// JSON documents passed through as text (librist's stats, for example).
+    JsonItems(Vec<String>),
+    Icecast(IcecastInfo),
+    ServerPlaylists(Vec<ServerPlaylistEntry>),
+    DvrArchives(Vec<DvrArchive>),
+    Done,
+    /// The named stream or archive does not exist on this worker.
+    NotFound,
+    /// The request was understood but could not be carried out.
+    Failed(String),
+}
+
+/// Things a worker tells the supervisor without being asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WorkerEvent {
+    StreamPublished { app: String, stream: String },
+    StreamUnpublished { app: String, stream: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame;
+
+    fn sample_request() -> SupervisorToWorker {
+        SupervisorToWorker::Request {
+            id: 7,
+            request: WorkerRequest::DeleteSessions(vec![1, 1 << 40]),
+        }
+    }
+
+    /// Frames written by this version must stay decodable by later ones: if this test
+    /// fails, a variant was inserted or reordered instead of appended.
+    #[test]
+    fn golden_frames_stay_decodable() {
+        let golden_request = "0000000e000107020201fd0000010000000000";
+        let frame = frame::encode(&sample_request(), 0).unwrap();
+        assert_eq!(hex::encode(&frame), golden_request);
+
+        let reply = WorkerToSupervisor::Reply {
+            id: 7,
+            reply: WorkerReply::Counters(Counters {
+                connections: 3,
+                bytes_sent: 1000,
+                bytes_received: 2000,
+                ram_cache_bytes: 0,
+                file_cache_bytes: 0,
+            }),
+        };
+        let golden_reply = "0000000c0001070003fb03e8fb07d00000";
+        let frame = frame::encode(&reply, 0).unwrap();
+        assert_eq!(hex::encode(&frame), golden_reply);
+
+        let mut buffer = hex::decode(golden_request).unwrap();
+        let raw = frame::split_frame(&mut buffer).unwrap().unwrap();
+        assert_eq!(
+            frame::decode::<SupervisorToWorker>(&raw.payload).unwrap(),
+            sample_request()
+        );
+        let mut buffer = hex::decode(golden_reply).unwrap();
+        let raw = frame::split_frame(&mut buffer).unwrap().unwrap();
+        assert_eq!(
+            frame::decode::<WorkerToSupervisor>(&raw.payload).unwrap(),
+            reply
+        );
+    }
+
+    #[test]
+    fn key_material_is_not_printed() {
+        let tls = TlsMaterial {
+            certificate_chain_pem: b"cert".to_vec(),
+            private_key_pem: b"-----BEGIN PRIVATE KEY----- secret".to_vec(),
+        };
+        assert!(!format!("{tls:?}").contains("secret"));
+    }
+}

@@ -1,0 +1,220 @@
+//! The validated run-time rules (`rules.conf`) as every worker receives them.
+//!
+//! The supervisor parses the JSON file into its own raw structs, validates it and builds
+//! these types; workers trust them. They carry no serde attributes that would break
+//! bincode (no skipping, no flattening).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rules {
+    pub rtmp: RtmpSettings,
+    pub republish: Vec<RepublishRule>,
+    pub cameras: Vec<CameraSettings>,
+}
+
+/// Output protocols a stream can be packaged into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OutputProtocol {
+    Hls,
+    Icecast,
+    MpegTs,
+    Rtmp,
+}
+
+impl OutputProtocol {
+    pub const ALL: [OutputProtocol; 4] = [
+        OutputProtocol::Hls,
+        OutputProtocol::Icecast,
+        OutputProtocol::MpegTs,
+        OutputProtocol::Rtmp,
+    ];
+
+    /// The name used in `rules.conf` and by the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputProtocol::Hls => "HLS",
+            OutputProtocol::Icecast => "ICECAST",
+            OutputProtocol::MpegTs => "MPEGTS",
+            OutputProtocol::Rtmp => "RTMP",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RtmpSettings {
+    pub interfaces: Vec<RtmpInterface>,
+    /// Publishing credentials for every app without its own; empty when unset.
+    pub login: String,
+    pub password: String,
+    /// Default HLS chunk duration in seconds.
+    pub duration: u32,
+    pub protocols: Vec<OutputProtocol>,
+    pub apps: Vec<AppSettings>,
+    pub abr: Vec<AbrGroup>,
+    pub limits: RtmpLimits,
+}
+
+impl Default for RtmpSettings {
+    fn default() -> Self {
+        Self {
+            interfaces: vec![RtmpInterface {
+                ip: "*".to_owned(),
+                port: 1935,
+            }],
+            login: String::new(),
+            password: String::new(),
+            duration: 6,
+            protocols: vec![OutputProtocol::Hls],
+            apps: Vec::new(),
+            abr: Vec::new(),
+            limits: RtmpLimits::default(),
+        }
+    }
+}
+
+/// A listening address; `ip` is an address or `*` for all interfaces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RtmpInterface {
+    pub ip: String,
+    pub port: u16,
+}
+
+/// Bounds on what RTMP clients can make the server hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtmpLimits {
+    pub max_connections: u32,
+    pub handshake_timeout_secs: u32,
+    /// A publisher that sends no media for this long is closed.
+    pub publisher_idle_timeout_secs: u32,
+    pub max_message_bytes: u32,
+}
+
+impl Default for RtmpLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 10_000,
+            handshake_timeout_secs: 10,
+            publisher_idle_timeout_secs: 10,
+            max_message_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// Per-application overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppSettings {
+    pub app: String,
+    /// Empty login: the global credentials apply.
+    pub login: String,
+    pub password: String,
+    pub duration: Option<u32>,
+    pub protocols: Option<Vec<OutputProtocol>>,
+    pub publish_control: Option<PublishControl>,
+}
+
+/// Signed publishing (`publishsign`) for one app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishControl {
+    pub password: String,
+    /// Asked to approve every publish when set.
+    pub handler_url: Option<String>,
+    pub handler_timeout_ms: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbrGroup {
+    pub app: String,
+    pub stream: String,
+    pub streams: Vec<StreamRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamRef {
+    pub app: String,
+    pub stream: String,
+}
+
+/// How a re-publisher authenticates at its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthSchema {
+    None,
+    /// The service's own Adobe-style challenge (`NIMBLE`, alias `STROM`).
+    Native,
+    Akamai,
+    Limelight,
+    Periscope,
+}
+
+impl AuthSchema {
+    /// The identifier deployed clients use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthSchema::None => "NONE",
+            AuthSchema::Native => "NIMBLE",
+            AuthSchema::Akamai => "AKAMAI",
+            AuthSchema::Limelight => "LIMELIGHT",
+            AuthSchema::Periscope => "PERISCOPE",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "NONE" => AuthSchema::None,
+            "NIMBLE" | "STROM" => AuthSchema::Native,
+            "AKAMAI" => AuthSchema::Akamai,
+            "LIMELIGHT" => AuthSchema::Limelight,
+            "PERISCOPE" => AuthSchema::Periscope,
+            _ => return None,
+        })
+    }
+}
+
+/// Who created a re-publishing rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RuleOwner {
+    /// `rules.conf` (the control-panel side); API owner number 0.
+    Config,
+    /// `POST /manage/rtmp/republish`; API owner number 1. Not persisted.
+    Api,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepublishRule {
+    pub id: String,
+    pub owner: RuleOwner,
+    pub src_app: String,
+    /// Empty: every stream of `src_app`.
+    pub src_stream: String,
+    pub dest_addr: String,
+    pub dest_port: u16,
+    pub dest_app: String,
+    pub dest_stream: String,
+    pub dest_app_params: String,
+    pub dest_stream_params: String,
+    pub auth_schema: AuthSchema,
+    pub dest_login: String,
+    pub dest_password: String,
+    pub keep_src_stream_params: bool,
+    pub ssl: bool,
+}
+
+/// An MPEG-TS input (`Cameras` in the API).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CameraSettings {
+    pub id: String,
+    pub ip: String,
+    pub port: u16,
+    /// `udp`, `srt` or `rist`.
+    pub protocol: String,
+    /// `listen` or `pull` for srt and rist.
+    pub receive_mode: String,
+    pub parameters: Vec<(String, String)>,
+    /// `<app>/<stream>` the input is published as.
+    pub app: String,
+    pub stream: String,
+}

@@ -1,0 +1,120 @@
+//! Status records that workers report and the management API renders.
+//!
+//! These are the neutral, typed facts; the JSON shapes of the API (field names, digit
+//! strings) are the supervisor's concern.
+
+use serde::{Deserialize, Serialize};
+
+/// Running totals a worker reports with every heartbeat.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Open client connections (publishers, players, viewers).
+    pub connections: u64,
+    /// Bytes sent to clients since the worker started; the supervisor derives rates.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Segment and GOP memory in use.
+    pub ram_cache_bytes: u64,
+    /// Recording and segment files on disk.
+    pub file_cache_bytes: u64,
+}
+
+/// One viewer or player session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: u64,
+    pub app: String,
+    pub stream: String,
+    /// Transmission protocol as the API names it: `RTMP`, `HLS`, ...
+    pub protocol: String,
+    pub bytes_recv: u64,
+    pub bytes_sent: u64,
+    pub created: i64,
+    pub last_access: i64,
+    pub client_ip: String,
+    pub user_agent: String,
+    pub ppv_id: Option<String>,
+}
+
+/// One live stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveStream {
+    pub app: String,
+    pub stream: String,
+    /// Measured incoming bit rate.
+    pub bandwidth_bps: u64,
+    pub width: u32,
+    pub height: u32,
+    /// RFC 6381 codec strings, empty when the stream has no such track.
+    pub vcodec: String,
+    pub acodec: String,
+    /// `RTMP`, `RTSP`, `MPEGTS`, ...
+    pub protocol: String,
+    pub publish_time: i64,
+    /// Set for pulled streams.
+    pub source_url: Option<String>,
+    /// Set for pushed streams.
+    pub publisher_ip: Option<String>,
+}
+
+/// A live publisher under publish control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Publisher {
+    pub key: String,
+    pub id: String,
+    pub ip: String,
+    /// `<app>/<stream>`
+    pub stream: String,
+}
+
+/// An MPEG-TS input as configured and as seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CameraStatus {
+    pub id: String,
+    pub ip: String,
+    pub port: u16,
+    pub protocol: String,
+    pub receive_mode: String,
+    pub parameters: Vec<(String, String)>,
+    /// Whether packets are arriving.
+    pub online: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcecastInfo {
+    pub name: String,
+    pub description: String,
+    pub genre: String,
+    pub bitrate_kbps: u32,
+    pub stream_title: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerPlaylistEntry {
+    pub stream: String,
+    pub block_id: String,
+    pub block_duration: u64,
+    pub main_stream: String,
+    pub main_stream_type: String,
+    pub main_stream_duration: u64,
+    pub default_stream: Option<String>,
+    pub default_stream_type: Option<String>,
+    pub default_stream_duration: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DvrArchive {
+    pub app: String,
+    pub stream: String,
+    pub size: u64,
+    pub bandwidth: u64,
+    pub resolution: String,
+    pub acodec: String,
+    pub vcodec: String,
+    pub path: String,
+    pub space_available: u64,
+    pub duration: u64,
+    /// `(start, duration)` per recording session, filled when asked for.
+    pub timeline: Option<Vec<(i64, u64)>>,
+    pub periods: u64,
+}

@@ -1,0 +1,110 @@
+//! Accept loops over a replaceable set of listeners, with connection tracking for drain.
+
+use crate::counters::{ConnectionGuard, WorkerCounters};
+use crate::listeners::InheritedListener;
+use crate::sync::locked;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strom_ipc::messages::ListenerSpec;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What an accept loop hands each new connection to.
+pub trait ConnectionHandler: Send + Sync + 'static {
+    fn handle(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        listener: &ListenerSpec,
+        guard: ConnectionGuard,
+        shutdown: CancellationToken,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// One accept task per listener; replacing the set stops the old tasks (their sockets
+/// close in this process; the supervisor's copies keep the ports bound).
+pub struct AcceptLoops<H> {
+    handler: Arc<H>,
+    counters: Arc<WorkerCounters>,
+    shutdown: CancellationToken,
+    connections: TaskTracker,
+    current: Mutex<Vec<CancellationToken>>,
+}
+
+impl<H: ConnectionHandler> AcceptLoops<H> {
+    pub fn new(handler: Arc<H>, counters: Arc<WorkerCounters>, shutdown: CancellationToken) -> Self {
+        Self {
+            handler,
+            counters,
+            shutdown,
+            connections: TaskTracker::new(),
+            current: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn replace(&self, listeners: Vec<InheritedListener>) {
+        let mut tokens = Vec::with_capacity(listeners.len());
+        for inherited in listeners {
+            let token = self.shutdown.child_token();
+            tokens.push(token.clone());
+            tracing::info!(role = ?inherited.spec.role, addr = %inherited.spec.addr, "accepting");
+            tokio::spawn(accept_loop(
+                inherited,
+                Arc::clone(&self.handler),
+                Arc::clone(&self.counters),
+                self.connections.clone(),
+                token,
+                self.shutdown.clone(),
+            ));
+        }
+        let old = std::mem::replace(&mut *locked(&self.current), tokens);
+        for token in old {
+            token.cancel();
+        }
+    }
+
+    /// Waits up to `limit` for open connections to end.
+    pub async fn drain(&self, limit: Duration) {
+        self.connections.close();
+        if tokio::time::timeout(limit, self.connections.wait()).await.is_err() {
+            tracing::warn!(open = self.connections.len(), "connections still open after drain time");
+        }
+    }
+}
+
+async fn accept_loop<H: ConnectionHandler>(
+    inherited: InheritedListener,
+    handler: Arc<H>,
+    counters: Arc<WorkerCounters>,
+    connections: TaskTracker,
+    stop_accepting: CancellationToken,
+    shutdown: CancellationToken,
+) {
+    let InheritedListener { spec, listener } = inherited;
+    loop {
+        let accepted = tokio::select! {
+            () = stop_accepting.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let guard = counters.open_connection();
+                let handler = Arc::clone(&handler);
+                let spec = spec.clone();
+                let shutdown = shutdown.clone();
+                connections.spawn(async move {
+                    handler.handle(stream, peer, &spec, guard, shutdown).await;
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(addr = %spec.addr, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    tracing::debug!(addr = %spec.addr, "stopped accepting");
+}
