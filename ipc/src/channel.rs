@@ -161,7 +161,10 @@ mod tests {
         file.write_all(b"listener").unwrap();
         let sender = tokio::spawn(async move {
             writer.send(&"first".to_string(), &[]).await.unwrap();
-            writer.send(&"second".to_string(), &[file.as_fd()]).await.unwrap();
+            writer
+                .send(&"second".to_string(), &[file.as_fd()])
+                .await
+                .unwrap();
             // Larger than the socket buffer: the write must complete in several pieces.
             writer.send(&"x".repeat(600_000), &[]).await.unwrap();
             writer

@@ -9,17 +9,32 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// Sends `bytes` with `fds` attached to the first byte. Returns how many bytes were sent.
-pub fn send_with_fds(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<usize> {
+pub fn send_with_fds(
+    socket: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<usize> {
     let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
     let iov = [IoSlice::new(bytes)];
     let cmsgs = [ControlMessage::ScmRights(&raw)];
     let cmsgs: &[ControlMessage<'_>] = if raw.is_empty() { &[] } else { &cmsgs };
-    sendmsg::<()>(socket.as_raw_fd(), &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None).map_err(io::Error::from)
+    sendmsg::<()>(
+        socket.as_raw_fd(),
+        &iov,
+        cmsgs,
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )
+    .map_err(io::Error::from)
 }
 
 /// Reads into `buffer`, appending any received descriptors to `fds`. Returns the number of
 /// bytes read (0 at end of stream).
-pub fn recv_with_fds(socket: BorrowedFd<'_>, buffer: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+pub fn recv_with_fds(
+    socket: BorrowedFd<'_>,
+    buffer: &mut [u8],
+    fds: &mut Vec<OwnedFd>,
+) -> io::Result<usize> {
     let mut cmsg_space = nix::cmsg_space!([RawFd; MAX_FDS_PER_FRAME]);
     let mut iov = [IoSliceMut::new(buffer)];
     let message = recvmsg::<()>(
@@ -67,7 +82,10 @@ mod tests {
         assert_eq!(n, 1);
         assert_eq!(fds.len(), 1);
         let flags = nix::fcntl::fcntl(fds[0].as_fd(), nix::fcntl::FcntlArg::F_GETFD).unwrap();
-        assert!(flags & libc::FD_CLOEXEC != 0, "received fd must be close-on-exec");
+        assert!(
+            flags & libc::FD_CLOEXEC != 0,
+            "received fd must be close-on-exec"
+        );
 
         let mut received = std::fs::File::from(fds.pop().unwrap());
         received.rewind().unwrap();

@@ -7,8 +7,8 @@
 use crate::kind::WorkerKind;
 use crate::rules::Rules;
 use crate::status::{
-    CameraStatus, Counters, DvrArchive, IcecastInfo, LiveStream, Publisher, ServerPlaylistEntry,
-    SessionInfo,
+    CameraStatus, Counters, DvrArchive, IcecastInfo, LiveStream, Publisher, RepublishStatus,
+    ServerPlaylistEntry, SessionInfo,
 };
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -24,15 +24,23 @@ pub enum SupervisorToWorker {
     /// `hello.listeners`, in order.
     Hello(Box<WorkerHello>),
     /// A request; the worker answers with [`WorkerToSupervisor::Reply`] and the same id.
-    Request { id: RequestId, request: WorkerRequest },
+    Request {
+        id: RequestId,
+        request: WorkerRequest,
+    },
 }
 
 /// Frames a worker sends to the supervisor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum WorkerToSupervisor {
     /// The worker has taken its listeners and serves.
-    Ready { pid: u32 },
-    Reply { id: RequestId, reply: WorkerReply },
+    Ready {
+        pid: u32,
+    },
+    Reply {
+        id: RequestId,
+        reply: WorkerReply,
+    },
     Event(WorkerEvent),
 }
 
@@ -196,6 +204,8 @@ pub enum WorkerRequest {
     SetDrm(DrmSettings),
     /// Drain and exit.
     Shutdown,
+    /// State of every active re-publishing push.
+    RepublishStats,
 }
 
 /// A worker's answer.
@@ -217,6 +227,7 @@ pub enum WorkerReply {
     NotFound,
     /// The request was understood but could not be carried out.
     Failed(String),
+    RepublishStats(Vec<RepublishStatus>),
 }
 
 /// Things a worker tells the supervisor without being asked.

@@ -118,3 +118,23 @@ pub struct DvrArchive {
     pub timeline: Option<Vec<(i64, u64)>>,
     pub periods: u64,
 }
+
+/// One active re-publishing push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepublishStatus {
+    pub rule_id: String,
+    /// `connected`, `connecting` or `disconnected`.
+    pub state: String,
+    pub session_duration_secs: u64,
+    pub bandwidth_bps: u64,
+    pub bytes_recv: u64,
+    pub bytes_sent: u64,
+    pub retry_count: u64,
+    pub owner: crate::rules::RuleOwner,
+    pub src_app: String,
+    pub src_stream: String,
+    pub dest_addr: String,
+    pub dest_port: u16,
+    pub dest_app: String,
+    pub dest_stream: String,
+}

@@ -1,6 +1,30 @@
 //! Sans-io media code shared by the workers: no sockets, no tokio.
 //!
 //! Protocol cores live here so they can be unit-tested and fuzzed on bytes alone.
-//! [`codec_string`] names codecs the way playlists and the management API do.
+//! Every parser returns [`ParseError`] instead of panicking, on any input.
+//!
+//! - [`flv`]: RTMP audio/video message payloads (legacy FLV and Enhanced RTMP).
+//! - [`avc`], [`sps`]: H.264 `avcC` records and SPS (picture size).
+//! - [`hevc`]: H.265 `hvcC` records and SPS.
+//! - [`aac`]: AudioSpecificConfig and ADTS headers.
+//! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
+//! - [`bits`]: the bit reader behind the codec header parsers.
+//! - [`codec_string`] names codecs the way playlists and the management API do.
 
+pub mod aac;
+pub mod annexb;
+pub mod avc;
+pub mod bits;
 pub mod codec_string;
+mod cursor;
+mod error;
+pub mod flv;
+pub mod hevc;
+pub mod sps;
+
+pub use error::ParseError;
+
+#[cfg(test)]
+mod robustness;
+#[cfg(test)]
+mod test_vectors;

@@ -21,7 +21,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<DvrWorker>, String> {
 
 impl DvrWorker {
     fn archive_exists(&self, app: &str, stream: &str) -> bool {
-        let safe = |part: &str| !part.is_empty() && part != "." && part != ".." && !part.contains('/');
+        let safe =
+            |part: &str| !part.is_empty() && part != "." && part != ".." && !part.contains('/');
         safe(app) && safe(stream) && self.archive_root.join(app).join(stream).is_dir()
     }
 }

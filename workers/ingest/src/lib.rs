@@ -68,7 +68,10 @@ impl WorkerService for IngestWorker {
 
     fn replace_listeners(&self, listeners: Vec<InheritedListener>) {
         if !listeners.is_empty() {
-            tracing::warn!(count = listeners.len(), "ingest worker ignores TCP listeners");
+            tracing::warn!(
+                count = listeners.len(),
+                "ingest worker ignores TCP listeners"
+            );
         }
     }
 

@@ -57,7 +57,9 @@ impl ResolvesServerCert for SwappableCertificate {
 }
 
 /// A rustls server configuration that asks `certificate` on every handshake.
-pub fn server_config(certificate: Arc<SwappableCertificate>) -> Result<Arc<rustls::ServerConfig>, String> {
+pub fn server_config(
+    certificate: Arc<SwappableCertificate>,
+) -> Result<Arc<rustls::ServerConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -48,6 +48,7 @@ impl WorkerService for RtmpWorker {
             WorkerRequest::ListStreams => WorkerReply::Streams(Vec::new()),
             WorkerRequest::ListPublishers => WorkerReply::Publishers(Vec::new()),
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
+            WorkerRequest::RepublishStats => WorkerReply::RepublishStats(Vec::new()),
             WorkerRequest::DenyPublishers(ids) => {
                 tracing::info!(?ids, "publishers denied");
                 locked(&self.denied_publishers).extend(ids);

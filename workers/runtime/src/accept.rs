@@ -35,7 +35,11 @@ pub struct AcceptLoops<H> {
 }
 
 impl<H: ConnectionHandler> AcceptLoops<H> {
-    pub fn new(handler: Arc<H>, counters: Arc<WorkerCounters>, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        handler: Arc<H>,
+        counters: Arc<WorkerCounters>,
+        shutdown: CancellationToken,
+    ) -> Self {
         Self {
             handler,
             counters,
@@ -69,8 +73,14 @@ impl<H: ConnectionHandler> AcceptLoops<H> {
     /// Waits up to `limit` for open connections to end.
     pub async fn drain(&self, limit: Duration) {
         self.connections.close();
-        if tokio::time::timeout(limit, self.connections.wait()).await.is_err() {
-            tracing::warn!(open = self.connections.len(), "connections still open after drain time");
+        if tokio::time::timeout(limit, self.connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                open = self.connections.len(),
+                "connections still open after drain time"
+            );
         }
     }
 }

@@ -20,7 +20,9 @@ pub fn inherited_control_channel() -> io::Result<ControlChannel> {
     .map_err(|e| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            format!("no control socket at fd {CONTROL_FD} ({e}); workers are started by `strom run`"),
+            format!(
+                "no control socket at fd {CONTROL_FD} ({e}); workers are started by `strom run`"
+            ),
         )
     })?;
     if stat.st_mode & libc::S_IFMT != libc::S_IFSOCK {

@@ -28,7 +28,10 @@ pub enum RuntimeError {
     #[error("expected a hello as the first control frame")]
     NoHello,
     #[error("the supervisor started a {got} worker as {expected}")]
-    WrongKind { expected: WorkerKind, got: WorkerKind },
+    WrongKind {
+        expected: WorkerKind,
+        got: WorkerKind,
+    },
     #[error("inherited listeners are unusable: {0}")]
     Listeners(#[source] std::io::Error),
     #[error("the worker could not start: {0}")]
@@ -48,7 +51,11 @@ where
 }
 
 /// [`serve`] on an already-open channel (tests use a socketpair).
-pub async fn serve_on<S, F>(channel: ControlChannel, kind: WorkerKind, build: F) -> Result<(), RuntimeError>
+pub async fn serve_on<S, F>(
+    channel: ControlChannel,
+    kind: WorkerKind,
+    build: F,
+) -> Result<(), RuntimeError>
 where
     S: WorkerService,
     F: FnOnce(WorkerContext) -> Result<Arc<S>, String>,
@@ -93,7 +100,10 @@ where
     let events = tokio::spawn(forward_events(event_rx, Arc::clone(&writer)));
     let result = control_loop(&mut reader, &writer, &service, &counters).await;
     shutdown.cancel();
-    if tokio::time::timeout(DRAIN_LIMIT, service.drain()).await.is_err() {
+    if tokio::time::timeout(DRAIN_LIMIT, service.drain())
+        .await
+        .is_err()
+    {
         tracing::warn!("drain did not finish in time; exiting anyway");
     }
     events.abort();

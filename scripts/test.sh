@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the tools the tests drive (Debian packages), then checks formatting and lints
+# and runs every test of the workspace. `.ci/run` runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Real clients the end-to-end tests use; a test whose tool is missing fails and names it.
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps openssl)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo build --workspace --all-targets --locked
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi

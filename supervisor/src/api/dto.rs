@@ -1,0 +1,370 @@
+//! The JSON shapes of the API, exactly as deployed clients parse them.
+//!
+//! Names, nesting and types follow the spec, odd ones included: `bandwidth` and
+//! `publish_time` of stream entries are strings of digits.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use strom_ipc::rules::{RepublishRule, RtmpSettings, RuleOwner};
+use strom_ipc::status::{DvrArchive, LiveStream, RepublishStatus, SessionInfo};
+
+#[derive(Debug, Serialize)]
+#[allow(non_snake_case)]
+pub struct ServerStatus {
+    pub Connections: u64,
+    pub OutRate: u64,
+    pub SysInfo: SysInfo,
+    /// Monitoring templates read these at the top level (`$.RamCacheSize`).
+    pub RamCacheSize: u64,
+    pub FileCacheSize: u64,
+    pub MaxRamCacheSize: u64,
+    pub MaxFileCacheSize: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[allow(non_snake_case)]
+pub struct SysInfo {
+    pub ap: u64,
+    pub scl: f64,
+    pub tpms: u64,
+    pub fpms: u64,
+    pub tsss: u64,
+    pub fsss: u64,
+    pub RamCacheSize: u64,
+    pub FileCacheSize: u64,
+    pub MaxRamCacheSize: u64,
+    pub MaxFileCacheSize: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AppGroup {
+    pub app: String,
+    pub streams: Vec<StreamEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamEntry {
+    pub strm: String,
+    pub bandwidth: String,
+    pub resolution: String,
+    pub vcodec: String,
+    pub acodec: String,
+    pub protocol: String,
+    pub publish_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publisher_ip: Option<String>,
+}
+
+/// Groups streams by app (apps and streams sorted by name, so output is stable).
+/// `with_sources` adds `source_url`/`publisher_ip` (live_streams_status).
+pub fn group_streams(mut streams: Vec<LiveStream>, with_sources: bool) -> Vec<AppGroup> {
+    streams.sort_by(|a, b| (&a.app, &a.stream).cmp(&(&b.app, &b.stream)));
+    let mut groups: Vec<AppGroup> = Vec::new();
+    for stream in streams {
+        let entry = StreamEntry {
+            strm: stream.stream,
+            bandwidth: stream.bandwidth_bps.to_string(),
+            resolution: format!("{}x{}", stream.width, stream.height),
+            vcodec: stream.vcodec,
+            acodec: stream.acodec,
+            protocol: stream.protocol,
+            publish_time: stream.publish_time.to_string(),
+            source_url: stream.source_url.filter(|_| with_sources),
+            publisher_ip: stream.publisher_ip.filter(|_| with_sources),
+        };
+        match groups.last_mut() {
+            Some(group) if group.app == stream.app => group.streams.push(entry),
+            _ => groups.push(AppGroup {
+                app: stream.app,
+                streams: vec![entry],
+            }),
+        }
+    }
+    groups
+}
+
+#[derive(Debug, Serialize)]
+pub struct Session {
+    pub id: u64,
+    pub app: String,
+    pub stream: String,
+    #[serde(rename = "type")]
+    pub protocol: String,
+    pub bytes_recv: u64,
+    pub bytes_sent: u64,
+    pub created: i64,
+    pub last_access: i64,
+    pub client_ip: String,
+    pub user_agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ppv_id: Option<String>,
+}
+
+impl From<SessionInfo> for Session {
+    fn from(s: SessionInfo) -> Self {
+        Self {
+            id: s.id,
+            app: s.app,
+            stream: s.stream,
+            protocol: s.protocol,
+            bytes_recv: s.bytes_recv,
+            bytes_sent: s.bytes_sent,
+            created: s.created,
+            last_access: s.last_access,
+            client_ip: s.client_ip,
+            user_agent: s.user_agent,
+            ppv_id: s.ppv_id,
+        }
+    }
+}
+
+/// `{"RtmpSettings":{...}}` with a `hash` that changes whenever the settings do.
+pub fn rtmp_settings(settings: &RtmpSettings) -> serde_json::Value {
+    use serde_json::json;
+    let protocols = |list: &[strom_ipc::rules::OutputProtocol]| -> Vec<&'static str> {
+        list.iter().map(|p| p.as_str()).collect()
+    };
+    let apps: Vec<serde_json::Value> = settings
+        .apps
+        .iter()
+        .map(|app| {
+            let mut value = json!({
+                "app": app.app,
+                "login": app.login,
+                "password": app.password,
+                "duration": app.duration.unwrap_or(settings.duration),
+                "protocols": protocols(app.protocols.as_deref().unwrap_or(&settings.protocols)),
+                "publish_control": app.publish_control.is_some(),
+            });
+            if let (Some(control), Some(object)) = (&app.publish_control, value.as_object_mut()) {
+                object.insert(
+                    "publish_control_handler_url".into(),
+                    json!(control.handler_url.clone().unwrap_or_default()),
+                );
+            }
+            value
+        })
+        .collect();
+    let abr: Vec<serde_json::Value> = settings
+        .abr
+        .iter()
+        .map(|group| {
+            json!({
+                "app": group.app,
+                "stream": group.stream,
+                "streams": group.streams.iter().map(|s| json!({"app": s.app, "stream": s.stream})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut body = json!({
+        "interfaces": settings.interfaces.iter().map(|i| json!({"ip": i.ip, "port": i.port})).collect::<Vec<_>>(),
+        "login": settings.login,
+        "password": settings.password,
+        "duration": settings.duration,
+        "protocols": protocols(&settings.protocols),
+        "apps": apps,
+        "abr": abr,
+    });
+    let digest = Sha256::digest(body.to_string().as_bytes());
+    let hash = u64::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+    ]);
+    if let Some(object) = body.as_object_mut() {
+        object.insert("hash".into(), json!(hash.to_string()));
+    }
+    json!({ "RtmpSettings": body })
+}
+
+/// API owner number: 0 for the configured side, 1 for rules made through the API.
+pub fn owner_number(owner: RuleOwner) -> u8 {
+    match owner {
+        RuleOwner::Config => 0,
+        RuleOwner::Api => 1,
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rule {
+    pub id: String,
+    pub src_app: String,
+    pub src_stream: String,
+    pub dest_addr: String,
+    pub dest_port: u16,
+    pub dest_app: String,
+    pub dest_stream: String,
+    pub dest_app_params: String,
+    pub dest_stream_params: String,
+    pub auth_schema: &'static str,
+    pub dest_login: String,
+    pub dest_password: String,
+    pub keep_src_stream_params: bool,
+    pub ssl: bool,
+}
+
+impl From<&RepublishRule> for Rule {
+    fn from(r: &RepublishRule) -> Self {
+        Self {
+            id: r.id.clone(),
+            src_app: r.src_app.clone(),
+            src_stream: r.src_stream.clone(),
+            dest_addr: r.dest_addr.clone(),
+            dest_port: r.dest_port,
+            dest_app: r.dest_app.clone(),
+            dest_stream: r.dest_stream.clone(),
+            dest_app_params: r.dest_app_params.clone(),
+            dest_stream_params: r.dest_stream_params.clone(),
+            auth_schema: r.auth_schema.as_str(),
+            dest_login: r.dest_login.clone(),
+            dest_password: r.dest_password.clone(),
+            keep_src_stream_params: r.keep_src_stream_params,
+            ssl: r.ssl,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RepublishStat {
+    pub rule_id: String,
+    pub state: String,
+    pub session_duration: u64,
+    pub bandwidth: u64,
+    pub bytes_recv: u64,
+    pub bytes_sent: u64,
+    pub owner: u8,
+    pub retry_count: u64,
+    pub src_app: String,
+    pub src_stream: String,
+    pub dest_addr: String,
+    pub dest_port: u16,
+    pub dest_app: String,
+    pub dest_stream: String,
+}
+
+impl From<RepublishStatus> for RepublishStat {
+    fn from(s: RepublishStatus) -> Self {
+        Self {
+            rule_id: s.rule_id,
+            state: s.state,
+            session_duration: s.session_duration_secs,
+            bandwidth: s.bandwidth_bps,
+            bytes_recv: s.bytes_recv,
+            bytes_sent: s.bytes_sent,
+            owner: owner_number(s.owner),
+            retry_count: s.retry_count,
+            src_app: s.src_app,
+            src_stream: s.src_stream,
+            dest_addr: s.dest_addr,
+            dest_port: s.dest_port,
+            dest_app: s.dest_app,
+            dest_stream: s.dest_stream,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TimelineItem {
+    pub start: i64,
+    pub duration: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Archive {
+    pub size: u64,
+    pub bandwidth: u64,
+    pub resolution: String,
+    pub acodec: String,
+    pub vcodec: String,
+    pub path: String,
+    pub space_available: u64,
+    pub periods: u64,
+    pub stream: String,
+    pub duration: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<TimelineItem>>,
+}
+
+impl From<DvrArchive> for Archive {
+    fn from(a: DvrArchive) -> Self {
+        Self {
+            size: a.size,
+            bandwidth: a.bandwidth,
+            resolution: a.resolution,
+            acodec: a.acodec,
+            vcodec: a.vcodec,
+            path: a.path,
+            space_available: a.space_available,
+            periods: a.periods,
+            stream: format!("{}/{}", a.app, a.stream),
+            duration: a.duration,
+            timeline: a.timeline.map(|items| {
+                items
+                    .into_iter()
+                    .map(|(start, duration)| TimelineItem { start, duration })
+                    .collect()
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(app: &str, name: &str) -> LiveStream {
+        LiveStream {
+            app: app.into(),
+            stream: name.into(),
+            bandwidth_bps: 1_234_567,
+            width: 1280,
+            height: 720,
+            vcodec: "avc1.64001f".into(),
+            acodec: "mp4a.40.2".into(),
+            protocol: "RTMP".into(),
+            publish_time: 1_700_000_000,
+            source_url: None,
+            publisher_ip: Some("10.0.0.1".into()),
+        }
+    }
+
+    #[test]
+    fn stream_entries_use_digit_strings_and_group_by_app() {
+        let groups = group_streams(
+            vec![
+                stream("live", "b"),
+                stream("other", "x"),
+                stream("live", "a"),
+            ],
+            false,
+        );
+        let json = serde_json::to_value(&groups).unwrap();
+        assert_eq!(json[0]["app"], "live");
+        assert_eq!(json[0]["streams"][0]["strm"], "a");
+        assert_eq!(json[0]["streams"][0]["bandwidth"], "1234567");
+        assert_eq!(json[0]["streams"][0]["publish_time"], "1700000000");
+        assert_eq!(json[0]["streams"][0]["resolution"], "1280x720");
+        assert!(json[0]["streams"][0].get("publisher_ip").is_none());
+        assert_eq!(json[1]["app"], "other");
+        let with_sources =
+            serde_json::to_value(group_streams(vec![stream("live", "a")], true)).unwrap();
+        assert_eq!(with_sources[0]["streams"][0]["publisher_ip"], "10.0.0.1");
+        assert!(with_sources[0]["streams"][0].get("source_url").is_none());
+    }
+
+    #[test]
+    fn rtmp_settings_hash_follows_the_settings() {
+        let mut settings = RtmpSettings::default();
+        let first = rtmp_settings(&settings);
+        assert_eq!(first["RtmpSettings"]["interfaces"][0]["ip"], "*");
+        assert_eq!(first["RtmpSettings"]["interfaces"][0]["port"], 1935);
+        assert_eq!(first["RtmpSettings"]["protocols"][0], "HLS");
+        assert!(first["RtmpSettings"]["hash"].is_string());
+        assert_eq!(first, rtmp_settings(&settings));
+        settings.duration = 4;
+        assert_ne!(
+            first["RtmpSettings"]["hash"],
+            rtmp_settings(&settings)["RtmpSettings"]["hash"]
+        );
+    }
+}

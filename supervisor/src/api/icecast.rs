@@ -1,0 +1,108 @@
+//! Per-stream commands the packager carries out: Icecast info and metadata, SCTE-35 cues.
+
+use crate::api::ApiState;
+use crate::api::error::{ApiError, JsonBody, QueryParams, ok};
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use strom_ipc::WorkerKind;
+use strom_ipc::messages::{Scte35Cue, WorkerReply, WorkerRequest};
+
+async fn ask_packager(
+    state: &ApiState,
+    request: WorkerRequest,
+    what: &str,
+) -> Result<WorkerReply, ApiError> {
+    match state.workers.ask(WorkerKind::Packager, request).await? {
+        WorkerReply::NotFound => Err(ApiError::not_found(format!("no such stream {what}"))),
+        reply => Ok(reply),
+    }
+}
+
+pub async fn info(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let what = format!("{app}/{stream}");
+    match ask_packager(&state, WorkerRequest::IcecastInfo { app, stream }, &what).await? {
+        WorkerReply::Icecast(info) => Ok(Json(json!({
+            "icy-name": info.name,
+            "icy-description": info.description,
+            "icy-genre": info.genre,
+            "icy-br": info.bitrate_kbps,
+            "streamtitle": info.stream_title,
+        }))),
+        other => Err(super::unexpected(other)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MetadataBody {
+    streamtitle: String,
+    #[serde(default)]
+    streamurl: String,
+}
+
+pub async fn metadata(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let body: MetadataBody = serde_json::from_value(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "expected {{\"streamtitle\":..,\"streamurl\":..}}: {e}"
+        ))
+    })?;
+    let what = format!("{app}/{stream}");
+    let request = WorkerRequest::IcecastMetadata {
+        app,
+        stream,
+        title: body.streamtitle,
+        url: body.streamurl,
+    };
+    done(ask_packager(&state, request, &what).await?)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CueQuery {
+    duration: Option<u32>,
+}
+
+pub async fn scte35_out(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+    QueryParams(query): QueryParams<CueQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let what = format!("{app}/{stream}");
+    let cue = Scte35Cue::Out {
+        duration_secs: query.duration,
+    };
+    done(ask_packager(&state, WorkerRequest::Scte35 { app, stream, cue }, &what).await?)
+}
+
+pub async fn scte35_in(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let what = format!("{app}/{stream}");
+    done(
+        ask_packager(
+            &state,
+            WorkerRequest::Scte35 {
+                app,
+                stream,
+                cue: Scte35Cue::In,
+            },
+            &what,
+        )
+        .await?,
+    )
+}
+
+fn done(reply: WorkerReply) -> Result<Json<Value>, ApiError> {
+    match reply {
+        WorkerReply::Done => Ok(ok()),
+        other => Err(super::unexpected(other)),
+    }
+}

@@ -1,0 +1,135 @@
+//! MPEG-TS inputs (`mpeg2ts_status`, `mpeg2ts_settings`), SRT and RIST stats, NDI list:
+//! everything the ingest worker owns.
+
+use crate::api::ApiState;
+use crate::api::error::ApiError;
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use strom_ipc::WorkerKind;
+use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
+use strom_ipc::status::CameraStatus;
+
+fn camera_entry(
+    id: &str,
+    ip: &str,
+    port: u16,
+    protocol: &str,
+    receive_mode: &str,
+    parameters: &[(String, String)],
+) -> Value {
+    let mut entry = json!({"id": id, "ip": ip, "port": port, "protocol": protocol});
+    if let Some(object) = entry.as_object_mut() {
+        if protocol != "udp" {
+            object.insert("receive_mode".into(), json!(receive_mode));
+        }
+        if !parameters.is_empty() {
+            let parameters: Vec<Value> = parameters
+                .iter()
+                .map(|(name, value)| json!({"name": name, "value": value}))
+                .collect();
+            object.insert("parameters".into(), json!(parameters));
+        }
+    }
+    entry
+}
+
+fn cameras_document(cameras: Vec<Value>) -> Value {
+    let digest = Sha256::digest(Value::Array(cameras.clone()).to_string().as_bytes());
+    let hash = u64::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+    ]);
+    json!({"CamerasHash": hash.to_string(), "Cameras": cameras})
+}
+
+pub async fn mpegts_status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    match state
+        .workers
+        .ask(WorkerKind::Ingest, WorkerRequest::MpegtsStatus)
+        .await?
+    {
+        WorkerReply::Cameras(cameras) => Ok(Json(cameras_document(
+            cameras
+                .iter()
+                .map(|c: &CameraStatus| {
+                    camera_entry(
+                        &c.id,
+                        &c.ip,
+                        c.port,
+                        &c.protocol,
+                        &c.receive_mode,
+                        &c.parameters,
+                    )
+                })
+                .collect(),
+        ))),
+        other => Err(super::unexpected(other)),
+    }
+}
+
+pub async fn mpegts_settings(State(state): State<ApiState>) -> Json<Value> {
+    let rules = state.supervisor.rules();
+    Json(cameras_document(
+        rules
+            .cameras
+            .iter()
+            .map(|c| {
+                let mut entry = camera_entry(
+                    &c.id,
+                    &c.ip,
+                    c.port,
+                    &c.protocol,
+                    &c.receive_mode,
+                    &c.parameters,
+                );
+                if let Some(object) = entry.as_object_mut() {
+                    object.insert("app".into(), json!(c.app));
+                    object.insert("stream".into(), json!(c.stream));
+                }
+                entry
+            })
+            .collect(),
+    ))
+}
+
+async fn stats_items(state: &ApiState, request: WorkerRequest) -> Result<Vec<Value>, ApiError> {
+    match state.workers.ask(WorkerKind::Ingest, request).await? {
+        WorkerReply::JsonItems(items) => Ok(items
+            .iter()
+            .filter_map(|item| match serde_json::from_str(item) {
+                Ok(value) => Some(value),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ingest worker sent stats that are not JSON");
+                    None
+                }
+            })
+            .collect()),
+        other => Err(super::unexpected(other)),
+    }
+}
+
+pub async fn srt_sender_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let items = stats_items(&state, WorkerRequest::SrtStats(StatsDirection::Senders)).await?;
+    Ok(Json(json!({"SrtSenders": items})))
+}
+
+pub async fn srt_receiver_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let items = stats_items(&state, WorkerRequest::SrtStats(StatsDirection::Receivers)).await?;
+    Ok(Json(json!({"SrtReceivers": items})))
+}
+
+pub async fn rist_sender_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let items = stats_items(&state, WorkerRequest::RistStats(StatsDirection::Senders)).await?;
+    Ok(Json(Value::Array(items)))
+}
+
+pub async fn rist_receiver_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let items = stats_items(&state, WorkerRequest::RistStats(StatsDirection::Receivers)).await?;
+    Ok(Json(Value::Array(items)))
+}
+
+pub async fn ndi_list(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let items = stats_items(&state, WorkerRequest::NdiList).await?;
+    Ok(Json(Value::Array(items)))
+}

@@ -1,0 +1,61 @@
+//! `reload_config`, `reload_ssl_certificates`, `sync_panel_settings`.
+
+use crate::api::ApiState;
+use crate::api::error::{ApiError, QueryParams, ok};
+use crate::reload::{self, ReloadError};
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::Value;
+
+impl From<ReloadError> for ApiError {
+    fn from(e: ReloadError) -> Self {
+        match e {
+            ReloadError::DrmNotConfigured
+            | ReloadError::TlsNotConfigured
+            | ReloadError::PanelNotConfigured => ApiError::bad_request(e.to_string()),
+            ReloadError::Panel(_) => ApiError::bad_gateway(e.to_string()),
+            ReloadError::Internal(_) => ApiError::internal(e.to_string()),
+            ReloadError::Config(_) | ReloadError::Bind(_) | ReloadError::Tls(_) => {
+                ApiError::unprocessable(e.to_string())
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReloadQuery {
+    drm: Option<String>,
+}
+
+pub async fn config(
+    State(state): State<ApiState>,
+    QueryParams(query): QueryParams<ReloadQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let drm = matches!(query.drm.as_deref(), Some("true" | "1" | "yes"));
+    reload::reload_rules(&state.supervisor, drm)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "reload_config failed");
+            ApiError::from(e)
+        })?;
+    Ok(ok())
+}
+
+pub async fn ssl_certificates(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    reload::reload_certificates(&state.supervisor)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "reload_ssl_certificates failed");
+            ApiError::from(e)
+        })?;
+    Ok(ok())
+}
+
+pub async fn sync_panel(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    reload::sync_panel(&state.supervisor).await.map_err(|e| {
+        tracing::error!(error = %e, "sync_panel_settings failed");
+        ApiError::from(e)
+    })?;
+    Ok(ok())
+}

@@ -1,0 +1,75 @@
+//! Live streams (`rtmp_status`, `live_streams_status`), `rtmp_settings` and
+//! `server_playlist_status`.
+
+use crate::api::ApiState;
+use crate::api::dto::{AppGroup, group_streams, rtmp_settings as render_settings};
+use crate::api::error::ApiError;
+use crate::api::gateway::gather;
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use strom_ipc::WorkerKind;
+use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use strom_ipc::status::LiveStream;
+
+async fn live_streams(state: &ApiState) -> Vec<LiveStream> {
+    gather(
+        state.workers.ask_all(WorkerRequest::ListStreams).await,
+        |reply| match reply {
+            WorkerReply::Streams(streams) => Some(streams),
+            // Workers without streams of their own say so.
+            WorkerReply::Failed(_) => Some(Vec::new()),
+            _ => None,
+        },
+    )
+}
+
+pub async fn rtmp_status(State(state): State<ApiState>) -> Json<Vec<AppGroup>> {
+    Json(group_streams(live_streams(&state).await, false))
+}
+
+pub async fn live_streams_status(State(state): State<ApiState>) -> Json<Vec<AppGroup>> {
+    Json(group_streams(live_streams(&state).await, true))
+}
+
+pub async fn rtmp_settings(State(state): State<ApiState>) -> Json<Value> {
+    Json(render_settings(&state.supervisor.rules().rtmp))
+}
+
+pub async fn server_playlists(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    match state
+        .workers
+        .ask(WorkerKind::Rtmp, WorkerRequest::ServerPlaylists)
+        .await?
+    {
+        WorkerReply::ServerPlaylists(entries) => Ok(Json(Value::Array(
+            entries
+                .into_iter()
+                .map(|e| {
+                    let mut entry = json!({
+                        "stream": e.stream,
+                        "block_id": e.block_id,
+                        "block_duration": e.block_duration,
+                        "main_stream": e.main_stream,
+                        "main_stream_type": e.main_stream_type,
+                        "main_stream_duration": e.main_stream_duration,
+                    });
+                    if let (Some(object), Some(default)) = (entry.as_object_mut(), e.default_stream)
+                    {
+                        object.insert("default_stream".into(), json!(default));
+                        object.insert(
+                            "default_stream_type".into(),
+                            json!(e.default_stream_type.unwrap_or_default()),
+                        );
+                        object.insert(
+                            "default_stream_duration".into(),
+                            json!(e.default_stream_duration.unwrap_or_default()),
+                        );
+                    }
+                    entry
+                })
+                .collect(),
+        ))),
+        other => Err(super::unexpected(other)),
+    }
+}

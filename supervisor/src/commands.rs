@@ -1,0 +1,57 @@
+//! The one-shot commands: `strom check-config` and `strom sign`.
+
+use crate::auth::sign_url;
+use crate::config::instance::{self, ListenAddress};
+use crate::config::{drm, rules as rules_file};
+use crate::reload;
+use std::path::{Path, PathBuf};
+
+/// Validates strom.conf and every file it names; prints the effective settings.
+pub fn check_config(path: &Path) -> anyhow::Result<()> {
+    let instance = instance::load(path)?;
+    let rules = rules_file::load(&instance.rules_path)?;
+    if let Some(drm_path) = &instance.drm_settings_path {
+        drm::load(drm_path)?;
+    }
+    if instance.ssl_port.is_some() {
+        reload::load_tls(&instance)?;
+    }
+    print!("{}", instance.effective_settings());
+    println!(
+        "# {}: {} RTMP interface(s), {} app(s), {} re-publishing rule(s), {} MPEG-TS input(s)",
+        instance.rules_path.display(),
+        rules.rtmp.interfaces.len(),
+        rules.rtmp.apps.len(),
+        rules.republish.len(),
+        rules.cameras.len()
+    );
+    println!("configuration OK");
+    Ok(())
+}
+
+/// Prints a signed management URL.
+pub fn sign(
+    token: Option<String>,
+    config: Option<PathBuf>,
+    base: Option<String>,
+    salt: Option<u32>,
+    path: &str,
+) -> anyhow::Result<()> {
+    let instance = config.as_deref().map(instance::load).transpose()?;
+    let token = token
+        .or_else(|| instance.as_ref().and_then(|i| i.management_token.clone()))
+        .ok_or_else(|| anyhow::anyhow!("give --token, or --config with a management_token"))?;
+    let base = base.unwrap_or_else(|| match &instance {
+        Some(instance) => {
+            let host = match instance.management_listen_interfaces.as_deref() {
+                Some([ListenAddress::Ip(ip), ..]) if !ip.is_unspecified() => ip.to_string(),
+                _ => "127.0.0.1".to_owned(),
+            };
+            format!("http://{host}:{}", instance.management_port)
+        }
+        None => "http://127.0.0.1:8082".to_owned(),
+    });
+    let salt = salt.unwrap_or_else(|| rand::random_range(0..=1_000_000));
+    println!("{}", sign_url(&base, path, &token, salt));
+    Ok(())
+}

@@ -1,0 +1,736 @@
+//! `strom.conf`: the instance settings that need a restart to change (ports, paths,
+//! management API, caches, logging).
+//!
+//! The format is `key = value` lines. `#` starts a comment at the start of a line or after
+//! whitespace, so a value such as a token may contain `#` as long as it does not follow a
+//! space. Blank lines are ignored and keys and values are trimmed. No key takes an empty
+//! value: leave the key out (or comment it) to get its default. A line without `=`, an
+//! unknown key, a key given twice and a bad value are errors naming the line and the key.
+//!
+//! Relative paths (`rules_path`, `data_dir`, `run_dir`, `ssl_certificate`,
+//! `ssl_certificate_key`, `drm_settings_path`, and the default `rules.conf`) are resolved
+//! against the absolute directory that contains `strom.conf`, so that the packaged file
+//! runs from a checkout and the result does not depend on a later change of directory.
+
+use super::error::ConfigError;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceConfig {
+    /// The file the settings came from, as given, for messages.
+    pub path: PathBuf,
+    /// HTTP delivery port (HLS, Icecast).
+    pub port: u16,
+    /// Where HTTP and HTTPS delivery listen.
+    pub listen_interfaces: Vec<ListenAddress>,
+    /// HTTPS delivery port; set together with the certificate and key.
+    pub ssl_port: Option<u16>,
+    /// PEM certificate chain for HTTPS; re-read by `reload_ssl_certificates`.
+    pub ssl_certificate: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    pub ssl_certificate_key: Option<PathBuf>,
+    /// `None`: the management API is not served at all, as the spec requires.
+    pub management_listen_interfaces: Option<Vec<ListenAddress>>,
+    pub management_port: u16,
+    /// `None`: management requests are not authenticated.
+    pub management_token: Option<String>,
+    /// The run-time rules (`rules.conf`), re-read on reload.
+    pub rules_path: PathBuf,
+    /// Persistent data: DVR archives and file cache.
+    pub data_dir: PathBuf,
+    /// Sockets and pid files that do not outlive the process.
+    pub run_dir: PathBuf,
+    /// tracing `EnvFilter` directive, e.g. `info,strom=debug`.
+    pub logging: String,
+    /// Control panel to fetch rules from (`sync_panel_settings`).
+    pub panel_url: Option<String>,
+    /// HLS encryption keys; `None`: no DRM.
+    pub drm_settings_path: Option<PathBuf>,
+    /// RAM the packager may spend on segments, in MiB (`max_ram_cache_size`).
+    pub ram_cache_size_mb: u64,
+    /// Disk the DVR may spend, in MiB (`max_file_cache_size`).
+    pub file_cache_size_mb: u64,
+    /// `Access-Control-Allow-Origin` for HTTP delivery, so browsers on other origins can
+    /// play.
+    pub access_control_allow_origin: Option<String>,
+}
+
+/// An address to listen on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListenAddress {
+    /// `*`: every IPv4 interface (0.0.0.0). Write `::` for every IPv6 interface.
+    Any,
+    Ip(IpAddr),
+}
+
+impl fmt::Display for ListenAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListenAddress::Any => f.write_str("*"),
+            ListenAddress::Ip(ip) => ip.fmt(f),
+        }
+    }
+}
+
+/// The socket addresses to bind for `list` on `port`; `Any` is the IPv4 wildcard
+/// `0.0.0.0`.
+pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
+    list.iter()
+        .map(|address| match address {
+            ListenAddress::Any => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port),
+            ListenAddress::Ip(ip) => SocketAddr::new(*ip, port),
+        })
+        .collect()
+}
+
+/// Every key `strom.conf` accepts.
+const KEYS: [&str; 17] = [
+    "port",
+    "listen_interfaces",
+    "ssl_port",
+    "ssl_certificate",
+    "ssl_certificate_key",
+    "management_listen_interfaces",
+    "management_port",
+    "management_token",
+    "rules_path",
+    "data_dir",
+    "run_dir",
+    "logging",
+    "panel_url",
+    "drm_settings_path",
+    "max_ram_cache_size",
+    "max_file_cache_size",
+    "access_control_allow_origin",
+];
+
+/// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
+const MAX_CACHE_MB: u64 = 1 << 30;
+
+/// Reads and validates `path`.
+pub fn load(path: &Path) -> Result<InstanceConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::io(path, error))?;
+    parse(&text, path)
+}
+
+/// Validates `text` as the contents of `path`; relative paths in it are resolved against
+/// the directory of `path`.
+pub fn parse(text: &str, path: &Path) -> Result<InstanceConfig, ConfigError> {
+    let base = std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_owned())
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    let mut config = InstanceConfig::defaults(path, &base);
+    let mut lines: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for (index, raw) in text.trim_start_matches('\u{feff}').lines().enumerate() {
+        let line = index + 1;
+        let content = strip_comment(raw).trim();
+        if content.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = content.split_once('=') else {
+            return Err(ConfigError::MissingEquals {
+                path: path.to_owned(),
+                line,
+            });
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let Some(known) = KEYS.into_iter().find(|k| *k == key) else {
+            return Err(ConfigError::UnknownKey {
+                path: path.to_owned(),
+                line,
+                key: key.to_owned(),
+                suggestions: KEYS.into_iter().filter(|k| looks_like(key, k)).collect(),
+            });
+        };
+        if let Some(&first_line) = lines.get(known) {
+            return Err(ConfigError::DuplicateKey {
+                path: path.to_owned(),
+                line,
+                key: known.to_owned(),
+                first_line,
+            });
+        }
+        lines.insert(known, line);
+        let value_error = |message: String| ConfigError::Value {
+            path: path.to_owned(),
+            line,
+            key: known.to_owned(),
+            message,
+        };
+        if value.is_empty() {
+            return Err(value_error(
+                "empty value; leave the key out to use the default".to_owned(),
+            ));
+        }
+        config.set(known, value, &base).map_err(value_error)?;
+    }
+    config.check_consistency(&lines)?;
+    Ok(config)
+}
+
+/// Cuts a `#` comment that starts the line or follows whitespace.
+fn strip_comment(line: &str) -> &str {
+    let mut previous = ' ';
+    for (at, c) in line.char_indices() {
+        if c == '#' && previous.is_whitespace() {
+            return &line[..at];
+        }
+        previous = c;
+    }
+    line
+}
+
+/// Whether `key` is plausibly a misspelling of `valid`.
+fn looks_like(key: &str, valid: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    (key.len() >= 3 && valid.contains(&key)) || edit_distance(&key, valid) <= 2
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+impl InstanceConfig {
+    fn defaults(path: &Path, base: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            port: 8081,
+            listen_interfaces: vec![ListenAddress::Any],
+            ssl_port: None,
+            ssl_certificate: None,
+            ssl_certificate_key: None,
+            management_listen_interfaces: None,
+            management_port: 8082,
+            management_token: None,
+            rules_path: base.join("rules.conf"),
+            data_dir: PathBuf::from("/var/lib/strom"),
+            run_dir: PathBuf::from("/run/strom"),
+            logging: "info".to_owned(),
+            panel_url: None,
+            drm_settings_path: None,
+            ram_cache_size_mb: 512,
+            file_cache_size_mb: 10240,
+            access_control_allow_origin: None,
+        }
+    }
+
+    /// Applies one non-empty `value`; the error is the message without file and line.
+    fn set(&mut self, key: &str, value: &str, base: &Path) -> Result<(), String> {
+        let path = || base.join(value);
+        match key {
+            "port" => self.port = parse_port(value)?,
+            "listen_interfaces" => self.listen_interfaces = parse_addresses(value)?,
+            "ssl_port" => self.ssl_port = Some(parse_port(value)?),
+            "ssl_certificate" => self.ssl_certificate = Some(path()),
+            "ssl_certificate_key" => self.ssl_certificate_key = Some(path()),
+            "management_listen_interfaces" => {
+                self.management_listen_interfaces = Some(parse_addresses(value)?);
+            }
+            "management_port" => self.management_port = parse_port(value)?,
+            "management_token" => self.management_token = Some(value.to_owned()),
+            "rules_path" => self.rules_path = path(),
+            "data_dir" => self.data_dir = path(),
+            "run_dir" => self.run_dir = path(),
+            "logging" => {
+                let allowed = |c: char| c.is_ascii_alphanumeric() || "_=,:.-".contains(c);
+                if !value.chars().all(allowed) {
+                    return Err(format!(
+                        "expected a tracing filter such as \"info\" or \"info,strom=debug\" \
+                         (letters, digits and _=,:.-), got {value:?}"
+                    ));
+                }
+                self.logging = value.to_owned();
+            }
+            "panel_url" => {
+                let rest = value
+                    .strip_prefix("http://")
+                    .or_else(|| value.strip_prefix("https://"));
+                if rest.is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "expected an http:// or https:// URL, got {value:?}"
+                    ));
+                }
+                self.panel_url = Some(value.to_owned());
+            }
+            "drm_settings_path" => self.drm_settings_path = Some(path()),
+            "max_ram_cache_size" => self.ram_cache_size_mb = parse_megabytes(value)?,
+            "max_file_cache_size" => self.file_cache_size_mb = parse_megabytes(value)?,
+            "access_control_allow_origin" => {
+                // It is sent verbatim as a header value.
+                if !value.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+                    return Err(format!(
+                        "expected \"*\" or an origin such as \"https://example.com\", got {value:?}"
+                    ));
+                }
+                self.access_control_allow_origin = Some(value.to_owned());
+            }
+            _ => return Err("unknown key".to_owned()),
+        }
+        Ok(())
+    }
+
+    /// Checks settings that depend on each other; `lines` maps the keys present to their
+    /// lines.
+    fn check_consistency(&self, lines: &BTreeMap<&'static str, usize>) -> Result<(), ConfigError> {
+        let error = |key: &str, message: String| ConfigError::Value {
+            path: self.path.clone(),
+            line: lines.get(key).copied().unwrap_or_default(),
+            key: key.to_owned(),
+            message,
+        };
+        const TLS: [&str; 3] = ["ssl_port", "ssl_certificate", "ssl_certificate_key"];
+        let missing: Vec<&str> = TLS.into_iter().filter(|k| !lines.contains_key(k)).collect();
+        if let Some(present) = TLS.into_iter().find(|k| lines.contains_key(k))
+            && !missing.is_empty()
+        {
+            return Err(error(
+                present,
+                format!("HTTPS also needs {}", missing.join(" and ")),
+            ));
+        }
+        if self.ssl_port == Some(self.port) {
+            return Err(error(
+                "ssl_port",
+                format!("{} is also the HTTP port", self.port),
+            ));
+        }
+        if let Some(management) = &self.management_listen_interfaces
+            && overlap(management, &self.listen_interfaces)
+        {
+            let key = if lines.contains_key("management_port") {
+                "management_port"
+            } else {
+                "management_listen_interfaces"
+            };
+            for (other, name) in [(Some(self.port), "HTTP"), (self.ssl_port, "HTTPS")] {
+                if other == Some(self.management_port) {
+                    return Err(error(
+                        key,
+                        format!(
+                            "port {} is also the {name} delivery port on the same interface",
+                            self.management_port
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every setting as `key = value` lines, for `strom check-config`. Unset options are
+    /// commented out; the token is shown as `<set>`.
+    pub fn effective_settings(&self) -> String {
+        fn list(addresses: &[ListenAddress]) -> String {
+            let names: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+            names.join(", ")
+        }
+        fn show<T: fmt::Display>(out: &mut String, key: &str, value: Option<T>) {
+            // Writing to a String cannot fail.
+            let _ = match value {
+                Some(value) => writeln!(out, "{key} = {value}"),
+                None => writeln!(out, "# {key} = (unset)"),
+            };
+        }
+        let mut out = format!("# effective settings of {}\n", self.path.display());
+        show(&mut out, "port", Some(self.port));
+        show(
+            &mut out,
+            "listen_interfaces",
+            Some(list(&self.listen_interfaces)),
+        );
+        show(&mut out, "ssl_port", self.ssl_port);
+        show(
+            &mut out,
+            "ssl_certificate",
+            self.ssl_certificate.as_ref().map(|p| p.display()),
+        );
+        let key = self.ssl_certificate_key.as_ref().map(|p| p.display());
+        show(&mut out, "ssl_certificate_key", key);
+        let management = self.management_listen_interfaces.as_deref().map(list);
+        show(&mut out, "management_listen_interfaces", management);
+        show(&mut out, "management_port", Some(self.management_port));
+        show(
+            &mut out,
+            "management_token",
+            self.management_token.as_ref().map(|_| "<set>"),
+        );
+        show(&mut out, "rules_path", Some(self.rules_path.display()));
+        show(&mut out, "data_dir", Some(self.data_dir.display()));
+        show(&mut out, "run_dir", Some(self.run_dir.display()));
+        show(&mut out, "logging", Some(&self.logging));
+        show(&mut out, "panel_url", self.panel_url.as_ref());
+        show(
+            &mut out,
+            "drm_settings_path",
+            self.drm_settings_path.as_ref().map(|p| p.display()),
+        );
+        show(&mut out, "max_ram_cache_size", Some(self.ram_cache_size_mb));
+        show(
+            &mut out,
+            "max_file_cache_size",
+            Some(self.file_cache_size_mb),
+        );
+        let origin = self.access_control_allow_origin.as_ref();
+        show(&mut out, "access_control_allow_origin", origin);
+        out
+    }
+}
+
+fn parse_port(value: &str) -> Result<u16, String> {
+    match value.parse::<u16>() {
+        Ok(port) if port != 0 => Ok(port),
+        _ => Err(format!("expected a port number 1-65535, got {value:?}")),
+    }
+}
+
+fn parse_megabytes(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(size) if (1..=MAX_CACHE_MB).contains(&size) => Ok(size),
+        _ => Err(format!(
+            "expected a size in megabytes 1-{MAX_CACHE_MB}, got {value:?}"
+        )),
+    }
+}
+
+/// `*`, or comma-separated IPv4/IPv6 addresses (IPv6 optionally in brackets).
+fn parse_addresses(value: &str) -> Result<Vec<ListenAddress>, String> {
+    if value == "*" {
+        return Ok(vec![ListenAddress::Any]);
+    }
+    let mut addresses = Vec::new();
+    for item in value.split(',').map(str::trim) {
+        let bare = item
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or(item);
+        let address = match bare.parse() {
+            Ok(ip) => ListenAddress::Ip(ip),
+            // Mixing them would make the specific binds collide with the wildcard.
+            Err(_) if item == "*" => return Err("\"*\" cannot be combined with addresses".into()),
+            Err(_) => {
+                return Err(format!(
+                    "expected \"*\" or comma-separated IP addresses, got {item:?}"
+                ));
+            }
+        };
+        if addresses.contains(&address) {
+            return Err(format!("{item} is listed twice"));
+        }
+        addresses.push(address);
+    }
+    Ok(addresses)
+}
+
+/// Whether binding the same port on both lists would collide.
+fn overlap(a: &[ListenAddress], b: &[ListenAddress]) -> bool {
+    let any = |list: &[ListenAddress]| {
+        list.iter().any(|address| match address {
+            ListenAddress::Any => true,
+            ListenAddress::Ip(ip) => ip.is_unspecified(),
+        })
+    };
+    any(a) || any(b) || a.iter().any(|address| b.contains(address))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    const PATH: &str = "/etc/strom/strom.conf";
+
+    fn parse_ok(text: &str) -> InstanceConfig {
+        parse(text, Path::new(PATH)).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    #[test]
+    fn defaults() {
+        let config = parse_ok("# nothing but comments\n\n   \n");
+        assert_eq!(
+            config,
+            InstanceConfig::defaults(Path::new(PATH), Path::new("/etc/strom"))
+        );
+        assert_eq!(config.port, 8081);
+        assert_eq!(config.listen_interfaces, vec![ListenAddress::Any]);
+        assert_eq!(config.management_listen_interfaces, None);
+        assert_eq!(config.management_port, 8082);
+        assert_eq!(config.rules_path, Path::new("/etc/strom/rules.conf"));
+        assert_eq!(config.data_dir, Path::new("/var/lib/strom"));
+        assert_eq!(config.run_dir, Path::new("/run/strom"));
+        assert_eq!(config.logging, "info");
+        assert_eq!(
+            (config.ram_cache_size_mb, config.file_cache_size_mb),
+            (512, 10240)
+        );
+    }
+
+    #[test]
+    fn every_key() {
+        let v4 = |a, b, c, d| ListenAddress::Ip(IpAddr::V4(Ipv4Addr::new(a, b, c, d)));
+        let text = "\
+            port = 8000\n\
+            listen_interfaces = 127.0.0.1, ::1\n\
+            ssl_port = 8443\n\
+            ssl_certificate = tls/cert.pem\n\
+            ssl_certificate_key = /keys/key.pem\n\
+            management_listen_interfaces = *\n\
+            management_port = 9000\n\
+            management_token = s3cr#t   # the # inside the token stays\n\
+            rules_path = ../rules.json\n\
+            data_dir = data\n\
+            run_dir = /tmp/run\n\
+            logging = info,strom=debug\n\
+            panel_url = https://panel.example.com/rules\n\
+            drm_settings_path = drm.json\n\
+            max_ram_cache_size = 64\n\
+            max_file_cache_size = 100\n\
+            access_control_allow_origin = *\n";
+        let config = parse_ok(text);
+        let expected = InstanceConfig {
+            path: PathBuf::from(PATH),
+            port: 8000,
+            listen_interfaces: vec![
+                v4(127, 0, 0, 1),
+                ListenAddress::Ip(Ipv6Addr::LOCALHOST.into()),
+            ],
+            ssl_port: Some(8443),
+            ssl_certificate: Some("/etc/strom/tls/cert.pem".into()),
+            ssl_certificate_key: Some("/keys/key.pem".into()),
+            management_listen_interfaces: Some(vec![ListenAddress::Any]),
+            management_port: 9000,
+            management_token: Some("s3cr#t".into()),
+            rules_path: "/etc/strom/../rules.json".into(),
+            data_dir: "/etc/strom/data".into(),
+            run_dir: "/tmp/run".into(),
+            logging: "info,strom=debug".into(),
+            panel_url: Some("https://panel.example.com/rules".into()),
+            drm_settings_path: Some("/etc/strom/drm.json".into()),
+            ram_cache_size_mb: 64,
+            file_cache_size_mb: 100,
+            access_control_allow_origin: Some("*".into()),
+        };
+        assert_eq!(config, expected);
+        // The printed settings read back as the same configuration, except the token.
+        let printed = config.effective_settings();
+        assert!(printed.contains("management_token = <set>\n"), "{printed}");
+        assert!(!printed.contains("s3cr"));
+        let reread = parse_ok(&printed.replace("<set>", "s3cr#t"));
+        assert_eq!(reread, expected);
+    }
+
+    #[test]
+    fn effective_settings_comment_unset_options() {
+        let printed = parse_ok("").effective_settings();
+        assert!(printed.contains("\n# ssl_port = (unset)\n"), "{printed}");
+        assert!(
+            printed.contains("\n# management_token = (unset)\n"),
+            "{printed}"
+        );
+        assert_eq!(parse_ok(&printed), parse_ok(""));
+    }
+
+    #[test]
+    fn comments_and_whitespace() {
+        let cases = [
+            ("port=9", 9),
+            ("  port   =   9   ", 9),
+            ("port = 9 # trailing comment", 9),
+            ("port = 9\t# after a tab", 9),
+            ("# port = 1\nport = 9", 9),
+            ("\u{feff}port = 9\r\n", 9),
+        ];
+        for (text, port) in cases {
+            assert_eq!(parse_ok(text).port, port, "{text:?}");
+        }
+        assert_eq!(
+            parse_ok("management_token = a#b")
+                .management_token
+                .as_deref(),
+            Some("a#b")
+        );
+    }
+
+    #[test]
+    fn listen_addresses() {
+        let ip = |s: &str| ListenAddress::Ip(s.parse().unwrap());
+        let cases: [(&str, Vec<ListenAddress>); 4] = [
+            ("*", vec![ListenAddress::Any]),
+            ("10.0.0.1", vec![ip("10.0.0.1")]),
+            (
+                "10.0.0.1 ,[::1], fe80::1",
+                vec![ip("10.0.0.1"), ip("::1"), ip("fe80::1")],
+            ),
+            ("::", vec![ip("::")]),
+        ];
+        for (value, expected) in cases {
+            let config = parse_ok(&format!("management_listen_interfaces = {value}"));
+            assert_eq!(
+                config.management_listen_interfaces,
+                Some(expected),
+                "{value}"
+            );
+        }
+        let addrs = socket_addrs(&[ListenAddress::Any, ip("::1")], 80);
+        assert_eq!(
+            addrs,
+            ["0.0.0.0:80".parse().unwrap(), "[::1]:80".parse().unwrap()]
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let cases = [
+            (
+                "\n\nport = abc",
+                "3: key 'port': expected a port number 1-65535, got \"abc\"",
+            ),
+            (
+                "port = 0",
+                "1: key 'port': expected a port number 1-65535, got \"0\"",
+            ),
+            (
+                "port = 70000",
+                "1: key 'port': expected a port number 1-65535",
+            ),
+            ("port 8081", "1: expected `key = value`"),
+            ("# c\n= 5", "2: unknown key ''"),
+            ("prot = 1", "1: unknown key 'prot' (did you mean 'port'"),
+            ("colour = red", "1: unknown key 'colour'"),
+            (
+                "port = 1\n\nport = 2",
+                "3: key 'port' is already set on line 1",
+            ),
+            (
+                "management_token =",
+                "1: key 'management_token': empty value",
+            ),
+            (
+                "management_token = # no token",
+                "1: key 'management_token': empty value",
+            ),
+            (
+                "listen_interfaces = *, 127.0.0.1",
+                "1: key 'listen_interfaces': \"*\" cannot be",
+            ),
+            (
+                "listen_interfaces = 1.2.3.4,",
+                "1: key 'listen_interfaces': expected \"*\" or comma-separated IP addresses",
+            ),
+            (
+                "listen_interfaces = localhost",
+                "1: key 'listen_interfaces': expected \"*\" or comma-separated IP addresses, got \"localhost\"",
+            ),
+            (
+                "listen_interfaces = ::1, [::1]",
+                "1: key 'listen_interfaces': [::1] is listed twice",
+            ),
+            (
+                "logging = info strom=debug",
+                "1: key 'logging': expected a tracing filter",
+            ),
+            (
+                "panel_url = ftp://x",
+                "1: key 'panel_url': expected an http:// or https:// URL",
+            ),
+            (
+                "panel_url = https://",
+                "1: key 'panel_url': expected an http://",
+            ),
+            (
+                "max_ram_cache_size = -1",
+                "1: key 'max_ram_cache_size': expected a size",
+            ),
+            (
+                "max_file_cache_size = 0",
+                "1: key 'max_file_cache_size': expected a size",
+            ),
+            (
+                "access_control_allow_origin = a\u{7}",
+                "1: key 'access_control_allow_origin'",
+            ),
+            (
+                "\nssl_port = 443",
+                "2: key 'ssl_port': HTTPS also needs ssl_certificate and ssl_certificate_key",
+            ),
+            (
+                "ssl_certificate_key = k",
+                "1: key 'ssl_certificate_key': HTTPS also needs ssl_port and ssl_certificate",
+            ),
+            (
+                "ssl_port = 8081\nssl_certificate = c\nssl_certificate_key = k",
+                "1: key 'ssl_port': 8081 is also the HTTP port",
+            ),
+            (
+                "management_listen_interfaces = *\nmanagement_port = 8081",
+                "2: key 'management_port': port 8081 is also the HTTP",
+            ),
+            (
+                "port = 8082\nmanagement_listen_interfaces = ::1",
+                "2: key 'management_listen_interfaces': port 8082",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse(text, Path::new("packaging/strom.conf"))
+                .unwrap_err()
+                .to_string();
+            let expected = format!("packaging/strom.conf:{expected}");
+            assert!(error.starts_with(&expected), "{text:?}: {error}");
+        }
+        // Different interfaces may share a port.
+        let config = parse_ok(
+            "listen_interfaces = 10.0.0.1\nmanagement_listen_interfaces = 127.0.0.1\nmanagement_port = 8081",
+        );
+        assert_eq!(config.management_port, 8081);
+    }
+
+    #[test]
+    fn error_accessors() {
+        let error = parse("port = 1\nport = 2", Path::new(PATH)).unwrap_err();
+        assert_eq!(
+            (error.path(), error.line(), error.key()),
+            (Path::new(PATH), Some(2), Some("port"))
+        );
+    }
+
+    #[test]
+    fn load_resolves_against_the_file_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strom.conf");
+        std::fs::write(&path, "data_dir = ../var/data\n").unwrap();
+        let config = load(&path).unwrap();
+        assert_eq!(config.data_dir, dir.path().join("../var/data"));
+        assert_eq!(config.rules_path, dir.path().join("rules.conf"));
+
+        let missing = dir.path().join("absent.conf");
+        let error = load(&missing).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("{}: cannot read:", missing.display()))
+        );
+        assert_eq!(error.path(), missing);
+    }
+
+    #[test]
+    fn packaged_file_is_valid() {
+        let text = include_str!("../../../packaging/strom.conf");
+        let config = parse(text, Path::new("/src/packaging/strom.conf")).unwrap();
+        assert_eq!(config.data_dir, Path::new("/src/packaging/../var/data"));
+    }
+}

@@ -1,0 +1,340 @@
+//! The per-worker state machine: start, serve, watch, restart with backoff, stop.
+//!
+//! ```text
+//!   Starting --ready--> Ready --exit/heartbeat lost--> BackingOff --delay--> Starting
+//!       |                 |                                |
+//!       +-----------------+------- stop requested ---------+--> Stopping --> Stopped
+//! ```
+//! The first restart after a crash is immediate (the port never stops answering: the
+//! supervisor keeps its copy of every listening socket and the kernel queues new
+//! connections meanwhile); repeated crashes back off exponentially up to a cap, and a
+//! worker that stayed up long enough starts from the beginning again.
+
+use crate::process::link::WorkerLink;
+use crate::process::spawn::{SpawnedWorker, spawn_worker};
+use crate::process::table::WorkerHandle;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use strom_ipc::channel::ControlReader;
+use strom_ipc::messages::{
+    SupervisorToWorker, WorkerEvent, WorkerHello, WorkerReply, WorkerRequest, WorkerToSupervisor,
+};
+use strom_ipc::{IpcError, WorkerKind};
+use strom_worker_runtime::session_ids::MAX_GENERATION;
+use tokio::sync::Notify;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A worker silent this long is considered hung and is killed.
+const HEARTBEAT_DEADLINE: Duration = Duration::from_secs(5);
+/// Time a worker gets to drain after a shutdown request before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(8);
+/// A worker that ran this long resets the backoff.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerState {
+    Starting,
+    Ready,
+    BackingOff,
+    Stopping,
+    Stopped,
+}
+
+impl WorkerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerState::Starting => "starting",
+            WorkerState::Ready => "ready",
+            WorkerState::BackingOff => "backing_off",
+            WorkerState::Stopping => "stopping",
+            WorkerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// Builds the hello (and the listener descriptors) for a new worker process from the
+/// supervisor's current state, so a restarted worker gets today's rules and sockets.
+pub trait HelloSource: Send + Sync + 'static {
+    fn hello(&self, kind: WorkerKind, generation: u32) -> io::Result<(WorkerHello, Vec<OwnedFd>)>;
+
+    /// An event a worker reported.
+    fn event(&self, kind: WorkerKind, event: WorkerEvent);
+}
+
+/// Delay before restart number `consecutive + 1` of a crash series.
+pub fn backoff(consecutive: u32) -> Duration {
+    if consecutive == 0 {
+        return Duration::ZERO;
+    }
+    let exponent = (consecutive - 1).min(16);
+    (Duration::from_millis(100) * 2u32.pow(exponent)).min(MAX_BACKOFF)
+}
+
+/// Everything a supervision loop needs besides its handle.
+#[derive(Clone)]
+pub struct SupervisionContext {
+    pub exe: PathBuf,
+    pub log_filter: String,
+    pub hellos: Arc<dyn HelloSource>,
+    pub generations: Arc<AtomicU32>,
+}
+
+enum Outcome {
+    Stopped,
+    Crashed(String),
+}
+
+/// Keeps one worker running until its handle's stop token is cancelled.
+pub async fn supervise(handle: Arc<WorkerHandle>, context: SupervisionContext) {
+    let kind = handle.kind;
+    let mut consecutive = 0u32;
+    loop {
+        handle.update_status(|s| s.state = WorkerState::Starting);
+        let started = Instant::now();
+        match run_once(&handle, &context).await {
+            Outcome::Stopped => break,
+            Outcome::Crashed(reason) => {
+                tracing::error!(worker = %kind, %reason, "worker failed");
+            }
+        }
+        if handle.stop.is_cancelled() {
+            break;
+        }
+        if started.elapsed() >= STABLE_AFTER {
+            consecutive = 0;
+        }
+        let delay = backoff(consecutive);
+        consecutive = consecutive.saturating_add(1);
+        let mut restarts = 0;
+        handle.update_status(|s| {
+            s.state = WorkerState::BackingOff;
+            s.pid = None;
+            s.ready_since = None;
+            s.out_rate_bps = 0;
+            s.restarts += 1;
+            restarts = s.restarts;
+        });
+        tracing::warn!(worker = %kind, restarts, delay_ms = delay.as_millis() as u64, "restarting worker");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = handle.stop.cancelled() => break,
+        }
+    }
+    handle.update_status(|s| {
+        s.state = WorkerState::Stopped;
+        s.pid = None;
+        s.ready_since = None;
+    });
+    tracing::info!(worker = %kind, "worker stopped");
+}
+
+fn next_generation(generations: &AtomicU32) -> u32 {
+    let value = generations.fetch_add(1, Ordering::Relaxed);
+    value % MAX_GENERATION + 1
+}
+
+async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> Outcome {
+    let kind = handle.kind;
+    let generation = next_generation(&context.generations);
+    let (hello, fds) = match context.hellos.hello(kind, generation) {
+        Ok(hello) => hello,
+        Err(e) => return Outcome::Crashed(format!("preparing the hello failed: {e}")),
+    };
+    let SpawnedWorker { mut child, channel } =
+        match spawn_worker(&context.exe, kind, &context.log_filter) {
+            Ok(spawned) => spawned,
+            Err(e) => return Outcome::Crashed(format!("exec failed: {e}")),
+        };
+    let pid = child.id();
+    handle.update_status(|s| s.pid = pid);
+    let (mut reader, mut writer) = channel.split();
+    let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|fd| fd.as_fd()).collect();
+    let started = async {
+        writer
+            .send(&SupervisorToWorker::Hello(Box::new(hello)), &borrowed)
+            .await?;
+        loop {
+            match reader.recv::<WorkerToSupervisor>().await?.message {
+                WorkerToSupervisor::Ready { .. } => return Ok::<(), IpcError>(()),
+                other => tracing::debug!(worker = %kind, ?other, "message before ready ignored"),
+            }
+        }
+    };
+    let ready = tokio::select! {
+        ready = tokio::time::timeout(READY_TIMEOUT, started) => match ready {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("did not start: {e}")),
+            Err(_) => Err(format!("not ready within {READY_TIMEOUT:?}")),
+        },
+        status = child.wait() => Err(format!("exited during start: {}", describe_exit(status))),
+        () = handle.stop.cancelled() => Err("stopped during start".to_owned()),
+    };
+    drop(borrowed);
+    drop(fds);
+    if let Err(reason) = ready {
+        reap(&mut child).await;
+        return if handle.stop.is_cancelled() {
+            Outcome::Stopped
+        } else {
+            Outcome::Crashed(reason)
+        };
+    }
+
+    let link = Arc::new(WorkerLink::new(kind.as_str(), writer));
+    handle.set_link(Some(Arc::clone(&link)));
+    handle.update_status(|s| {
+        s.state = WorkerState::Ready;
+        s.ready_since = Some(Instant::now());
+    });
+    tracing::info!(worker = %kind, pid = pid.unwrap_or_default(), generation, "worker ready");
+
+    let hung = Arc::new(Notify::new());
+    let mut reader_task = tokio::spawn(read_replies(
+        reader,
+        Arc::clone(&link),
+        kind,
+        Arc::clone(&context.hellos),
+    ));
+    let heartbeat_task = tokio::spawn(heartbeat(
+        Arc::clone(handle),
+        Arc::clone(&link),
+        Arc::clone(&hung),
+    ));
+
+    let outcome = tokio::select! {
+        status = child.wait() => Outcome::Crashed(format!("exited: {}", describe_exit(status))),
+        _ = &mut reader_task => {
+            // The channel closed: the process is exiting or has lost its way.
+            match tokio::time::timeout(Duration::from_secs(1), child.wait()).await {
+                Ok(status) => Outcome::Crashed(format!("exited: {}", describe_exit(status))),
+                Err(_) => Outcome::Crashed("closed its control channel".to_owned()),
+            }
+        }
+        () = hung.notified() => {
+            Outcome::Crashed(format!("stopped answering heartbeats for {HEARTBEAT_DEADLINE:?}; killed"))
+        }
+        () = handle.stop.cancelled() => {
+            handle.update_status(|s| s.state = WorkerState::Stopping);
+            let _ = link.request(WorkerRequest::Shutdown, &[], Duration::from_secs(2)).await;
+            match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+                Ok(_) => tracing::info!(worker = %kind, "worker exited after drain"),
+                Err(_) => tracing::warn!(worker = %kind, "worker did not exit in time; killing"),
+            }
+            Outcome::Stopped
+        }
+    };
+    handle.set_link(None);
+    heartbeat_task.abort();
+    reader_task.abort();
+    link.fail_all();
+    reap(&mut child).await;
+    outcome
+}
+
+/// Kills the process if it still runs and collects its exit status.
+async fn reap(child: &mut tokio::process::Child) {
+    if let Ok(None) = child.try_wait() {
+        let _ = child.start_kill();
+    }
+    let _ = child.wait().await;
+}
+
+fn describe_exit(status: io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(status) => status.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    }
+}
+
+async fn read_replies(
+    mut reader: ControlReader,
+    link: Arc<WorkerLink>,
+    kind: WorkerKind,
+    hellos: Arc<dyn HelloSource>,
+) {
+    loop {
+        match reader.recv::<WorkerToSupervisor>().await {
+            Ok(received) => match received.message {
+                WorkerToSupervisor::Reply { id, reply } => link.complete(id, reply),
+                WorkerToSupervisor::Event(event) => hellos.event(kind, event),
+                WorkerToSupervisor::Ready { .. } => {}
+            },
+            Err(IpcError::Closed) => break,
+            Err(e) => {
+                tracing::error!(worker = %kind, error = %e, "bad control frame from worker");
+                break;
+            }
+        }
+    }
+    link.fail_all();
+}
+
+/// Collects counters every second; signals `hung` when the worker stays silent.
+async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<Notify>) {
+    let mut interval = tokio::time::interval(HEARTBEAT_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_answer = Instant::now();
+    let mut previous: Option<(Instant, u64)> = None;
+    loop {
+        interval.tick().await;
+        match link
+            .request(WorkerRequest::Heartbeat, &[], HEARTBEAT_TIMEOUT)
+            .await
+        {
+            Ok(WorkerReply::Counters(counters)) => {
+                let now = Instant::now();
+                last_answer = now;
+                let rate = previous
+                    .map(|(at, sent)| {
+                        let seconds = now.duration_since(at).as_secs_f64().max(0.001);
+                        (counters.bytes_sent.saturating_sub(sent) as f64 * 8.0 / seconds) as u64
+                    })
+                    .unwrap_or(0);
+                previous = Some((now, counters.bytes_sent));
+                handle.update_status(|s| {
+                    s.counters = counters;
+                    s.out_rate_bps = rate;
+                });
+            }
+            Ok(other) => {
+                tracing::warn!(worker = %handle.kind, ?other, "unexpected heartbeat reply")
+            }
+            Err(e) => tracing::warn!(worker = %handle.kind, error = %e, "heartbeat missed"),
+        }
+        if last_answer.elapsed() >= HEARTBEAT_DEADLINE {
+            tracing::error!(worker = %handle.kind, "worker stopped answering heartbeats; killing it");
+            hung.notify_one();
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_restart_is_immediate_then_backs_off_to_a_cap() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(1), Duration::from_millis(100));
+        assert_eq!(backoff(2), Duration::from_millis(200));
+        assert_eq!(backoff(4), Duration::from_millis(800));
+        assert_eq!(backoff(50), MAX_BACKOFF);
+    }
+
+    #[test]
+    fn generations_stay_in_range_and_never_zero() {
+        let generations = AtomicU32::new(u32::MAX - 1);
+        for _ in 0..4 {
+            let generation = next_generation(&generations);
+            assert!((1..=MAX_GENERATION).contains(&generation));
+        }
+    }
+}

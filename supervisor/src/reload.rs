@@ -1,0 +1,271 @@
+//! Applying changed configuration to running workers: rules (SIGHUP, `reload_config`,
+//! `sync_panel_settings`), DRM settings and TLS certificates.
+//!
+//! Everything is read and validated before anything is applied: a broken file leaves the
+//! server running on what it had, and the error says why. Only the workers a change
+//! concerns hear about it; listeners that did not change keep their sockets.
+
+use crate::config::error::ConfigError;
+use crate::config::instance::InstanceConfig;
+use crate::config::{drm, rules as rules_file};
+use crate::listeners::{self, BindError};
+use crate::state::SupervisorState;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use strom_ipc::WorkerKind;
+use strom_ipc::messages::{TlsMaterial, WorkerReply, WorkerRequest};
+use strom_ipc::rules::Rules;
+use strom_worker_runtime::sync::locked;
+use thiserror::Error;
+
+/// Largest rules document accepted from the control panel.
+const MAX_PANEL_BYTES: usize = 4 * 1024 * 1024;
+const PANEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Error)]
+pub enum ReloadError {
+    #[error("{0}; keeping the rules in force")]
+    Config(#[from] ConfigError),
+    #[error("{0}; keeping the rules in force")]
+    Bind(#[from] BindError),
+    #[error("drm=true but strom.conf sets no drm_settings_path")]
+    DrmNotConfigured,
+    #[error("strom.conf sets no ssl_certificate and ssl_certificate_key")]
+    TlsNotConfigured,
+    #[error("TLS certificate rejected, keeping the old one: {0}")]
+    Tls(String),
+    #[error("strom.conf sets no panel_url to sync from")]
+    PanelNotConfigured,
+    #[error("fetching panel settings failed: {0}")]
+    Panel(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ReloadError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ReloadError::Internal(e.to_string()))
+}
+
+/// Re-reads `rules.conf` (and with `drm` the DRM settings) and applies it.
+pub async fn reload_rules(state: &SupervisorState, drm: bool) -> Result<(), ReloadError> {
+    let _one_at_a_time = state.reload_lock.lock().await;
+    let path = state.instance.rules_path.clone();
+    let rules = blocking(move || rules_file::load(&path)).await??;
+    let drm_settings = if drm {
+        let path = state
+            .instance
+            .drm_settings_path
+            .clone()
+            .ok_or(ReloadError::DrmNotConfigured)?;
+        Some(blocking(move || drm::load(&path)).await??)
+    } else {
+        None
+    };
+    apply_rules(state, rules).await?;
+    if let Some(settings) = drm_settings {
+        state.set_drm(settings.clone());
+        tell(state, WorkerKind::Packager, WorkerRequest::SetDrm(settings)).await;
+    }
+    tracing::info!(path = %state.instance.rules_path.display(), drm, "configuration reloaded");
+    Ok(())
+}
+
+/// Fetches rules from the control panel, stores them as `rules.conf` and applies them.
+pub async fn sync_panel(state: &SupervisorState) -> Result<(), ReloadError> {
+    let url = state
+        .instance
+        .panel_url
+        .clone()
+        .ok_or(ReloadError::PanelNotConfigured)?;
+    let _one_at_a_time = state.reload_lock.lock().await;
+    let text = fetch_panel(&url).await?;
+    let rules = rules_file::parse(&text, Path::new(&url))?;
+    let path = state.instance.rules_path.clone();
+    // Stored so that the next SIGHUP or restart keeps what the panel sent.
+    blocking(move || write_atomically(&path, text.as_bytes()))
+        .await?
+        .map_err(|e| {
+            ReloadError::Internal(format!(
+                "writing {}: {e}",
+                state.instance.rules_path.display()
+            ))
+        })?;
+    apply_rules(state, rules).await?;
+    tracing::info!(%url, "rules synced from the panel");
+    Ok(())
+}
+
+async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
+    let client = reqwest::Client::builder()
+        .timeout(PANEL_TIMEOUT)
+        .build()
+        .map_err(|e| ReloadError::Panel(e.to_string()))?;
+    let mut response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| ReloadError::Panel(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(ReloadError::Panel(format!(
+            "{url} answered {}",
+            response.status()
+        )));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ReloadError::Panel(e.to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_PANEL_BYTES {
+            return Err(ReloadError::Panel(format!(
+                "document larger than {MAX_PANEL_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| ReloadError::Panel("document is not UTF-8".to_owned()))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temporary = path.with_extension("conf.tmp");
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path)
+}
+
+/// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
+fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
+    match kind {
+        WorkerKind::Rtmp => old.rtmp != new.rtmp || old.republish != new.republish,
+        WorkerKind::Ingest => old.cameras != new.cameras,
+        WorkerKind::Packager => old.rtmp != new.rtmp,
+        WorkerKind::Dvr => old != new,
+    }
+}
+
+/// Makes `new` the rules in force: listeners first (the only step that can fail), then
+/// the workers the change concerns.
+pub async fn apply_rules(state: &SupervisorState, new: Rules) -> Result<(), ReloadError> {
+    let old = state.rules();
+    let wanted = listeners::plan(&state.instance, &new);
+    let relisten = locked(&state.listeners).reconcile(&wanted)?;
+    state.set_rules(Arc::new(new.clone()));
+    for worker in state.workers.all() {
+        let kind = worker.kind;
+        if relisten.contains(&kind) {
+            let handed = locked(&state.listeners).for_worker(kind);
+            match handed {
+                Ok((specs, fds)) => {
+                    let borrowed: Vec<_> = fds.iter().map(|fd| fd.as_fd()).collect();
+                    let answer = worker
+                        .request_with(
+                            WorkerRequest::SetListeners(specs),
+                            &borrowed,
+                            Duration::from_secs(3),
+                        )
+                        .await;
+                    report(kind, "listeners", answer);
+                }
+                Err(e) => {
+                    tracing::error!(worker = %kind, error = %e, "could not hand over listeners")
+                }
+            }
+        }
+        if concerns(kind, &old, &new) {
+            tell(
+                state,
+                kind,
+                WorkerRequest::ApplyRules(Box::new(new.clone())),
+            )
+            .await;
+        }
+    }
+    Ok(())
+}
+
+async fn tell(state: &SupervisorState, kind: WorkerKind, request: WorkerRequest) {
+    let answer = state.workers.get(kind).request(request).await;
+    report(kind, "update", answer);
+}
+
+fn report(kind: WorkerKind, what: &str, answer: Result<WorkerReply, crate::process::RequestError>) {
+    match answer {
+        Ok(WorkerReply::Done) => tracing::debug!(worker = %kind, what, "worker updated"),
+        Ok(other) => tracing::error!(worker = %kind, what, ?other, "worker refused the update"),
+        // A worker that is restarting gets the current state with its hello.
+        Err(e) => {
+            tracing::warn!(worker = %kind, what, error = %e, "worker will be updated when it starts")
+        }
+    }
+}
+
+/// Reads and validates the configured certificate and key.
+pub fn load_tls(instance: &InstanceConfig) -> Result<TlsMaterial, ReloadError> {
+    let (Some(certificate), Some(key)) = (&instance.ssl_certificate, &instance.ssl_certificate_key)
+    else {
+        return Err(ReloadError::TlsNotConfigured);
+    };
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| ReloadError::Tls(format!("{}: {e}", path.display())))
+    };
+    let material = TlsMaterial {
+        certificate_chain_pem: read(certificate)?,
+        private_key_pem: read(key)?,
+    };
+    let certified =
+        strom_worker_packager::tls::certified_key(&material).map_err(ReloadError::Tls)?;
+    certified.keys_match().map_err(|e| {
+        ReloadError::Tls(format!("certificate and key do not belong together: {e}"))
+    })?;
+    Ok(material)
+}
+
+/// Re-reads the certificate files and hands them to the packager for new handshakes.
+pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadError> {
+    let instance = Arc::clone(&state.instance);
+    let material = blocking(move || load_tls(&instance)).await??;
+    state.set_tls(material.clone());
+    match state
+        .workers
+        .get(WorkerKind::Packager)
+        .request(WorkerRequest::SetTls(material))
+        .await
+    {
+        Ok(WorkerReply::Failed(why)) => return Err(ReloadError::Tls(why)),
+        other => report(WorkerKind::Packager, "certificate", other),
+    }
+    tracing::info!("TLS certificates reloaded");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_ipc::rules::CameraSettings;
+
+    #[test]
+    fn only_concerned_workers_hear_about_a_change() {
+        let old = Rules::default();
+        let mut new = old.clone();
+        new.cameras.push(CameraSettings {
+            id: "cam".into(),
+            ip: "127.0.0.1".into(),
+            port: 1234,
+            protocol: "udp".into(),
+            receive_mode: String::new(),
+            parameters: Vec::new(),
+            app: "live".into(),
+            stream: "cam".into(),
+        });
+        assert!(concerns(WorkerKind::Ingest, &old, &new));
+        assert!(!concerns(WorkerKind::Rtmp, &old, &new));
+        assert!(!concerns(WorkerKind::Packager, &old, &new));
+        assert!(!concerns(WorkerKind::Ingest, &old, &old));
+    }
+}

@@ -1,0 +1,158 @@
+//! The supervisor's state: loaded config, rules, listeners, TLS and DRM material, the
+//! publish-control deny list and the worker table. Everything a new worker process is
+//! started from comes from here, so a restarted worker gets what is current.
+
+use crate::config::instance::InstanceConfig;
+use crate::listeners::ListenerTable;
+use crate::process::WorkerTable;
+use crate::process::supervision::HelloSource;
+use crate::system::SystemSampler;
+use std::collections::BTreeSet;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, RwLock};
+use strom_ipc::WorkerKind;
+use strom_ipc::messages::{DrmSettings, TlsMaterial, WorkerEvent, WorkerHello, WorkerSettings};
+use strom_ipc::rules::Rules;
+use strom_worker_runtime::sync::locked;
+
+#[derive(Debug)]
+pub struct SupervisorState {
+    pub instance: Arc<InstanceConfig>,
+    rules: RwLock<Arc<Rules>>,
+    pub listeners: Mutex<ListenerTable>,
+    pub workers: WorkerTable,
+    tls: RwLock<Option<TlsMaterial>>,
+    drm: RwLock<Option<DrmSettings>>,
+    /// Denied publisher ids; kept here so a restarted rtmp worker keeps refusing them.
+    denied_publishers: Mutex<BTreeSet<String>>,
+    pub system: Arc<SystemSampler>,
+    /// Serializes reloads: two at once would interleave listener changes.
+    pub reload_lock: tokio::sync::Mutex<()>,
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+fn write<T>(lock: &RwLock<T>, value: T) {
+    match lock.write() {
+        Ok(mut current) => *current = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
+    }
+}
+
+impl SupervisorState {
+    pub fn new(
+        instance: InstanceConfig,
+        rules: Rules,
+        listeners: ListenerTable,
+        workers: WorkerTable,
+        tls: Option<TlsMaterial>,
+        drm: Option<DrmSettings>,
+        system: Arc<SystemSampler>,
+    ) -> Self {
+        Self {
+            instance: Arc::new(instance),
+            rules: RwLock::new(Arc::new(rules)),
+            listeners: Mutex::new(listeners),
+            workers,
+            tls: RwLock::new(tls),
+            drm: RwLock::new(drm),
+            denied_publishers: Mutex::new(BTreeSet::new()),
+            system,
+            reload_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn rules(&self) -> Arc<Rules> {
+        read(&self.rules)
+    }
+
+    pub fn set_rules(&self, rules: Arc<Rules>) {
+        write(&self.rules, rules);
+    }
+
+    /// Changes the rules in force under the write lock (API-created re-publishing rules).
+    pub fn change_rules(&self, change: impl FnOnce(&mut Rules)) {
+        let mut guard = match self.rules.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut rules = (**guard).clone();
+        change(&mut rules);
+        *guard = Arc::new(rules);
+    }
+
+    /// A fresh id for an API-created re-publishing rule.
+    pub fn new_rule_id(&self) -> String {
+        loop {
+            let id = format!("{:08x}", rand::random::<u32>());
+            if !self.rules().republish.iter().any(|rule| rule.id == id) {
+                return id;
+            }
+        }
+    }
+
+    pub fn set_tls(&self, material: TlsMaterial) {
+        write(&self.tls, Some(material));
+    }
+
+    pub fn set_drm(&self, settings: DrmSettings) {
+        write(&self.drm, Some(settings));
+    }
+
+    /// Adds ids to the deny list; returns the full list.
+    pub fn deny_publishers(&self, ids: &[String]) -> Vec<String> {
+        let mut denied = locked(&self.denied_publishers);
+        denied.extend(ids.iter().cloned());
+        denied.iter().cloned().collect()
+    }
+
+    pub fn worker_settings(&self) -> WorkerSettings {
+        WorkerSettings {
+            data_dir: self.instance.data_dir.clone(),
+            run_dir: self.instance.run_dir.clone(),
+            max_ram_cache_bytes: self.instance.ram_cache_size_mb * 1024 * 1024,
+            max_file_cache_bytes: self.instance.file_cache_size_mb * 1024 * 1024,
+        }
+    }
+}
+
+impl HelloSource for SupervisorState {
+    fn hello(&self, kind: WorkerKind, generation: u32) -> io::Result<(WorkerHello, Vec<OwnedFd>)> {
+        let (listeners, fds) = locked(&self.listeners).for_worker(kind)?;
+        let hello = WorkerHello {
+            kind,
+            generation,
+            listeners,
+            settings: self.worker_settings(),
+            rules: (*self.rules()).clone(),
+            tls: if kind == WorkerKind::Packager {
+                read(&self.tls)
+            } else {
+                None
+            },
+            drm: if kind == WorkerKind::Packager {
+                read(&self.drm)
+            } else {
+                None
+            },
+            denied_publishers: if kind == WorkerKind::Rtmp {
+                locked(&self.denied_publishers).iter().cloned().collect()
+            } else {
+                Vec::new()
+            },
+        };
+        Ok((hello, fds))
+    }
+
+    fn event(&self, kind: WorkerKind, event: WorkerEvent) {
+        // The stream registry that routes subscribers arrives with the media bus; until
+        // then events are logged so operators see publishes come and go.
+        tracing::info!(worker = %kind, ?event, "worker event");
+    }
+}

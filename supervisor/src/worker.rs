@@ -1,0 +1,29 @@
+//! `strom worker <kind>`: the entry point of a worker process.
+
+use crate::logging;
+use crate::process::spawn::LOG_ENV;
+use strom_ipc::WorkerKind;
+use strom_worker_runtime::{RuntimeError, serve};
+
+pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
+    let filter = std::env::var(LOG_ENV).unwrap_or_else(|_| "info".to_owned());
+    logging::init(&filter, kind.as_str());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(format!("strom-{kind}"))
+        .build()?;
+    let result: Result<(), RuntimeError> = runtime.block_on(async move {
+        match kind {
+            WorkerKind::Rtmp => serve(kind, strom_worker_rtmp::start).await,
+            WorkerKind::Ingest => serve(kind, strom_worker_ingest::start).await,
+            WorkerKind::Packager => serve(kind, strom_worker_packager::start).await,
+            WorkerKind::Dvr => serve(kind, strom_worker_dvr::start).await,
+        }
+    });
+    if let Err(e) = &result {
+        tracing::error!(worker = %kind, error = %e, "worker failed");
+    }
+    // Do not wait for stray tasks (open client connections past the drain limit).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(result?)
+}

@@ -1,0 +1,301 @@
+//! Boots the real `strom` binary from a temporary configuration and talks to it with
+//! real clients (curl, TCP sockets). Every wait polls for readiness with a deadline;
+//! nothing sleeps for a fixed time and hopes.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `strom` binary cargo built beside this test (or `STROM_BIN`).
+pub fn strom_bin() -> PathBuf {
+    if let Ok(path) = std::env::var("STROM_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/strom
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile directory");
+    let bin = profile_dir.join("strom");
+    assert!(
+        bin.exists(),
+        "{} not found: build it first with `cargo build -p strom` (cargo test --workspace does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Fails the test, naming the Debian package, when a client tool is missing.
+pub fn require_tool(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "`{tool}` is missing: install the Debian package `{package}` (apt-get install -y {package})"
+    );
+}
+
+/// A TCP port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Ports {
+    pub http: u16,
+    pub management: u16,
+    pub rtmp: u16,
+}
+
+impl Ports {
+    pub fn new() -> Self {
+        Self {
+            http: free_port(),
+            management: free_port(),
+            rtmp: free_port(),
+        }
+    }
+}
+
+/// A running supervisor with its own directory, config and log file.
+pub struct Server {
+    pub dir: tempfile::TempDir,
+    pub ports: Ports,
+    pub child: Option<Child>,
+    pub token: Option<String>,
+}
+
+pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
+    format!(
+        r#"{{
+  "RtmpSettings": {{
+    "interfaces": [{{"ip": "127.0.0.1", "port": {rtmp_port}}}],
+    "duration": {duration},
+    "protocols": ["HLS"]
+  }}
+}}"#
+    )
+}
+
+impl Server {
+    /// Writes a config (plus `extra` strom.conf lines) and starts `strom run`.
+    pub fn start(extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::new();
+        let conf = format!(
+            "listen_interfaces = 127.0.0.1\nport = {}\nmanagement_listen_interfaces = 127.0.0.1\nmanagement_port = {}\nrules_path = rules.conf\ndata_dir = data\nrun_dir = run\nlogging = info\n{extra}\n",
+            ports.http, ports.management
+        );
+        std::fs::write(dir.path().join("strom.conf"), conf).unwrap();
+        std::fs::write(dir.path().join("rules.conf"), rules_json(ports.rtmp, 6)).unwrap();
+        let token = extra
+            .lines()
+            .find_map(|line| line.strip_prefix("management_token = ").map(str::to_owned));
+        let mut server = Server {
+            dir,
+            ports,
+            child: None,
+            token,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn spawn(&mut self) {
+        let log = std::fs::File::create(self.log_path()).unwrap();
+        let child = Command::new(strom_bin())
+            .arg("run")
+            .arg("--config")
+            .arg(self.dir.path().join("strom.conf"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.path("strom.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        let base = format!("http://127.0.0.1:{}", self.ports.management);
+        match &self.token {
+            Some(token) => {
+                let output = Command::new(strom_bin())
+                    .args(["sign", "--token", token, "--base", &base, path])
+                    .output()
+                    .unwrap();
+                assert!(output.status.success(), "strom sign failed");
+                String::from_utf8(output.stdout).unwrap().trim().to_owned()
+            }
+            None => format!("{base}{path}"),
+        }
+    }
+
+    /// GET through curl; returns the HTTP status and the parsed JSON body.
+    pub fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        curl(&["-X", "GET", &self.url(path)])
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
+        curl(&[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            body,
+            &self.url(path),
+        ])
+    }
+
+    /// Waits until the API answers and all four workers report ready.
+    pub fn wait_ready(&self) -> serde_json::Value {
+        wait_for(Duration::from_secs(30), "all workers ready", || {
+            let (code, body) = self.try_get("/manage/workers")?;
+            let ready = code == 200
+                && body.as_array().map(|workers| {
+                    workers.len() == 4 && workers.iter().all(|w| w["state"] == "ready")
+                }) == Some(true);
+            ready.then_some(body)
+        })
+        .unwrap_or_else(|| panic!("server not ready; log:\n{}", self.log()))
+    }
+
+    pub fn try_get(&self, path: &str) -> Option<(u16, serde_json::Value)> {
+        try_curl(&["-X", "GET", &self.url(path)])
+    }
+
+    pub fn worker_pid(&self, kind: &str) -> i32 {
+        let (_, workers) = self.get("/manage/workers");
+        workers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == kind)
+            .and_then(|w| w["pid"].as_i64())
+            .unwrap() as i32
+    }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).unwrap();
+    }
+
+    /// Waits for the supervisor to exit and returns its exit code.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let child = self.child.as_mut()?;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `probe` every 20 ms until it yields a value or `limit` passes.
+pub fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            eprintln!("gave up waiting for {what} after {limit:?}");
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn try_curl(args: &[&str]) -> Option<(u16, serde_json::Value)> {
+    require_tool("curl", "curl");
+    let output = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(output.stdout).ok()?;
+    let (body, code) = text.rsplit_once('\n')?;
+    let code: u16 = code.trim().parse().ok()?;
+    let json = if body.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(body).unwrap_or_else(|_| panic!("non-JSON body ({code}): {body}"))
+    };
+    Some((code, json))
+}
+
+/// Runs curl (which must be installed) and parses the answer.
+pub fn curl(args: &[&str]) -> (u16, serde_json::Value) {
+    try_curl(args).unwrap_or_else(|| panic!("curl {args:?} failed"))
+}
+
+/// Whether a TCP connection to `addr` is refused right now.
+pub fn refused(addr: SocketAddr) -> bool {
+    matches!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+pub fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
