@@ -87,16 +87,27 @@ pub async fn sync_panel(state: &SupervisorState) -> Result<(), ReloadError> {
     let text = fetch_panel(&url).await?;
     let rules = rules_file::parse(&text, Path::new(&url))?;
     let path = state.instance.rules_path.clone();
-    // Stored so that the next SIGHUP or restart keeps what the panel sent.
-    blocking(move || write_atomically(&path, text.as_bytes()))
+    let temporary = path.with_extension("conf.tmp");
+    let writing_failed = |e: std::io::Error| {
+        ReloadError::Internal(format!(
+            "writing {}: {e}",
+            state.instance.rules_path.display()
+        ))
+    };
+    // Written before anything changes (a full disk refuses the document), but put in
+    // place only once applied: a document that could not be applied must not become
+    // what the next SIGHUP or restart reads.
+    let staged = temporary.clone();
+    blocking(move || std::fs::write(&staged, text.as_bytes()))
         .await?
-        .map_err(|e| {
-            ReloadError::Internal(format!(
-                "writing {}: {e}",
-                state.instance.rules_path.display()
-            ))
-        })?;
-    apply_rules(state, rules).await?;
+        .map_err(writing_failed)?;
+    if let Err(e) = apply_rules(state, rules).await {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e);
+    }
+    blocking(move || std::fs::rename(&temporary, &path))
+        .await?
+        .map_err(writing_failed)?;
     tracing::info!(%url, "rules synced from the panel");
     Ok(())
 }
@@ -131,12 +142,6 @@ async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
         body.extend_from_slice(&chunk);
     }
     String::from_utf8(body).map_err(|_| ReloadError::Panel("document is not UTF-8".to_owned()))
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let temporary = path.with_extension("conf.tmp");
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, path)
 }
 
 /// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
@@ -230,16 +235,17 @@ pub fn load_tls(instance: &InstanceConfig) -> Result<TlsMaterial, ReloadError> {
 pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadError> {
     let instance = Arc::clone(&state.instance);
     let material = blocking(move || load_tls(&instance)).await??;
-    state.set_tls(material.clone());
-    match state
+    let answer = state
         .workers
         .get(WorkerKind::Packager)
-        .request(WorkerRequest::SetTls(material))
-        .await
-    {
-        Ok(WorkerReply::Failed(why)) => return Err(ReloadError::Tls(why)),
-        other => report(WorkerKind::Packager, "certificate", other),
+        .request(WorkerRequest::SetTls(material.clone()))
+        .await;
+    if let Ok(WorkerReply::Failed(why)) = answer {
+        return Err(ReloadError::Tls(why));
     }
+    report(WorkerKind::Packager, "certificate", answer);
+    // Kept only once accepted, so a restarted packager never gets a refused certificate.
+    state.set_tls(material);
     tracing::info!("TLS certificates reloaded");
     Ok(())
 }

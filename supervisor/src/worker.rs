@@ -8,6 +8,8 @@ use strom_worker_runtime::{RuntimeError, serve};
 pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
     let filter = std::env::var(LOG_ENV).unwrap_or_else(|_| "info".to_owned());
     logging::init(&filter, kind.as_str());
+    // reqwest and the packager's TLS use the process-wide rustls provider: ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name(format!("strom-{kind}"))

@@ -44,13 +44,20 @@ pub fn require_tool(tool: &str, package: &str) {
     );
 }
 
-/// A TCP port nobody listens on right now.
+/// A TCP port nobody listens on right now, below the kernel's ephemeral range (32768+)
+/// so that client connections of parallel tests cannot take it before the server binds
+/// it; each test process draws from its own block.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let block = 10_000 + (std::process::id() % 220) as u16 * 100;
+    loop {
+        let offset = NEXT.fetch_add(1, Ordering::Relaxed) % 100;
+        let port = block + offset;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 pub struct Ports {
@@ -92,6 +99,14 @@ pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
 impl Server {
     /// Writes a config (plus `extra` strom.conf lines) and starts `strom run`.
     pub fn start(extra: &str) -> Self {
+        let mut server = Self::prepare(extra);
+        server.spawn();
+        server
+    }
+
+    /// Writes the config (plus `extra` strom.conf lines) and a default rules.conf without
+    /// starting anything, so that a test can add files (certificates, rules) first.
+    pub fn prepare(extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ports = Ports::new();
         let conf = format!(
@@ -103,14 +118,12 @@ impl Server {
         let token = extra
             .lines()
             .find_map(|line| line.strip_prefix("management_token = ").map(str::to_owned));
-        let mut server = Server {
+        Server {
             dir,
             ports,
             child: None,
             token,
-        };
-        server.spawn();
-        server
+        }
     }
 
     pub fn spawn(&mut self) {
@@ -175,9 +188,18 @@ impl Server {
         ])
     }
 
+    pub fn delete(&self, path: &str) -> (u16, serde_json::Value) {
+        curl(&["-X", "DELETE", &self.url(path)])
+    }
+
     /// Waits until the API answers and all four workers report ready.
     pub fn wait_ready(&self) -> serde_json::Value {
-        wait_for(Duration::from_secs(30), "all workers ready", || {
+        let workers = wait_for(Duration::from_secs(30), "all workers ready", || {
+            assert!(
+                process_alive(self.pid()),
+                "the supervisor exited during start; log:\n{}",
+                self.log()
+            );
             let (code, body) = self.try_get("/manage/workers")?;
             let ready = code == 200
                 && body.as_array().map(|workers| {
@@ -185,7 +207,19 @@ impl Server {
                 }) == Some(true);
             ready.then_some(body)
         })
-        .unwrap_or_else(|| panic!("server not ready; log:\n{}", self.log()))
+        .unwrap_or_else(|| panic!("server not ready; log:\n{}", self.log()));
+        // Ports come from `free_port`, so another test's server could in principle have
+        // taken one first; make sure the workers that answered are this supervisor's.
+        for worker in workers.as_array().unwrap() {
+            let pid = worker["pid"].as_i64().unwrap() as i32;
+            assert_eq!(
+                parent_pid(pid),
+                Some(self.pid()),
+                "worker {worker} is not a child of this test's supervisor (port taken by another server?); log:\n{}",
+                self.log()
+            );
+        }
+        workers
     }
 
     pub fn try_get(&self, path: &str) -> Option<(u16, serde_json::Value)> {
@@ -255,30 +289,45 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Optio
     }
 }
 
-fn try_curl(args: &[&str]) -> Option<(u16, serde_json::Value)> {
+/// Runs curl; `None` when curl fails (no connection, empty reply, timeout).
+pub fn try_curl(args: &[&str]) -> Option<(u16, serde_json::Value)> {
+    run_curl(args).ok()
+}
+
+/// Runs curl; the error is curl's own message (and exit status) when it fails.
+pub fn run_curl(args: &[&str]) -> Result<(u16, serde_json::Value), String> {
     require_tool("curl", "curl");
     let output = Command::new("curl")
         .args(["-sS", "--max-time", "10", "-w", "\n%{http_code}"])
         .args(args)
         .output()
-        .ok()?;
+        .map_err(|e| format!("running curl: {e}"))?;
     if !output.status.success() {
-        return None;
+        return Err(format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
     }
-    let text = String::from_utf8(output.stdout).ok()?;
-    let (body, code) = text.rsplit_once('\n')?;
-    let code: u16 = code.trim().parse().ok()?;
+    let text = String::from_utf8(output.stdout).map_err(|e| e.to_string())?;
+    let (body, code) = text
+        .rsplit_once('\n')
+        .ok_or_else(|| format!("no status code in {text:?}"))?;
+    let code: u16 = code
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad status code in {text:?}"))?;
     let json = if body.is_empty() {
         serde_json::Value::Null
     } else {
         serde_json::from_str(body).unwrap_or_else(|_| panic!("non-JSON body ({code}): {body}"))
     };
-    Some((code, json))
+    Ok((code, json))
 }
 
 /// Runs curl (which must be installed) and parses the answer.
 pub fn curl(args: &[&str]) -> (u16, serde_json::Value) {
-    try_curl(args).unwrap_or_else(|| panic!("curl {args:?} failed"))
+    run_curl(args).unwrap_or_else(|e| panic!("curl {args:?} failed: {e}"))
 }
 
 /// Whether a TCP connection to `addr` is refused right now.
@@ -287,6 +336,14 @@ pub fn refused(addr: SocketAddr) -> bool {
         TcpStream::connect_timeout(&addr, Duration::from_secs(2)),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
     )
+}
+
+/// The parent of process `pid`, while it runs.
+pub fn parent_pid(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "<pid> (<comm>) <state> <ppid> ..."; comm may contain spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Whether a process with this pid exists (and is not a zombie).
@@ -299,3 +356,5 @@ pub fn process_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+pub mod media;

@@ -65,6 +65,7 @@ impl DeliveryConnections {
             async move { Ok::<_, Infallible>(respond(&request, &counters)) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(Duration::from_secs(30))
             .serve_connection(io, service);
         tokio::pin!(connection);

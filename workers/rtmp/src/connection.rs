@@ -1,27 +1,638 @@
-//! What happens to an accepted RTMP connection.
+//! One RTMP connection: handshake, the `rml_rtmp` server session, and what its events
+//! mean for strom (authentication, publish control, publishing into a stream, playing).
 
+use crate::auth::adobe::Verdict;
+use crate::auth::{handler, param, publish_sign, split_query};
+use crate::chunking::OUTGOING_CHUNK_SIZE;
+use crate::connect_info::{ConnectInfo, ConnectSniffer};
+use crate::hub::{PublisherInfo, Stream, StreamKey};
+use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
+use crate::service::Shared;
+use crate::sessions::{Role, SessionEntry, unix_now};
+use crate::status_message::{RML_DATA_CSID, on_status, play_start_data};
+use crate::writer::{CONTROL_QUEUE, Outgoing, write_loop};
+use bytes::Bytes;
+use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
+use rml_rtmp::sessions::{
+    ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult,
+};
 use std::net::SocketAddr;
-use strom_ipc::messages::ListenerSpec;
-use strom_worker_runtime::accept::ConnectionHandler;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use strom_ipc::messages::WorkerEvent;
 use strom_worker_runtime::counters::ConnectionGuard;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Accepts connections on the RTMP ports. Until the RTMP session layer lands the
-/// connection is closed at once, which clients see as a refused handshake.
-#[derive(Debug, Default)]
-pub struct RtmpConnections;
+/// Time a client has to send its first command after the handshake.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+const READ_BUFFER: usize = 16 * 1024;
 
-impl ConnectionHandler for RtmpConnections {
-    async fn handle(
-        &self,
-        stream: TcpStream,
-        peer: SocketAddr,
-        listener: &ListenerSpec,
-        _guard: ConnectionGuard,
-        _shutdown: CancellationToken,
-    ) {
-        tracing::debug!(%peer, port = listener.addr.port(), "rtmp connection closed: no session layer");
-        drop(stream);
+/// Why a connection ended early.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("handshake failed: {0}")]
+    Handshake(String),
+    #[error("handshake not finished within {0:?}")]
+    HandshakeTimeout(Duration),
+    #[error("rtmp protocol error: {0}")]
+    Protocol(String),
+    #[error("no command within {0:?}")]
+    Idle(Duration),
+    #[error("publisher sent no media for {0:?}")]
+    PublisherIdle(Duration),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct Publishing {
+    key: StreamKey,
+    stream: Arc<Stream>,
+    session: Arc<SessionEntry>,
+    last_media: Instant,
+}
+
+struct Playing {
+    key: StreamKey,
+    session: Arc<SessionEntry>,
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    session: ServerSession,
+    out: mpsc::Sender<Outgoing>,
+    kill: CancellationToken,
+    connect: ConnectInfo,
+    sniffer: ConnectSniffer,
+    app: String,
+    app_params: Vec<(String, String)>,
+    authenticated: bool,
+    publishing: Option<Publishing>,
+    playing: Option<Playing>,
+    bytes_in: u64,
+    /// Close after the queued packets are written (a rejected client).
+    closing: bool,
+}
+
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    _guard: ConnectionGuard,
+    shutdown: CancellationToken,
+) {
+    let limits = shared.rules().rtmp.limits;
+    if shared.counters.snapshot().connections > u64::from(limits.max_connections) {
+        tracing::warn!(%peer, max = limits.max_connections, "rtmp connection refused: connection limit reached");
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let handshake_limit = Duration::from_secs(u64::from(limits.handshake_timeout_secs));
+    let leftover = match tokio::time::timeout(handshake_limit, handshake(&mut reader, &mut writer))
+        .await
+    {
+        Ok(Ok(leftover)) => leftover,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, error = %e, "rtmp connection dropped");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, error = %ConnectionError::HandshakeTimeout(handshake_limit), "rtmp connection dropped");
+            return;
+        }
+    };
+    let mut config = ServerSessionConfig::new();
+    config.chunk_size = OUTGOING_CHUNK_SIZE;
+    let (session, initial) = match ServerSession::new(config) {
+        Ok(created) => created,
+        Err(e) => {
+            tracing::error!(%peer, error = ?e, "rtmp session could not start");
+            return;
+        }
+    };
+    let (out, out_rx) = mpsc::channel(CONTROL_QUEUE);
+    let kill = shutdown.child_token();
+    let writer_task = tokio::spawn(write_loop(
+        writer,
+        out_rx,
+        Arc::clone(&shared.counters),
+        kill.clone(),
+    ));
+    let mut connection = Connection {
+        shared,
+        peer,
+        session,
+        out,
+        kill: kill.clone(),
+        connect: ConnectInfo::default(),
+        sniffer: ConnectSniffer::default(),
+        app: String::new(),
+        app_params: Vec::new(),
+        authenticated: false,
+        publishing: None,
+        playing: None,
+        bytes_in: 0,
+        closing: false,
+    };
+    let result = connection.run(&mut reader, initial, leftover).await;
+    match &result {
+        Ok(()) => tracing::debug!(%peer, "rtmp connection closed"),
+        Err(e) => tracing::info!(%peer, error = %e, "rtmp connection dropped"),
+    }
+    connection.finish();
+    drop(connection);
+    // Let the writer flush what is queued (a rejection's reason), then stop it.
+    if tokio::time::timeout(Duration::from_secs(2), writer_task)
+        .await
+        .is_err()
+    {
+        kill.cancel();
+    }
+}
+
+async fn handshake(
+    reader: &mut OwnedReadHalf,
+    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+) -> Result<Vec<u8>, ConnectionError> {
+    let mut handshake = Handshake::new(PeerType::Server);
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = reader.read(&mut buffer).await?;
+        if read == 0 {
+            return Err(ConnectionError::Handshake(
+                "closed during handshake".to_owned(),
+            ));
+        }
+        match handshake.process_bytes(&buffer[..read]) {
+            Ok(HandshakeProcessResult::InProgress { response_bytes }) => {
+                writer.write_all(&response_bytes).await?
+            }
+            Ok(HandshakeProcessResult::Completed {
+                response_bytes,
+                remaining_bytes,
+            }) => {
+                writer.write_all(&response_bytes).await?;
+                return Ok(remaining_bytes);
+            }
+            Err(e) => return Err(ConnectionError::Handshake(format!("{e:?}"))),
+        }
+    }
+}
+
+impl Connection {
+    async fn run(
+        &mut self,
+        reader: &mut OwnedReadHalf,
+        initial: Vec<ServerSessionResult>,
+        leftover: Vec<u8>,
+    ) -> Result<(), ConnectionError> {
+        self.results(initial).await?;
+        if !leftover.is_empty() {
+            self.input(&leftover).await?;
+        }
+        let mut buffer = vec![0u8; READ_BUFFER];
+        let idle_limit = Duration::from_secs(u64::from(
+            self.shared.rules().rtmp.limits.publisher_idle_timeout_secs,
+        ));
+        while !self.closing {
+            let wait = match (&self.publishing, &self.playing) {
+                (Some(publishing), _) => idle_limit.saturating_sub(publishing.last_media.elapsed()),
+                (None, Some(_)) => Duration::from_secs(24 * 3600),
+                (None, None) => COMMAND_TIMEOUT,
+            };
+            let read = tokio::select! {
+                () = self.kill.cancelled() => return Ok(()),
+                read = tokio::time::timeout(wait.max(Duration::from_millis(10)), reader.read(&mut buffer)) => read,
+            };
+            match read {
+                Ok(Ok(0)) => return Ok(()),
+                Ok(Ok(n)) => self.input(&buffer[..n]).await?,
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => {
+                    if let Some(publishing) = &self.publishing {
+                        if publishing.last_media.elapsed() >= idle_limit {
+                            return Err(ConnectionError::PublisherIdle(idle_limit));
+                        }
+                    } else if self.playing.is_none() {
+                        return Err(ConnectionError::Idle(COMMAND_TIMEOUT));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn input(&mut self, bytes: &[u8]) -> Result<(), ConnectionError> {
+        self.bytes_in += bytes.len() as u64;
+        self.shared.counters.add_received(bytes.len() as u64);
+        if let Some(publishing) = &self.publishing {
+            publishing
+                .session
+                .bytes_recv
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        } else if let Some(playing) = &self.playing {
+            playing
+                .session
+                .bytes_recv
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        if let Some(info) = self.sniffer.feed(bytes) {
+            self.connect = info;
+        }
+        let results = self
+            .session
+            .handle_input(bytes)
+            .map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
+        self.results(results).await
+    }
+
+    async fn results(&mut self, results: Vec<ServerSessionResult>) -> Result<(), ConnectionError> {
+        for result in results {
+            match result {
+                ServerSessionResult::OutboundResponse(packet) => {
+                    self.send(Bytes::from(packet.bytes)).await
+                }
+                ServerSessionResult::RaisedEvent(event) => self.event(event).await?,
+                ServerSessionResult::UnhandleableMessageReceived(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn send(&self, bytes: Bytes) {
+        let _ = self.out.send(Outgoing::Packet(bytes)).await;
+    }
+
+    async fn answer(
+        &mut self,
+        outcome: Result<Vec<ServerSessionResult>, rml_rtmp::sessions::ServerSessionError>,
+    ) -> Result<(), ConnectionError> {
+        let results = outcome.map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
+        Box::pin(self.results(results)).await
+    }
+
+    async fn event(&mut self, event: ServerSessionEvent) -> Result<(), ConnectionError> {
+        match event {
+            ServerSessionEvent::ConnectionRequested {
+                request_id,
+                app_name,
+            } => self.on_connect(request_id, &app_name).await,
+            ServerSessionEvent::ReleaseStreamRequested { request_id, .. } => {
+                let outcome = self.session.accept_request(request_id);
+                self.answer(outcome).await
+            }
+            ServerSessionEvent::PublishStreamRequested {
+                request_id,
+                stream_key,
+                ..
+            } => self.on_publish(request_id, &stream_key).await,
+            ServerSessionEvent::PublishStreamFinished { .. } => {
+                self.stop_publishing();
+                Ok(())
+            }
+            ServerSessionEvent::StreamMetadataChanged { metadata, .. } => {
+                if let Some(publishing) = &self.publishing {
+                    publishing.stream.publish(metadata_frame(&metadata));
+                }
+                Ok(())
+            }
+            ServerSessionEvent::VideoDataReceived {
+                data, timestamp, ..
+            } => {
+                self.media(data, timestamp.value, true);
+                Ok(())
+            }
+            ServerSessionEvent::AudioDataReceived {
+                data, timestamp, ..
+            } => {
+                self.media(data, timestamp.value, false);
+                Ok(())
+            }
+            ServerSessionEvent::PlayStreamRequested {
+                request_id,
+                stream_key,
+                stream_id,
+                ..
+            } => self.on_play(request_id, &stream_key, stream_id).await,
+            ServerSessionEvent::PlayStreamFinished { .. } => {
+                self.stop_playing().await;
+                Ok(())
+            }
+            ServerSessionEvent::UnhandleableAmf0Command { command_name, .. } => {
+                tracing::debug!(peer = %self.peer, command = %command_name, "rtmp command ignored");
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn credentials(&self) -> (String, String) {
+        let rules = self.shared.rules();
+        let app = rules.rtmp.apps.iter().find(|a| a.app == self.app);
+        match app {
+            Some(app) if !app.login.is_empty() => (app.login.clone(), app.password.clone()),
+            _ => (rules.rtmp.login.clone(), rules.rtmp.password.clone()),
+        }
+    }
+
+    async fn on_connect(&mut self, request_id: u32, app_name: &str) -> Result<(), ConnectionError> {
+        let (app, params) = split_query(app_name);
+        self.app = app.to_owned();
+        self.app_params = params;
+        let (login, password) = self.credentials();
+        if !login.is_empty()
+            && (self.connect.publisher || param(&self.app_params, "authmod").is_some())
+        {
+            match self.shared.adobe.check(&self.app_params, &login, &password) {
+                Verdict::Accept => {
+                    tracing::info!(peer = %self.peer, app = %self.app, "publisher authenticated");
+                    self.authenticated = true;
+                }
+                Verdict::Reject(description) => {
+                    if description.contains("authfailed") {
+                        tracing::warn!(peer = %self.peer, app = %self.app, "publisher authentication failed");
+                    } else {
+                        tracing::debug!(peer = %self.peer, app = %self.app, "publisher authentication challenge");
+                    }
+                    let outcome = self.session.reject_request(
+                        request_id,
+                        "NetConnection.Connect.Rejected",
+                        &description,
+                    );
+                    self.closing = true;
+                    return self.answer(outcome).await;
+                }
+            }
+        }
+        let outcome = self.session.accept_request(request_id);
+        self.answer(outcome).await
+    }
+
+    async fn refuse_publish(
+        &mut self,
+        stream_id: u32,
+        code: &str,
+        why: &str,
+    ) -> Result<(), ConnectionError> {
+        tracing::warn!(peer = %self.peer, app = %self.app, code, reason = why, "publish refused");
+        self.send(on_status(stream_id, "error", code, why)).await;
+        self.closing = true;
+        Ok(())
+    }
+
+    async fn on_publish(
+        &mut self,
+        request_id: u32,
+        stream_key: &str,
+    ) -> Result<(), ConnectionError> {
+        let (stream_name, stream_params) = split_query(stream_key);
+        let stream_name = stream_name.to_owned();
+        // The message stream id the client publishes on (ffmpeg and OBS: 1).
+        let stream_id = 1;
+        let (login, _) = self.credentials();
+        if !login.is_empty() && !self.authenticated {
+            return self
+                .refuse_publish(
+                    stream_id,
+                    "NetStream.Publish.BadAuth",
+                    "publishing requires credentials",
+                )
+                .await;
+        }
+        if stream_name.is_empty() {
+            return self
+                .refuse_publish(stream_id, "NetStream.Publish.BadName", "empty stream name")
+                .await;
+        }
+        let key = StreamKey {
+            app: self.app.clone(),
+            stream: stream_name.clone(),
+        };
+        let peer_ip = self.peer.ip().to_string();
+        let rules = self.shared.rules();
+        let control = rules
+            .rtmp
+            .apps
+            .iter()
+            .find(|a| a.app == self.app)
+            .and_then(|a| a.publish_control.clone());
+        let mut control_id = None;
+        if let Some(control) = control {
+            let sign = param(&self.app_params, "publishsign")
+                .or_else(|| param(&stream_params, "publishsign"));
+            let id = match publish_sign::verify(
+                sign,
+                &key.app,
+                &key.stream,
+                &control.password,
+                &peer_ip,
+            ) {
+                Ok(id) => id,
+                Err(e) => {
+                    return self
+                        .refuse_publish(stream_id, "NetStream.Publish.Rejected", &e.to_string())
+                        .await;
+                }
+            };
+            if self.shared.is_denied(&id) {
+                return self
+                    .refuse_publish(
+                        stream_id,
+                        "NetStream.Publish.Rejected",
+                        &format!("publisher id {id} is denied"),
+                    )
+                    .await;
+            }
+            if let Some(url) = &control.handler_url {
+                let timeout = Duration::from_millis(u64::from(control.handler_timeout_ms));
+                if let Err(why) = handler::approve(
+                    &self.shared.http,
+                    url,
+                    timeout,
+                    &id,
+                    &peer_ip,
+                    &key.to_string(),
+                )
+                .await
+                {
+                    return self
+                        .refuse_publish(stream_id, "NetStream.Publish.Rejected", &why)
+                        .await;
+                }
+            }
+            control_id = Some(id);
+        }
+        let session_id = self.shared.ids.next_id();
+        let info = PublisherInfo {
+            session_id,
+            ip: peer_ip.clone(),
+            publish_time: unix_now(),
+        };
+        let stream = match self.shared.streams.claim(&key, info) {
+            Ok(stream) => stream,
+            Err(_) => {
+                return self
+                    .refuse_publish(
+                        stream_id,
+                        "NetStream.Publish.BadName",
+                        &format!("{key} is already being published"),
+                    )
+                    .await;
+            }
+        };
+        let entry = Arc::new(SessionEntry {
+            id: session_id,
+            role: Role::Publisher,
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            client_ip: peer_ip,
+            user_agent: self.connect.flash_ver.clone(),
+            created: unix_now(),
+            last_access: AtomicI64::new(unix_now()),
+            bytes_sent: AtomicU64::new(0),
+            bytes_recv: AtomicU64::new(0),
+            control_id,
+            kill: self.kill.clone(),
+        });
+        self.shared.sessions.insert(Arc::clone(&entry));
+        tracing::info!(peer = %self.peer, stream = %key, session = session_id, "publishing");
+        self.shared.events.send(WorkerEvent::StreamPublished {
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+        });
+        self.publishing = Some(Publishing {
+            key,
+            stream,
+            session: entry,
+            last_media: Instant::now(),
+        });
+        let outcome = self.session.accept_request(request_id);
+        self.answer(outcome).await
+    }
+
+    fn media(&mut self, data: Bytes, timestamp: u32, video: bool) {
+        let Some(publishing) = self.publishing.as_mut() else {
+            return;
+        };
+        publishing.last_media = Instant::now();
+        publishing.session.touch();
+        let frame = if video {
+            video_frame(&publishing.stream, data, timestamp)
+        } else {
+            audio_frame(&publishing.stream, data, timestamp)
+        };
+        match frame {
+            Ok(frame) => publishing.stream.publish(frame),
+            Err(e) => {
+                tracing::debug!(peer = %self.peer, stream = %publishing.key, error = %e, "unparsable media message dropped")
+            }
+        }
+    }
+
+    async fn on_play(
+        &mut self,
+        request_id: u32,
+        stream_key: &str,
+        stream_id: u32,
+    ) -> Result<(), ConnectionError> {
+        let (stream_name, _) = split_query(stream_key);
+        let key = StreamKey {
+            app: self.app.clone(),
+            stream: stream_name.to_owned(),
+        };
+        let results = self
+            .session
+            .accept_request(request_id)
+            .map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
+        // rml_rtmp stamps its two play-start data messages with its session clock; ffmpeg
+        // then invents a data and a subtitle stream. `|RtmpSampleAccess` goes out again at
+        // timestamp 0 on strom's data chunk stream (rml never uses its own data chunk
+        // stream for a player again, so dropping its copies cannot desynchronize header
+        // compression).
+        let results = results
+            .into_iter()
+            .filter(|result| match result {
+                ServerSessionResult::OutboundResponse(packet) => {
+                    packet.bytes.first().map(|b| b & 0x3F) != Some(RML_DATA_CSID)
+                }
+                _ => true,
+            })
+            .collect();
+        Box::pin(self.results(results)).await?;
+        self.send(play_start_data(stream_id)).await;
+        self.stop_playing().await;
+        let id = self.shared.ids.next_id();
+        let entry = Arc::new(SessionEntry {
+            id,
+            role: Role::Player,
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            client_ip: self.peer.ip().to_string(),
+            user_agent: self.connect.flash_ver.clone(),
+            created: unix_now(),
+            last_access: AtomicI64::new(unix_now()),
+            bytes_sent: AtomicU64::new(0),
+            bytes_recv: AtomicU64::new(0),
+            control_id: None,
+            kill: self.kill.clone(),
+        });
+        self.shared.sessions.insert(Arc::clone(&entry));
+        let stream = self.shared.streams.get_or_create(&key);
+        let (frames, _dropped) = stream.subscribe(id);
+        tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
+        let _ = self
+            .out
+            .send(Outgoing::StartMedia {
+                frames,
+                stream_id,
+                session: Arc::clone(&entry),
+            })
+            .await;
+        self.playing = Some(Playing {
+            key,
+            session: entry,
+        });
+        Ok(())
+    }
+
+    async fn stop_playing(&mut self) {
+        if let Some(playing) = self.playing.take() {
+            let _ = self.out.send(Outgoing::StopMedia).await;
+            self.shared.streams.leave(&playing.key, playing.session.id);
+            self.shared.sessions.remove(playing.session.id);
+        }
+    }
+
+    fn stop_publishing(&mut self) {
+        if let Some(publishing) = self.publishing.take() {
+            if self
+                .shared
+                .streams
+                .release(&publishing.key, publishing.session.id)
+            {
+                tracing::info!(peer = %self.peer, stream = %publishing.key, "publish ended");
+                self.shared.events.send(WorkerEvent::StreamUnpublished {
+                    app: publishing.key.app.clone(),
+                    stream: publishing.key.stream.clone(),
+                });
+            }
+            self.shared.sessions.remove(publishing.session.id);
+        }
+    }
+
+    /// Leaves every stream this connection took part in.
+    fn finish(&mut self) {
+        self.stop_publishing();
+        if let Some(playing) = self.playing.take() {
+            self.shared.streams.leave(&playing.key, playing.session.id);
+            self.shared.sessions.remove(playing.session.id);
+            tracing::info!(peer = %self.peer, stream = %playing.key, "player left");
+        }
     }
 }

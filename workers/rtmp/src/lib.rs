@@ -1,11 +1,20 @@
-//! The `rtmp` worker: RTMP listeners, publishers and players, publish control state.
+//! The `rtmp` worker: RTMP publishers and players, publisher authentication, publish
+//! control, and the status of live streams and players.
 //!
-//! The RTMP protocol itself arrives with the RTMP issue; this crate already owns the RTMP
-//! listening sockets (so a restart keeps the port answering), the rules, the deny list
-//! that publish control keeps across restarts, and the status queries about live
-//! streams and players.
+//! A connection runs the `rml_rtmp` server session ([`connection`]); published frames go
+//! into a [`hub::Stream`], which hands them to players through bounded queues; players'
+//! sockets are written by [`writer`] with frames chunked once for everyone ([`chunking`]).
 
+mod auth;
+mod chunking;
+mod connect_info;
 mod connection;
+mod frame;
+mod hub;
+mod publish_frames;
 mod service;
+mod sessions;
+mod status_message;
+mod writer;
 
 pub use service::{RtmpWorker, start};

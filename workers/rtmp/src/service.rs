@@ -1,62 +1,151 @@
-//! The rtmp worker's answers to the supervisor.
+//! Worker-wide state of the rtmp worker and its answers to the supervisor.
 
-use crate::connection::RtmpConnections;
+use crate::auth::adobe::AdobeAuth;
+use crate::hub::Streams;
+use crate::sessions::SessionTable;
 use std::collections::BTreeSet;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
+use strom_ipc::status::LiveStream;
+use strom_worker_runtime::accept::ConnectionHandler;
+use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
+use strom_worker_runtime::{
+    AcceptLoops, EventSender, InheritedListener, SessionIds, WorkerContext, WorkerCounters,
+    WorkerService,
+};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
 
-pub struct RtmpWorker {
-    accept: AcceptLoops<RtmpConnections>,
+/// What every connection of the worker shares.
+pub struct Shared {
+    pub streams: Streams,
+    pub sessions: SessionTable,
+    pub adobe: AdobeAuth,
+    pub counters: Arc<WorkerCounters>,
+    pub ids: Arc<SessionIds>,
+    pub events: EventSender,
+    /// For publish-control handler requests.
+    pub http: reqwest::Client,
     rules: Mutex<Arc<Rules>>,
-    denied_publishers: Mutex<BTreeSet<String>>,
+    denied: Mutex<BTreeSet<String>>,
 }
 
-/// Builds the worker from the hello and starts accepting.
-pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
-    let accept = AcceptLoops::new(
-        Arc::new(RtmpConnections),
-        Arc::clone(&context.counters),
-        context.shutdown.clone(),
-    );
-    accept.replace(context.listeners);
-    Ok(Arc::new(RtmpWorker {
-        accept,
-        rules: Mutex::new(Arc::new(context.hello.rules)),
-        denied_publishers: Mutex::new(context.hello.denied_publishers.into_iter().collect()),
-    }))
-}
-
-impl RtmpWorker {
+impl Shared {
     pub fn rules(&self) -> Arc<Rules> {
         Arc::clone(&locked(&self.rules))
     }
 
-    pub fn is_denied(&self, publisher_id: &str) -> bool {
-        locked(&self.denied_publishers).contains(publisher_id)
+    pub fn is_denied(&self, id: &str) -> bool {
+        locked(&self.denied).contains(id)
+    }
+}
+
+struct RtmpConnections {
+    shared: Arc<Shared>,
+}
+
+impl ConnectionHandler for RtmpConnections {
+    async fn handle(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        _listener: &ListenerSpec,
+        guard: ConnectionGuard,
+        shutdown: CancellationToken,
+    ) {
+        crate::connection::serve(stream, peer, Arc::clone(&self.shared), guard, shutdown).await;
+    }
+}
+
+pub struct RtmpWorker {
+    shared: Arc<Shared>,
+    accept: AcceptLoops<RtmpConnections>,
+}
+
+/// Builds the worker from the hello and starts accepting.
+pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    let shared = Arc::new(Shared {
+        streams: Streams::default(),
+        sessions: SessionTable::default(),
+        adobe: AdobeAuth::default(),
+        counters: Arc::clone(&context.counters),
+        ids: Arc::clone(&context.session_ids),
+        events: context.events.clone(),
+        http,
+        rules: Mutex::new(Arc::new(context.hello.rules)),
+        denied: Mutex::new(context.hello.denied_publishers.into_iter().collect()),
+    });
+    let accept = AcceptLoops::new(
+        Arc::new(RtmpConnections {
+            shared: Arc::clone(&shared),
+        }),
+        Arc::clone(&context.counters),
+        context.shutdown.clone(),
+    );
+    accept.replace(context.listeners);
+    Ok(Arc::new(RtmpWorker { shared, accept }))
+}
+
+impl RtmpWorker {
+    fn live_streams(&self) -> Vec<LiveStream> {
+        self.shared
+            .streams
+            .live()
+            .into_iter()
+            .filter_map(|stream| {
+                let publisher = stream.publisher()?;
+                let codecs = stream.codecs();
+                Some(LiveStream {
+                    app: stream.key.app.clone(),
+                    stream: stream.key.stream.clone(),
+                    bandwidth_bps: stream.bandwidth_bps(),
+                    width: codecs.width,
+                    height: codecs.height,
+                    vcodec: codecs.vcodec,
+                    acodec: codecs.acodec,
+                    protocol: "RTMP".to_owned(),
+                    publish_time: publisher.publish_time,
+                    source_url: None,
+                    publisher_ip: Some(publisher.ip),
+                })
+            })
+            .collect()
     }
 }
 
 impl WorkerService for RtmpWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(Vec::new()),
-            WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
-            WorkerRequest::ListStreams => WorkerReply::Streams(Vec::new()),
-            WorkerRequest::ListPublishers => WorkerReply::Publishers(Vec::new()),
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.players()),
+            WorkerRequest::DeleteSessions(ids) => {
+                let found = self.shared.sessions.kill_players(&ids);
+                if !found.is_empty() {
+                    tracing::info!(sessions = ?found, "rtmp players disconnected by request");
+                }
+                WorkerReply::SessionsDeleted(found)
+            }
+            WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
+            WorkerRequest::ListPublishers => {
+                WorkerReply::Publishers(self.shared.sessions.publishers())
+            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::RepublishStats => WorkerReply::RepublishStats(Vec::new()),
             WorkerRequest::DenyPublishers(ids) => {
-                tracing::info!(?ids, "publishers denied");
-                locked(&self.denied_publishers).extend(ids);
+                locked(&self.shared.denied).extend(ids.iter().cloned());
+                let killed = self.shared.sessions.kill_publishers(&ids);
+                tracing::info!(?ids, disconnected = killed, "publishers denied");
                 WorkerReply::Done
             }
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!("rules applied");
-                *locked(&self.rules) = Arc::from(rules);
+                *locked(&self.shared.rules) = Arc::from(rules);
                 WorkerReply::Done
             }
             other => WorkerReply::Failed(format!("the rtmp worker does not handle {other:?}")),

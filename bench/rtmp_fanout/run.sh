@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# RTMP fan-out benchmark: strom and nginx-rtmp (Debian's libnginx-mod-rtmp) side by side.
+#
+# For each server: the server is pinned to core 0 (strom's supervisor and every worker
+# inherit the pinning), one ffmpeg publisher (600 kbps test source) and the load generator
+# `rtmp-fanout` are pinned to core 1. Players are added in steps; each step is a fresh
+# generator run (ramp <= --ramp-secs, --warmup-secs, --measure-secs), which samples the
+# server's process tree (utime+stime, VmRSS) before the players connect and at the start and
+# end of the measurement window. A step passes when every player connected and received
+# >= 95% of the median player's bytes and the server stayed under --cpu-limit % of one core;
+# the run of a server stops at the first step that does not pass, or where the generator
+# itself used >= --gen-limit % of its core (then the step says nothing about the server).
+#
+# "players per core" is the largest passing step divided by the server's CPU fraction at
+# that step (extrapolated to one full core); "served" is the largest passing step itself.
+# Traffic goes to 127.0.0.1 only; nothing is installed; results go to stdout (markdown).
+#
+#   bash bench/rtmp_fanout/run.sh [--only nginx|strom] [--steps 50,100,...] [--measure-secs N]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ONLY=both
+STEPS=50,100,200,400,800,1600,3200
+MEASURE=15
+WARMUP=4
+RAMP_RATE=200   # players/s, raised so that a step's ramp takes at most RAMP_SECS
+RAMP_SECS=8
+CPU_LIMIT=90
+GEN_LIMIT=90
+NGINX_PORT=19350
+STROM_PORT=19351
+STROM_HTTP_PORT=18091
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+STROM_BIN=$TARGET_DIR/release/strom
+GEN=$TARGET_DIR/release/rtmp-fanout
+BUILD=1
+KEEP=0
+QUIET_WAIT=120  # before each step, wait up to this long for the cores to be free of other load
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
+options: --only nginx|strom|both ($ONLY)  --steps LIST ($STEPS)  --measure-secs N ($MEASURE)
+         --warmup-secs N ($WARMUP)  --ramp-per-sec N ($RAMP_RATE)  --ramp-secs N ($RAMP_SECS)
+         --cpu-limit PCT ($CPU_LIMIT)  --gen-limit PCT ($GEN_LIMIT)  --nginx-port P ($NGINX_PORT)
+         --strom-port P ($STROM_PORT)  --strom-http-port P ($STROM_HTTP_PORT)
+         --strom-bin PATH ($STROM_BIN)  --quiet-wait SECS ($QUIET_WAIT)  --no-build
+         --keep (keep the temp dir with logs and JSON)
+EOF
+}
+
+while (($#)); do
+    case $1 in
+        --only) ONLY=$2; shift ;;
+        --steps) STEPS=$2; shift ;;
+        --measure-secs) MEASURE=$2; shift ;;
+        --warmup-secs) WARMUP=$2; shift ;;
+        --ramp-per-sec) RAMP_RATE=$2; shift ;;
+        --ramp-secs) RAMP_SECS=$2; shift ;;
+        --cpu-limit) CPU_LIMIT=$2; shift ;;
+        --gen-limit) GEN_LIMIT=$2; shift ;;
+        --nginx-port) NGINX_PORT=$2; shift ;;
+        --strom-port) STROM_PORT=$2; shift ;;
+        --strom-http-port) STROM_HTTP_PORT=$2; shift ;;
+        --strom-bin) STROM_BIN=$2; shift ;;
+        --quiet-wait) QUIET_WAIT=$2; shift ;;
+        --no-build) BUILD=0 ;;
+        --keep) KEEP=1 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+case $ONLY in nginx) SERVERS=(nginx) ;; strom) SERVERS=(strom) ;; both) SERVERS=(nginx strom) ;;
+    *) echo "--only takes nginx, strom or both" >&2; exit 2 ;; esac
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian package $2"; }
+need nginx nginx
+need ffmpeg ffmpeg
+need taskset util-linux
+[[ -f /usr/lib/nginx/modules/ngx_rtmp_module.so ]] ||
+    die "/usr/lib/nginx/modules/ngx_rtmp_module.so not found: install the Debian package libnginx-mod-rtmp"
+(($(nproc) >= 2)) || die "needs 2 cores (server on core 0, publisher and players on core 1)"
+
+if ((BUILD)); then
+    pkgs=(-p strom-bench-rtmp-fanout)
+    [[ $ONLY == nginx ]] || pkgs+=(-p strom)
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR cargo build --release "${pkgs[@]}") >&2
+fi
+[[ -x $GEN ]] || die "$GEN missing (cargo build --release -p strom-bench-rtmp-fanout)"
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+TMP=$(mktemp -d /tmp/rtmp-fanout.XXXXXX)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    if ((KEEP)); then echo "logs and JSON kept in $TMP" >&2; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# jget FILE KEY: a number (or null) from the generator's flat JSON.
+jget() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2; }
+log() { echo "[$(date +%T)] $*" >&2; }
+
+wait_port() { # wait_port PORT PID: until PORT accepts or PID died (10 s)
+    for _ in $(seq 100); do
+        kill -0 "$2" 2>/dev/null || return 1
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+start_nginx() {
+    local dir=$TMP/nginx
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<EOF
+load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 19000; }
+rtmp { server { listen 127.0.0.1:$NGINX_PORT; application live { live on; } } }
+EOF
+    taskset -c 0 nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$dir/stdout.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    wait_port "$NGINX_PORT" "$SERVER_PID" || { FAIL="nginx did not start: $(tail -1 "$dir/error.log")"; return 1; }
+}
+
+start_strom() {
+    local dir=$TMP/strom
+    mkdir -p "$dir"
+    [[ -x $STROM_BIN ]] || { FAIL="$STROM_BIN missing"; return 1; }
+    cat >"$dir/strom.conf" <<EOF
+listen_interfaces = 127.0.0.1
+port = $STROM_HTTP_PORT
+rules_path = rules.conf
+data_dir = data
+run_dir = run
+logging = warn
+EOF
+    cat >"$dir/rules.conf" <<EOF
+{
+  "RtmpSettings": {
+    "interfaces": [{ "ip": "127.0.0.1", "port": $STROM_PORT }],
+    "protocols": ["RTMP"],
+    "apps": [],
+    "limits": { "max_connections": 19000 }
+  }
+}
+EOF
+    taskset -c 0 "$STROM_BIN" run --config "$dir/strom.conf" >"$dir/strom.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    wait_port "$STROM_PORT" "$SERVER_PID" || { FAIL="strom did not start: $(tail -1 "$dir/strom.log")"; return 1; }
+}
+
+start_publisher() { # start_publisher NAME PORT
+    PUB_LOG=$TMP/$1/ffmpeg.log
+    PUB_START_MS=$(date +%s%3N)
+    taskset -c 1 ffmpeg -nostdin -loglevel warning -re \
+        -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine \
+        -c:v libx264 -preset ultrafast -tune zerolatency -b:v 550k -maxrate 550k -bufsize 1100k -g 60 \
+        -c:a aac -b:a 48k -f flv "rtmp://127.0.0.1:$2/live/bench" >"$PUB_LOG" 2>&1 &
+    PUB_PID=$!
+    PIDS+=("$PUB_PID")
+    sleep 3
+    kill -0 "$PUB_PID" 2>/dev/null || { FAIL="publish failed: $(tail -1 "$PUB_LOG")"; return 1; }
+}
+
+busy() { # busy SECS: "core0 core1" busy % over SECS
+    local a b
+    a=$(grep -E '^cpu[01] ' /proc/stat); sleep "$1"; b=$(grep -E '^cpu[01] ' /proc/stat)
+    paste <(echo "$a") <(echo "$b") | awk '{ b1 = $2+$3+$4+$7+$8+$9; t1 = b1+$5+$6
+        b2 = $13+$14+$15+$18+$19+$20; t2 = b2+$16+$17; printf "%.0f ", (b2-b1)*100/(t2-t1) } END { print "" }'
+}
+
+wait_quiet() { # until core 0 < 15% and core 1 < 40% busy (publisher included), or QUIET_WAIT
+    local t=0 c0 c1
+    while :; do
+        read -r c0 c1 < <(busy 2)
+        ((c0 < 15 && c1 < 40)) && return 0
+        ((t == 0)) && log "cores busy (core 0 ${c0}%, core 1 ${c1}%): waiting up to ${QUIET_WAIT}s"
+        ((t += 2, t >= QUIET_WAIT)) && { log "still busy; measuring anyway"; return 0; }
+    done
+}
+
+stop() { for pid in "$@"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; }
+
+# run_server NAME: prints the markdown table rows and sets SUMMARY_<NAME>.
+run_server() {
+    local name=$1 port step out rate ramp pass=0 pass_cpu="" pass_row="" reason="all steps passed"
+    local hdr="| players | connected | full rate | server CPU % | CPU ms/player/s | RSS KiB/player | delay p50 ms | delay p99 ms | median kbps | generator CPU % | core 0/1 busy % | result |"
+    FAIL=""
+    [[ $name == nginx ]] && port=$NGINX_PORT || port=$STROM_PORT
+    ROWS="$hdr"$'\n'"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    log "$name: starting"
+    if "start_$name" && start_publisher "$name" "$port"; then
+        for step in ${STEPS//,/ }; do
+            rate=$(awk -v n="$step" -v r="$RAMP_RATE" -v s="$RAMP_SECS" 'BEGIN { print (n / s > r) ? n / s : r }')
+            out=$TMP/$name/step-$step.json
+            kill -0 "$SERVER_PID" 2>/dev/null || { reason="$name exited"; break; }
+            kill -0 "$PUB_PID" 2>/dev/null || { reason="publisher exited: $(tail -1 "$PUB_LOG")"; break; }
+            wait_quiet
+            log "$name: $step players"
+            if ! taskset -c 1 "$GEN" --url "rtmp://127.0.0.1:$port/live/bench" --players "$step" \
+                --ramp-per-sec "$rate" --warmup-secs "$WARMUP" --measure-secs "$MEASURE" \
+                --server-pid "$SERVER_PID" --publisher-start-ms "$PUB_START_MS" >"$out" 2>"$out.err"; then
+                ROWS+=$'\n'"| $step | | | | | | | | | | | generator failed: $(tail -1 "$out.err") |"
+                reason="generator failed at $step"; break
+            fi
+            local conn full cpu gen res
+            local core0 core1 note
+            read -r core0 core1 < <(grep -o '"core_busy_pct":\[[^]]*\]' "$out" | cut -d'[' -f2 | tr -d ']' | tr ',' ' ')
+            conn=$(jget "$out" players_connected); full=$(jget "$out" players_full_rate)
+            cpu=$(jget "$out" server_cpu_pct); gen=$(jget "$out" gen_cpu_pct)
+            res=$(awk -v n="$step" -v c="$conn" -v f="$full" -v cpu="$cpu" -v g="$gen" \
+                -v k="$(jget "$out" median_kbps)" -v cl="$CPU_LIMIT" -v gl="$GEN_LIMIT" 'BEGIN {
+                    why = "";
+                    if (c + 0 < n) why = n - c " players not playing";
+                    else if (f + 0 < n) why = n - f " players below full rate";
+                    else if (k + 0 < 400) why = "median player only " k + 0 " kbps";
+                    else if (cpu + 0 >= cl) why = "server CPU >= " cl "%";
+                    if (g + 0 >= gl) print (why == "" ? "ok, generator saturated: stop" \
+                                                      : "inconclusive (generator saturated): " why);
+                    else print (why == "" ? "ok" : "FAIL: " why) }')
+            # Core 0 should run nothing but the server: flag other load there.
+            note=$(awk -v b="$core0" -v cpu="$cpu" 'BEGIN { if (b - cpu > 15) printf " (core 0 not quiet: %.0f%% other load)", b - cpu }')
+            local errs
+            errs=$(grep -o '"errors":{[^}]*}' "$out" | cut -c10- | cut -c1-120)
+            [[ $res == ok* || $errs == "{}" ]] || res+=" $errs"
+            ROWS+=$'\n'"| $step | $conn | $full | $cpu | $(jget "$out" server_cpu_ms_per_player_sec) | $(jget "$out" server_rss_per_player_kb) | $(jget "$out" delay_p50_ms) | $(jget "$out" delay_p99_ms) | $(jget "$out" median_kbps) | $gen | $core0 / $core1 | $res$note |"
+            if [[ $res == ok* ]]; then
+                pass=$step; pass_cpu=$cpu
+                pass_row="$(jget "$out" server_cpu_ms_per_player_sec) | $(jget "$out" server_rss_per_player_kb) | $(jget "$out" delay_p50_ms) | $(jget "$out" delay_p99_ms)"
+            fi
+            if [[ $res != ok ]]; then reason="step $step: $res"; break; fi
+        done
+    else
+        reason=$FAIL
+        ROWS+=$'\n'"| - | | | | | | | | | | | $name failed: $FAIL |"
+    fi
+    stop "$PUB_PID" "$SERVER_PID" 2>/dev/null || true
+    local ppc=0
+    [[ -n $pass_cpu ]] && ppc=$(awk -v n="$pass" -v c="$pass_cpu" 'BEGIN { printf "%d", (c > 0 ? n * 100 / c : 0) }')
+    [[ -n $pass_row ]] || pass_row=" |  |  | "
+    printf -v "SUMMARY_$name" '| %s | %s | %s | %s | %s |' "$name" "$pass" "$ppc" "$pass_row" "$reason"
+    printf -v "PPC_$name" '%s' "$ppc"
+    printf -v "SERVED_$name" '%s' "$pass"
+    printf -v "TABLE_$name" '%s' "$ROWS"
+    log "$name: done ($reason)"
+}
+
+PUB_PID=""; SERVER_PID=""
+for s in "${SERVERS[@]}"; do run_server "$s"; done
+
+echo "RTMP fan-out: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u +%F), steps $STEPS, window ${MEASURE}s after ${WARMUP}s warm-up"
+for s in "${SERVERS[@]}"; do
+    t=TABLE_$s
+    printf '\n### %s\n\n%s\n' "$s" "${!t}"
+done
+printf '\n### summary\n\n| server | players served (full rate, CPU < %s%%) | players per core (extrapolated) | CPU ms/player/s | RSS KiB/player | delay p50 ms | delay p99 ms | stopped because |\n|---|---:|---:|---:|---:|---:|---:|---|\n' "$CPU_LIMIT"
+for s in "${SERVERS[@]}"; do v=SUMMARY_$s; echo "${!v}"; done
+if [[ $ONLY == both ]]; then
+    awk -v sp="${PPC_strom:-0}" -v np="${PPC_nginx:-0}" -v ss="${SERVED_strom:-0}" -v ns="${SERVED_nginx:-0}" 'BEGIN {
+        printf "\nratio strom/nginx: players per core %s, players served %s (target: >= 2.5)\n",
+            (np > 0 ? sprintf("%.2f", sp / np) : "n/a"), (ns > 0 ? sprintf("%.2f", ss / ns) : "n/a") }'
+fi

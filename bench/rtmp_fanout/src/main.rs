@@ -1,0 +1,498 @@
+//! `rtmp-fanout`: an RTMP fan-out load generator. It opens `--players` RTMP play
+//! connections to one stream from a single process (tokio, one task per player, started at
+//! `--ramp-per-sec`), then, after `--warmup-secs`, measures for `--measure-secs`: bytes and
+//! audio/video messages per player, per-player delivery delay, and (with `--server-pid`)
+//! the CPU time and RSS of the server's process tree. It prints one JSON object.
+//!
+//! Delivery delay. For every audio/video message that arrives inside the window the
+//! player records `offset = arrival wall clock − (publisher start + RTMP timestamp)`.
+//! Within one player, a constant part of that offset (the clock offset between publisher
+//! and player, the server rebasing timestamps, encoder latency) is the same for every
+//! message, so the player's minimum offset is subtracted: `delay = offset − min(offset)`.
+//! The reported p50/p99 are taken over all messages of all players and therefore measure
+//! how much later than its best-case message the server delivers a message — queueing in
+//! the server and the sockets — not the absolute glass-to-glass latency. With
+//! `--publisher-start-ms` the un-normalized median is reported as well
+//! (`abs_delay_p50_ms`), which is meaningful only when the server forwards the
+//! publisher's timestamps unchanged.
+//!
+//! Full rate. A player is at full rate when it received at least `--full-rate-fraction`
+//! (0.95) of the expected bytes in the window; expected is `--expected-kbps` × window when
+//! given, otherwise the median connected player's bytes.
+//!
+//! Nothing read from the network is unwrapped: a malformed or closed connection ends that
+//! player with its error counted in `errors`.
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
+use rml_rtmp::sessions::{
+    ClientSession, ClientSessionConfig, ClientSessionEvent, ClientSessionResult,
+};
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, sleep_until, timeout_at};
+
+#[derive(Parser, Debug)]
+#[command(about = "RTMP fan-out load generator (many play connections, bytes and delay)")]
+struct Args {
+    /// `rtmp://host[:port]/app/stream`
+    #[arg(long)]
+    url: String,
+    /// Number of play connections.
+    #[arg(long, default_value_t = 100)]
+    players: usize,
+    /// New connections per second while ramping up.
+    #[arg(long, default_value_t = 200.0)]
+    ramp_per_sec: f64,
+    /// Seconds between the last connection start and the measurement window.
+    #[arg(long, default_value_t = 5)]
+    warmup_secs: u64,
+    /// Length of the measurement window.
+    #[arg(long, default_value_t = 20)]
+    measure_secs: u64,
+    /// Expected stream rate; without it the median player's bytes are the expectation.
+    #[arg(long)]
+    expected_kbps: Option<f64>,
+    /// Fraction of the expected bytes a player needs to count as served at full rate.
+    #[arg(long, default_value_t = 0.95)]
+    full_rate_fraction: f64,
+    /// Server process to sample (with all its descendants); repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    server_pid: Vec<u32>,
+    /// Wall clock (Unix ms) at which the publisher started, for `abs_delay_p50_ms`.
+    #[arg(long)]
+    publisher_start_ms: Option<i64>,
+}
+
+/// Where to connect and what to play.
+struct Target {
+    addr: String,
+    app: String,
+    stream: String,
+    tc_url: String,
+}
+
+fn parse_url(url: &str) -> Result<Target> {
+    let rest = url
+        .strip_prefix("rtmp://")
+        .context("the URL must start with rtmp://")?;
+    let (host, path) = rest.split_once('/').context("the URL needs /app/stream")?;
+    let (app, stream) = path.split_once('/').context("the URL needs /app/stream")?;
+    if host.is_empty() || app.is_empty() || stream.is_empty() {
+        bail!("the URL needs a host, an app and a stream");
+    }
+    let addr = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:1935")
+    };
+    Ok(Target {
+        tc_url: format!("rtmp://{addr}/{app}"),
+        addr,
+        app: app.to_string(),
+        stream: stream.to_string(),
+    })
+}
+
+/// The measurement window and the clock reference shared by every player.
+#[derive(Clone, Copy)]
+struct Window {
+    start: Instant,
+    end: Instant,
+    publisher_start_us: i64,
+}
+
+#[derive(Default)]
+struct Stats {
+    connected: bool,
+    bytes_total: u64,
+    bytes_window: u64,
+    video: u64,
+    audio: u64,
+    /// `arrival − (publisher start + timestamp)` in µs, for messages inside the window.
+    offsets: Vec<i64>,
+    error: Option<String>,
+}
+
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+async fn player(target: Arc<Target>, start: Instant, window: Window) -> Stats {
+    sleep_until(start).await;
+    let mut stats = Stats::default();
+    match timeout_at(window.end, play(&target, window, &mut stats)).await {
+        Err(_) => {} // the window is over: the normal end
+        Ok(Ok(())) => stats.error = Some("server closed the connection".into()),
+        Ok(Err(e)) => stats.error = Some(format!("{e:#}")),
+    }
+    stats
+}
+
+async fn play(target: &Target, window: Window, stats: &mut Stats) -> Result<()> {
+    let mut sock = TcpStream::connect(&target.addr).await.context("connect")?;
+    sock.set_nodelay(true)?;
+    let mut handshake = Handshake::new(PeerType::Client);
+    sock.write_all(&handshake.generate_outbound_p0_and_p1()?)
+        .await?;
+    let mut buf = vec![0u8; 16 * 1024];
+    let leftover = loop {
+        let n = sock.read(&mut buf).await.context("handshake read")?;
+        if n == 0 {
+            bail!("closed during the handshake");
+        }
+        stats.bytes_total += n as u64;
+        match handshake.process_bytes(&buf[..n]).context("handshake")? {
+            HandshakeProcessResult::InProgress { response_bytes } => {
+                sock.write_all(&response_bytes).await?;
+            }
+            HandshakeProcessResult::Completed {
+                response_bytes,
+                remaining_bytes,
+            } => {
+                sock.write_all(&response_bytes).await?;
+                break remaining_bytes;
+            }
+        }
+    };
+
+    let mut config = ClientSessionConfig::new();
+    config.tc_url = Some(target.tc_url.clone());
+    let (mut session, initial) = ClientSession::new(config).context("session")?;
+    let mut out = Vec::new();
+    handle(
+        &mut session,
+        initial,
+        target,
+        window,
+        Instant::now(),
+        stats,
+        &mut out,
+    )?;
+    out.extend(
+        session
+            .request_connection(target.app.clone())
+            .context("connect request")?
+            .bytes(),
+    );
+    let results = session.handle_input(&leftover).context("rtmp")?;
+    handle(
+        &mut session,
+        results,
+        target,
+        window,
+        Instant::now(),
+        stats,
+        &mut out,
+    )?;
+    loop {
+        if !out.is_empty() {
+            sock.write_all(&out).await?;
+            out.clear();
+        }
+        let n = sock.read(&mut buf).await.context("read")?;
+        if n == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        stats.bytes_total += n as u64;
+        if now >= window.start {
+            stats.bytes_window += n as u64;
+        }
+        let results = session.handle_input(&buf[..n]).context("rtmp")?;
+        handle(&mut session, results, target, window, now, stats, &mut out)?;
+    }
+}
+
+trait ResultBytes {
+    fn bytes(self) -> Vec<u8>;
+}
+
+impl ResultBytes for ClientSessionResult {
+    fn bytes(self) -> Vec<u8> {
+        match self {
+            ClientSessionResult::OutboundResponse(packet) => packet.bytes,
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn handle(
+    session: &mut ClientSession,
+    results: Vec<ClientSessionResult>,
+    target: &Target,
+    window: Window,
+    now: Instant,
+    stats: &mut Stats,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let in_window = now >= window.start;
+    let arrival_us = if in_window { unix_us() } else { 0 };
+    for result in results {
+        let timestamp = match result {
+            ClientSessionResult::OutboundResponse(packet) => {
+                out.extend_from_slice(&packet.bytes);
+                continue;
+            }
+            ClientSessionResult::RaisedEvent(event) => match event {
+                ClientSessionEvent::ConnectionRequestAccepted => {
+                    out.extend(session.request_playback(target.stream.clone())?.bytes());
+                    continue;
+                }
+                ClientSessionEvent::ConnectionRequestRejected { description } => {
+                    bail!("connect rejected: {description}")
+                }
+                ClientSessionEvent::PlaybackRequestAccepted => {
+                    stats.connected = true;
+                    continue;
+                }
+                ClientSessionEvent::VideoDataReceived { timestamp, .. } => {
+                    stats.video += u64::from(in_window);
+                    timestamp
+                }
+                ClientSessionEvent::AudioDataReceived { timestamp, .. } => {
+                    stats.audio += u64::from(in_window);
+                    timestamp
+                }
+                _ => continue,
+            },
+            ClientSessionResult::UnhandleableMessageReceived(_) => continue,
+        };
+        if in_window {
+            let sent_us = window.publisher_start_us + i64::from(timestamp.value) * 1000;
+            stats.offsets.push(arrival_us - sent_us);
+        }
+    }
+    Ok(())
+}
+
+/// CPU ticks (utime + stime) and RSS of a process tree.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    ticks: u64,
+    rss_kb: u64,
+    procs: usize,
+}
+
+/// `(ppid, utime + stime)` from `/proc/<pid>/stat`.
+fn proc_stat(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some((u32::try_from(num(1)?).ok()?, num(11)? + num(12)?))
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sums over `roots` and all their descendants (strom's supervisor and workers, nginx's
+/// master and worker).
+fn sample_tree(roots: &[u32]) -> Sample {
+    let mut parent = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            && let Some((ppid, ticks)) = proc_stat(pid)
+        {
+            parent.insert(pid, (ppid, ticks));
+        }
+    }
+    let mut tree: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|p| parent.contains_key(p))
+        .collect();
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(
+            parent
+                .iter()
+                .filter(|(c, (pp, _))| *pp == p && !tree.contains(c))
+                .map(|(c, _)| *c)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    tree.iter().fold(Sample::default(), |s, pid| Sample {
+        ticks: s.ticks + parent.get(pid).map_or(0, |(_, t)| *t),
+        rss_kb: s.rss_kb + rss_kb(*pid),
+        procs: s.procs + 1,
+    })
+}
+
+/// `(busy, total)` ticks of every CPU from `/proc/stat` (busy excludes idle and iowait).
+fn core_ticks() -> Vec<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    stat.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            let total: u64 = v.iter().take(8).sum();
+            let idle = v.get(3).unwrap_or(&0) + v.get(4).unwrap_or(&0);
+            (total - idle, total)
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let i = ((sorted.len() as f64 * p) as usize).min(last);
+    Some(round1(sorted[i] as f64 / 1000.0))
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let target = Arc::new(parse_url(&args.url)?);
+    if args.players == 0 || args.ramp_per_sec <= 0.0 || args.measure_secs == 0 {
+        bail!("--players, --ramp-per-sec and --measure-secs must be positive");
+    }
+    // SAFETY: sysconf only reads a constant of the C library.
+    let tick_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let me = [std::process::id()];
+
+    let t0 = Instant::now();
+    let base = sample_tree(&args.server_pid);
+    let ramp = Duration::from_secs_f64(args.players as f64 / args.ramp_per_sec);
+    let start = t0 + ramp + Duration::from_secs(args.warmup_secs);
+    let window = Window {
+        start,
+        end: start + Duration::from_secs(args.measure_secs),
+        publisher_start_us: args.publisher_start_ms.unwrap_or(0) * 1000,
+    };
+    let tasks: Vec<_> = (0..args.players)
+        .map(|i| {
+            let at = t0 + Duration::from_secs_f64(i as f64 / args.ramp_per_sec);
+            tokio::spawn(player(target.clone(), at, window))
+        })
+        .collect();
+
+    sleep_until(window.start).await;
+    let (s1, g1, c1) = (
+        sample_tree(&args.server_pid),
+        sample_tree(&me),
+        core_ticks(),
+    );
+    sleep_until(window.end).await;
+    let (s2, g2, c2) = (
+        sample_tree(&args.server_pid),
+        sample_tree(&me),
+        core_ticks(),
+    );
+
+    let mut players = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        match timeout_at(window.end + Duration::from_secs(10), task).await {
+            Ok(Ok(stats)) => players.push(stats),
+            _ => players.push(Stats {
+                error: Some("player task did not finish".into()),
+                ..Stats::default()
+            }),
+        }
+    }
+
+    let secs = args.measure_secs as f64;
+    let connected: Vec<&Stats> = players.iter().filter(|p| p.connected).collect();
+    let mut window_bytes: Vec<u64> = connected.iter().map(|p| p.bytes_window).collect();
+    window_bytes.sort_unstable();
+    let median = window_bytes
+        .get(window_bytes.len() / 2)
+        .copied()
+        .unwrap_or(0);
+    let (expected, source) = match args.expected_kbps {
+        Some(kbps) => ((kbps * 125.0 * secs) as u64, "expected_kbps"),
+        None => (median, "median_player"),
+    };
+    let full_rate = connected
+        .iter()
+        .filter(|p| {
+            expected > 0 && p.bytes_window as f64 >= args.full_rate_fraction * expected as f64
+        })
+        .count();
+
+    let mut delays = Vec::new();
+    let mut raw = Vec::new();
+    for p in &players {
+        if let Some(min) = p.offsets.iter().min() {
+            delays.extend(p.offsets.iter().map(|o| (o - min) as u64));
+            raw.extend(p.offsets.iter().copied());
+        }
+    }
+    delays.sort_unstable();
+    raw.sort_unstable();
+    let abs_p50 = match args.publisher_start_ms {
+        Some(_) if !raw.is_empty() => Some(round1(raw[raw.len() / 2] as f64 / 1000.0)),
+        _ => None,
+    };
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    for e in players.iter().filter_map(|p| p.error.as_ref()) {
+        *errors.entry(e.clone()).or_default() += 1;
+    }
+
+    let kbps = |b: u64| round1(b as f64 * 8.0 / 1000.0 / secs);
+    let cpu_secs = s2.ticks.saturating_sub(s1.ticks) as f64 / tick_hz;
+    let sampled = !args.server_pid.is_empty() && s2.procs > 0;
+    let per_player =
+        |v: f64| (sampled && !connected.is_empty()).then(|| v / connected.len() as f64);
+    let report = json!({
+        "players": args.players,
+        "players_connected": connected.len(),
+        "players_with_media": players.iter().filter(|p| p.video + p.audio > 0).count(),
+        "players_failed": players.iter().filter(|p| p.error.is_some()).count(),
+        "players_full_rate": full_rate,
+        "expected_bytes": expected,
+        "expected_source": source,
+        "median_kbps": kbps(median),
+        "min_kbps": kbps(window_bytes.first().copied().unwrap_or(0)),
+        "delay_p50_ms": percentile(&delays, 0.50),
+        "delay_p99_ms": percentile(&delays, 0.99),
+        "delay_max_ms": percentile(&delays, 1.0),
+        "abs_delay_p50_ms": abs_p50,
+        "delay_samples": delays.len(),
+        "video_msgs": players.iter().map(|p| p.video).sum::<u64>(),
+        "audio_msgs": players.iter().map(|p| p.audio).sum::<u64>(),
+        "bytes_window_total": players.iter().map(|p| p.bytes_window).sum::<u64>(),
+        "bytes_total": players.iter().map(|p| p.bytes_total).sum::<u64>(),
+        "measure_secs": args.measure_secs,
+        "server_procs": sampled.then_some(s2.procs),
+        "server_cpu_pct": sampled.then(|| round1(cpu_secs / secs * 100.0)),
+        "server_cpu_ms_per_player_sec": per_player(cpu_secs * 1000.0 / secs).map(|v| (v * 1000.0).round() / 1000.0),
+        "server_rss_base_kb": sampled.then_some(base.rss_kb),
+        "server_rss_end_kb": sampled.then_some(s2.rss_kb),
+        "server_rss_per_player_kb": per_player(s2.rss_kb as f64 - base.rss_kb as f64).map(round1),
+        "core_busy_pct": c1.iter().zip(&c2).map(|((b1, t1), (b2, t2))| {
+            round1(b2.saturating_sub(*b1) as f64 * 100.0 / (t2.saturating_sub(*t1)).max(1) as f64)
+        }).collect::<Vec<_>>(),
+        "gen_cpu_pct": round1(g2.ticks.saturating_sub(g1.ticks) as f64 / tick_hz / secs * 100.0),
+        "errors": errors,
+    });
+    println!("{report}");
+    Ok(())
+}

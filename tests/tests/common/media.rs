@@ -1,0 +1,148 @@
+//! Real media clients for the end-to-end tests: ffmpeg publishers and players, ffprobe.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use super::{Server, require_tool, wait_for};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A child process killed when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    /// Waits up to `limit` for the process to exit; its exit code.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        wait_for(limit, "process exit", || self.0.try_wait().ok().flatten())
+            .map(|s| s.code().unwrap_or(-1))
+    }
+
+    pub fn running(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(None))
+    }
+
+    /// Stops the process and returns what it wrote to stderr (for failure messages).
+    pub fn stop_and_stderr(&mut self) -> String {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let mut text = String::new();
+        if let Some(mut stderr) = self.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        }
+        text
+    }
+}
+
+/// ffmpeg publishing a live H.264 + AAC test source (320x240, 25 fps, 1 s GOP) to `url`.
+pub fn publish(url: &str) -> Proc {
+    require_tool("ffmpeg", "ffmpeg");
+    let child = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-tune",
+            "zerolatency",
+            "-g",
+            "25",
+            "-pix_fmt",
+            "yuv420p",
+        ])
+        .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", "flv", url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// ffmpeg reading `url` and throwing the frames away, until killed.
+pub fn play(url: &str) -> Proc {
+    require_tool("ffmpeg", "ffmpeg");
+    let child = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            url,
+            "-f",
+            "null",
+            "-",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// Runs ffprobe with `args` and returns stdout.
+pub fn ffprobe(args: &[&str]) -> String {
+    require_tool("ffprobe", "ffmpeg");
+    let output = Command::new("timeout")
+        .arg("30")
+        .arg("ffprobe")
+        .args(["-hide_banner", "-v", "error"])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `codec_type,codec_name,width,height` lines of the streams ffprobe sees at `url`.
+pub fn probe_streams(url: &str) -> Vec<String> {
+    ffprobe(&[
+        "-show_entries",
+        "stream=codec_type,codec_name,width,height",
+        "-of",
+        "csv=p=0",
+        url,
+    ])
+    .lines()
+    .map(|l| l.trim().trim_end_matches(',').to_owned())
+    .filter(|l| !l.is_empty())
+    .collect()
+}
+
+/// Waits until `app/stream` is listed in `rtmp_status`; returns the stream entry.
+pub fn wait_live(
+    server: &Server,
+    app: &str,
+    stream: &str,
+    limit: Duration,
+) -> Option<serde_json::Value> {
+    wait_for(limit, "stream live", || {
+        let (_, groups) = server.try_get("/manage/rtmp_status")?;
+        groups
+            .as_array()?
+            .iter()
+            .filter(|g| g["app"] == app)
+            .flat_map(|g| g["streams"].as_array().cloned().unwrap_or_default())
+            .find(|s| s["strm"] == stream && s["resolution"] != "0x0")
+    })
+}
+
+pub fn is_live(server: &Server, app: &str, stream: &str) -> bool {
+    let (_, groups) = server.get("/manage/rtmp_status");
+    groups.as_array().unwrap().iter().any(|g| {
+        g["app"] == app
+            && g["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["strm"] == stream)
+    })
+}

@@ -1,0 +1,124 @@
+//! Players and publishers of this worker, for status queries, session deletion and
+//! publish-control denial.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use strom_ipc::status::{Publisher, SessionInfo};
+use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
+
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Player,
+    Publisher,
+}
+
+/// One RTMP connection that plays or publishes.
+#[derive(Debug)]
+pub struct SessionEntry {
+    pub id: u64,
+    pub role: Role,
+    pub app: String,
+    pub stream: String,
+    pub client_ip: String,
+    pub user_agent: String,
+    pub created: i64,
+    pub last_access: AtomicI64,
+    pub bytes_sent: AtomicU64,
+    pub bytes_recv: AtomicU64,
+    /// Publish-control id of a signed publisher.
+    pub control_id: Option<String>,
+    /// Cancelling it closes the connection.
+    pub kill: CancellationToken,
+}
+
+impl SessionEntry {
+    pub fn touch(&self) {
+        self.last_access.store(unix_now(), Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct SessionTable {
+    entries: Mutex<HashMap<u64, Arc<SessionEntry>>>,
+}
+
+impl SessionTable {
+    pub fn insert(&self, entry: Arc<SessionEntry>) {
+        locked(&self.entries).insert(entry.id, entry);
+    }
+
+    pub fn remove(&self, id: u64) {
+        locked(&self.entries).remove(&id);
+    }
+
+    pub fn players(&self) -> Vec<SessionInfo> {
+        let mut players: Vec<SessionInfo> = locked(&self.entries)
+            .values()
+            .filter(|e| e.role == Role::Player)
+            .map(|e| SessionInfo {
+                id: e.id,
+                app: e.app.clone(),
+                stream: e.stream.clone(),
+                protocol: "RTMP".to_owned(),
+                bytes_recv: e.bytes_recv.load(Ordering::Relaxed),
+                bytes_sent: e.bytes_sent.load(Ordering::Relaxed),
+                created: e.created,
+                last_access: e.last_access.load(Ordering::Relaxed),
+                client_ip: e.client_ip.clone(),
+                user_agent: e.user_agent.clone(),
+                ppv_id: None,
+            })
+            .collect();
+        players.sort_by_key(|p| p.id);
+        players
+    }
+
+    pub fn publishers(&self) -> Vec<Publisher> {
+        let mut publishers: Vec<Publisher> = locked(&self.entries)
+            .values()
+            .filter(|e| e.role == Role::Publisher)
+            .map(|e| Publisher {
+                key: e.id.to_string(),
+                id: e.control_id.clone().unwrap_or_default(),
+                ip: e.client_ip.clone(),
+                stream: format!("{}/{}", e.app, e.stream),
+            })
+            .collect();
+        publishers.sort_by(|a, b| a.key.cmp(&b.key));
+        publishers
+    }
+
+    /// Closes the players with these ids; returns the ids found here.
+    pub fn kill_players(&self, ids: &[u64]) -> Vec<u64> {
+        let entries = locked(&self.entries);
+        ids.iter()
+            .filter_map(|id| entries.get(id).filter(|e| e.role == Role::Player))
+            .map(|e| {
+                e.kill.cancel();
+                e.id
+            })
+            .collect()
+    }
+
+    /// Closes publishers whose publish-control id is in `ids`.
+    pub fn kill_publishers(&self, ids: &[String]) -> usize {
+        let entries = locked(&self.entries);
+        let mut killed = 0;
+        for entry in entries.values().filter(|e| e.role == Role::Publisher) {
+            if entry.control_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                entry.kill.cancel();
+                killed += 1;
+            }
+        }
+        killed
+    }
+}
