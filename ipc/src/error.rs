@@ -19,4 +19,6 @@ pub enum IpcError {
     Io(#[from] std::io::Error),
     #[error("control channel closed by the peer")]
     Closed,
+    #[error("bad media bus frame: {0}")]
+    BadMediaFrame(&'static str),
 }

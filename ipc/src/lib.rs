@@ -6,6 +6,7 @@
 //! ([`frame`]), descriptor passing ([`fd_passing`]) and the async channel that combines
 //! them ([`channel`]). This crate depends on nothing else in the workspace.
 
+pub mod bus;
 pub mod channel;
 pub mod error;
 pub mod fd_passing;

@@ -71,6 +71,8 @@ pub struct WorkerSettings {
     pub max_ram_cache_bytes: u64,
     /// Disk the DVR may spend, in bytes.
     pub max_file_cache_bytes: u64,
+    /// `Access-Control-Allow-Origin` for HTTP delivery; `*` when not configured.
+    pub cors_origin: String,
 }
 
 /// What a listening socket is for. The descriptor itself travels beside the manifest.
@@ -206,6 +208,8 @@ pub enum WorkerRequest {
     Shutdown,
     /// State of every active re-publishing push.
     RepublishStats,
+    /// Every live stream and where its producer serves it (full snapshot).
+    StreamRegistry(Vec<crate::bus::StreamLocation>),
 }
 
 /// A worker's answer.

@@ -8,6 +8,7 @@
 //! - [`hevc`]: H.265 `hvcC` records and SPS.
 //! - [`aac`]: AudioSpecificConfig and ADTS headers.
 //! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
+//! - [`ts`]: MPEG-TS muxing of HLS segments.
 //! - [`bits`]: the bit reader behind the codec header parsers.
 //! - [`codec_string`] names codecs the way playlists and the management API do.
 
@@ -19,12 +20,18 @@ pub mod codec_string;
 mod cursor;
 mod error;
 pub mod flv;
+pub mod fmp4;
 pub mod hevc;
+pub mod hls;
+pub mod sample;
 pub mod sps;
+pub mod ts;
 
 pub use error::ParseError;
 
 #[cfg(test)]
 mod robustness;
+#[cfg(test)]
+mod test_flv;
 #[cfg(test)]
 mod test_vectors;

@@ -69,13 +69,15 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     let context = SupervisionContext {
         exe: PathBuf::from("/proc/self/exe"),
         log_filter: state.instance.logging.clone(),
-        hellos: state.clone(),
+        hooks: state.clone(),
         generations: Arc::new(AtomicU32::new(0)),
     };
     let mut supervisors = tokio::task::JoinSet::new();
     for worker in workers.all() {
         supervisors.spawn(supervise(Arc::clone(worker), context.clone()));
     }
+
+    tokio::spawn(push_registry(Arc::clone(&state)));
 
     let api_stop = CancellationToken::new();
     let router = api::router(ApiState {
@@ -112,6 +114,21 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Keeps subscriber workers' view of the live streams current.
+async fn push_registry(state: Arc<SupervisorState>) {
+    let mut changes = state.registry_changes();
+    while changes.changed().await.is_ok() {
+        let snapshot = state.registry();
+        for kind in crate::state::SUBSCRIBERS {
+            let request = strom_ipc::messages::WorkerRequest::StreamRegistry(snapshot.clone());
+            if let Err(e) = state.workers.get(kind).request(request).await {
+                // It gets the registry when it reports ready.
+                tracing::debug!(worker = %kind, error = %e, "stream registry not delivered");
+            }
+        }
+    }
 }
 
 fn bind_management(instance: &InstanceConfig) -> anyhow::Result<Vec<std::net::TcpListener>> {

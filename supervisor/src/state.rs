@@ -5,15 +5,17 @@
 use crate::config::instance::InstanceConfig;
 use crate::listeners::ListenerTable;
 use crate::process::WorkerTable;
-use crate::process::supervision::HelloSource;
+use crate::process::supervision::SupervisorHooks;
 use crate::system::SystemSampler;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, RwLock};
 use strom_ipc::WorkerKind;
+use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::{DrmSettings, TlsMaterial, WorkerEvent, WorkerHello, WorkerSettings};
 use strom_ipc::rules::Rules;
+use strom_worker_runtime::bus::bus_path;
 use strom_worker_runtime::sync::locked;
 
 #[derive(Debug)]
@@ -29,6 +31,11 @@ pub struct SupervisorState {
     pub system: Arc<SystemSampler>,
     /// Serializes reloads: two at once would interleave listener changes.
     pub reload_lock: tokio::sync::Mutex<()>,
+    /// Live streams and the producer serving each: the media bus registry.
+    registry: Mutex<BTreeMap<(String, String), StreamLocation>>,
+    /// Bumped whenever subscribers need the registry again (a change, or a subscriber
+    /// worker that just started).
+    registry_version: tokio::sync::watch::Sender<u64>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -65,6 +72,8 @@ impl SupervisorState {
             denied_publishers: Mutex::new(BTreeSet::new()),
             system,
             reload_lock: tokio::sync::Mutex::new(()),
+            registry: Mutex::new(BTreeMap::new()),
+            registry_version: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -112,17 +121,36 @@ impl SupervisorState {
         denied.iter().cloned().collect()
     }
 
+    /// Every live stream and where to subscribe to it.
+    pub fn registry(&self) -> Vec<StreamLocation> {
+        locked(&self.registry).values().cloned().collect()
+    }
+
+    /// Wakes whenever the registry must be pushed to subscriber workers.
+    pub fn registry_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.registry_version.subscribe()
+    }
+
+    fn registry_changed(&self) {
+        self.registry_version.send_modify(|version| *version += 1);
+    }
+
     pub fn worker_settings(&self) -> WorkerSettings {
         WorkerSettings {
             data_dir: self.instance.data_dir.clone(),
             run_dir: self.instance.run_dir.clone(),
             max_ram_cache_bytes: self.instance.ram_cache_size_mb * 1024 * 1024,
             max_file_cache_bytes: self.instance.file_cache_size_mb * 1024 * 1024,
+            cors_origin: self
+                .instance
+                .access_control_allow_origin
+                .clone()
+                .unwrap_or_else(|| "*".to_owned()),
         }
     }
 }
 
-impl HelloSource for SupervisorState {
+impl SupervisorHooks for SupervisorState {
     fn hello(&self, kind: WorkerKind, generation: u32) -> io::Result<(WorkerHello, Vec<OwnedFd>)> {
         let (listeners, fds) = locked(&self.listeners).for_worker(kind)?;
         let hello = WorkerHello {
@@ -151,8 +179,43 @@ impl HelloSource for SupervisorState {
     }
 
     fn event(&self, kind: WorkerKind, event: WorkerEvent) {
-        // The stream registry that routes subscribers arrives with the media bus; until
-        // then events are logged so operators see publishes come and go.
-        tracing::info!(worker = %kind, ?event, "worker event");
+        match event {
+            WorkerEvent::StreamPublished { app, stream } => {
+                tracing::info!(worker = %kind, %app, %stream, "stream published");
+                let location = StreamLocation {
+                    app: app.clone(),
+                    stream: stream.clone(),
+                    producer: kind,
+                    bus_path: bus_path(&self.instance.run_dir, kind),
+                };
+                locked(&self.registry).insert((app, stream), location);
+            }
+            WorkerEvent::StreamUnpublished { app, stream } => {
+                tracing::info!(worker = %kind, %app, %stream, "stream unpublished");
+                locked(&self.registry).remove(&(app, stream));
+            }
+        }
+        self.registry_changed();
+    }
+
+    fn worker_ready(&self, kind: WorkerKind) {
+        if SUBSCRIBERS.contains(&kind) {
+            self.registry_changed();
+        }
+    }
+
+    fn worker_exited(&self, kind: WorkerKind) {
+        let mut registry = locked(&self.registry);
+        let before = registry.len();
+        registry.retain(|_, location| location.producer != kind);
+        let gone = before - registry.len();
+        drop(registry);
+        if gone > 0 {
+            tracing::warn!(worker = %kind, streams = gone, "streams of the exited worker are gone");
+            self.registry_changed();
+        }
     }
 }
+
+/// Workers that subscribe to streams on the media bus.
+pub const SUBSCRIBERS: [WorkerKind; 1] = [WorkerKind::Packager];

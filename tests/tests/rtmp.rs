@@ -7,7 +7,7 @@ mod common;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::media::{ffprobe, is_live, play, probe_streams, publish, wait_live};
+use common::media::{ffprobe, is_live, play, probe_streams, publish, rtmp_url, wait_live};
 use common::{Server, require_tool, wait_for};
 use md5::{Digest, Md5};
 use std::io::{Read, Write};
@@ -16,10 +16,6 @@ use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(30);
-
-fn rtmp_url(server: &Server, path: &str) -> String {
-    format!("rtmp://127.0.0.1:{}/{path}", server.ports.rtmp)
-}
 
 fn start_with_rules(rtmp_settings_extra: &str) -> Server {
     let server = Server::start("");
@@ -421,4 +417,44 @@ fn garbage_and_truncated_chunks_drop_only_that_connection() {
     .expect("player continues");
     assert!(player.running());
     assert!(is_live(&server, "live", "g"));
+}
+
+#[test]
+fn a_silent_publisher_is_closed_and_connections_are_capped() {
+    let server =
+        start_with_rules(r#", "limits": {"publisher_idle_timeout_secs": 2, "max_connections": 3}"#);
+    let publisher = publish(&rtmp_url(&server, "live/idle"));
+    wait_live(&server, "live", "idle", LIVE).unwrap();
+    // Freeze the encoder: its connection stays open but no media arrives.
+    let pid = nix::unistd::Pid::from_raw(publisher.0.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    wait_for(Duration::from_secs(20), "idle publisher closed", || {
+        (!is_live(&server, "live", "idle")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("silent publisher kept; log:\n{}", server.log()));
+    assert!(
+        server.log().contains("publisher sent no media"),
+        "the reason is logged"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    drop(publisher);
+
+    // max_connections 3: the fourth connection is closed without a handshake answer.
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], server.ports.rtmp).into();
+    let open: Vec<TcpStream> = (0..3).map(|_| handshake(addr)).collect();
+    wait_for(Duration::from_secs(10), "three connections counted", || {
+        (server.get("/manage/server_status").1["Connections"].as_u64() >= Some(3)).then_some(())
+    })
+    .unwrap();
+    let mut fourth = TcpStream::connect(addr).unwrap();
+    fourth
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = fourth.write_all(&[3u8; 1537]);
+    assert!(
+        closed_by_server(fourth),
+        "connection over the limit refused"
+    );
+    assert!(server.log().contains("connection limit reached"));
+    drop(open);
 }

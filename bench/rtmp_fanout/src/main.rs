@@ -4,7 +4,20 @@
 //! audio/video messages per player, per-player delivery delay, and (with `--server-pid`)
 //! the CPU time and RSS of the server's process tree. It prints one JSON object.
 //!
-//! Delivery delay. For every audio/video message that arrives inside the window the
+//! Cost of the generator itself. Only `--probes` players (50, spread evenly) read every
+//! message as it arrives; the others set SO_RCVLOWAT (`--lowat-bytes`, 8 KiB ≈ 110 ms of a
+//! 600 kbps stream) once playing, so the kernel wakes them a few times a second instead of
+//! once per RTMP message. That keeps one core of generator well ahead of one core of server.
+//! The server still sends every message as it goes; on loopback its core does less kernel
+//! work waking readers (the same for every server measured).
+//!
+//! Server cost. `--server-pid` roots (and all their descendants, so strom's supervisor and
+//! workers, nginx's master and worker) are sampled from `/proc`: utime+stime before the
+//! first connection and at both ends of the window, VmRSS before the first connection and
+//! at the end. `--ksoftirqd-core N` adds `ksoftirqd/N`, where the kernel moves network work
+//! of the server's core under load. Per-player figures divide by the connected players.
+//!
+//! Delivery delay. For every audio/video message that arrives inside the window a probe
 //! player records `offset = arrival wall clock − (publisher start + RTMP timestamp)`.
 //! Within one player, a constant part of that offset (the clock offset between publisher
 //! and player, the server rebasing timestamps, encoder latency) is the same for every
@@ -64,6 +77,18 @@ struct Args {
     /// Server process to sample (with all its descendants); repeatable or comma-separated.
     #[arg(long, value_delimiter = ',')]
     server_pid: Vec<u32>,
+    /// Players (spread evenly over the ramp) that are delay probes: they read every message
+    /// as it arrives. The others only count, with SO_RCVLOWAT so that they wake up once per
+    /// `--lowat-bytes` and the generator stays far from saturating its core.
+    #[arg(long, default_value_t = 50)]
+    probes: usize,
+    /// SO_RCVLOWAT of the counting (non-probe) players once playing; 0 reads eagerly.
+    #[arg(long, default_value_t = 8192)]
+    lowat_bytes: u32,
+    /// Add the kernel's softirq thread of this core (`ksoftirqd/N`) to the server's CPU: under
+    /// load the kernel moves the network work of the server's core there.
+    #[arg(long)]
+    ksoftirqd_core: Option<usize>,
     /// Wall clock (Unix ms) at which the publisher started, for `abs_delay_p50_ms`.
     #[arg(long)]
     publisher_start_ms: Option<i64>,
@@ -105,11 +130,13 @@ struct Window {
     start: Instant,
     end: Instant,
     publisher_start_us: i64,
+    lowat_bytes: u32,
 }
 
 #[derive(Default)]
 struct Stats {
     connected: bool,
+    probe: bool,
     bytes_total: u64,
     bytes_window: u64,
     video: u64,
@@ -125,9 +152,12 @@ fn unix_us() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-async fn player(target: Arc<Target>, start: Instant, window: Window) -> Stats {
+async fn player(target: Arc<Target>, start: Instant, window: Window, probe: bool) -> Stats {
     sleep_until(start).await;
-    let mut stats = Stats::default();
+    let mut stats = Stats {
+        probe,
+        ..Stats::default()
+    };
     match timeout_at(window.end, play(&target, window, &mut stats)).await {
         Err(_) => {} // the window is over: the normal end
         Ok(Ok(())) => stats.error = Some("server closed the connection".into()),
@@ -192,7 +222,12 @@ async fn play(target: &Target, window: Window, stats: &mut Stats) -> Result<()> 
         stats,
         &mut out,
     )?;
+    let mut lowat_set = stats.probe || window.lowat_bytes == 0;
     loop {
+        if stats.connected && !lowat_set {
+            set_rcvlowat(&sock, window.lowat_bytes)?;
+            lowat_set = true;
+        }
         if !out.is_empty() {
             sock.write_all(&out).await?;
             out.clear();
@@ -209,6 +244,27 @@ async fn play(target: &Target, window: Window, stats: &mut Stats) -> Result<()> 
         let results = session.handle_input(&buf[..n]).context("rtmp")?;
         handle(&mut session, results, target, window, now, stats, &mut out)?;
     }
+}
+
+/// Wakes the reader only once `bytes` are queued (Linux SO_RCVLOWAT): a counting player
+/// then costs one read per `bytes`, not one per RTMP message.
+fn set_rcvlowat(sock: &TcpStream, bytes: u32) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = libc::c_int::try_from(bytes)?;
+    // SAFETY: a plain setsockopt on a descriptor `sock` owns, with a c_int it points to.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("SO_RCVLOWAT");
+    }
+    Ok(())
 }
 
 trait ResultBytes {
@@ -265,7 +321,7 @@ fn handle(
             },
             ClientSessionResult::UnhandleableMessageReceived(_) => continue,
         };
-        if in_window {
+        if in_window && stats.probe {
             let sent_us = window.publisher_start_us + i64::from(timestamp.value) * 1000;
             stats.offsets.push(arrival_us - sent_us);
         }
@@ -377,6 +433,15 @@ async fn main() -> Result<()> {
     // SAFETY: sysconf only reads a constant of the C library.
     let tick_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let me = [std::process::id()];
+    let softirq_pid = args.ksoftirqd_core.and_then(|core| {
+        let name = format!("(ksoftirqd/{core})");
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            stat.contains(&name).then_some(pid)
+        })
+    });
+    let softirq_ticks = || softirq_pid.and_then(proc_stat).map_or(0, |(_, t)| t);
 
     let t0 = Instant::now();
     let base = sample_tree(&args.server_pid);
@@ -386,22 +451,26 @@ async fn main() -> Result<()> {
         start,
         end: start + Duration::from_secs(args.measure_secs),
         publisher_start_us: args.publisher_start_ms.unwrap_or(0) * 1000,
+        lowat_bytes: args.lowat_bytes,
     };
     let tasks: Vec<_> = (0..args.players)
         .map(|i| {
             let at = t0 + Duration::from_secs_f64(i as f64 / args.ramp_per_sec);
-            tokio::spawn(player(target.clone(), at, window))
+            let probe = i % (args.players / args.probes.max(1)).max(1) == 0;
+            tokio::spawn(player(target.clone(), at, window, probe))
         })
         .collect();
 
     sleep_until(window.start).await;
-    let (s1, g1, c1) = (
+    let (k1, s1, g1, c1) = (
+        softirq_ticks(),
         sample_tree(&args.server_pid),
         sample_tree(&me),
         core_ticks(),
     );
     sleep_until(window.end).await;
-    let (s2, g2, c2) = (
+    let (k2, s2, g2, c2) = (
+        softirq_ticks(),
         sample_tree(&args.server_pid),
         sample_tree(&me),
         core_ticks(),
@@ -457,7 +526,8 @@ async fn main() -> Result<()> {
     }
 
     let kbps = |b: u64| round1(b as f64 * 8.0 / 1000.0 / secs);
-    let cpu_secs = s2.ticks.saturating_sub(s1.ticks) as f64 / tick_hz;
+    let softirq_secs = k2.saturating_sub(k1) as f64 / tick_hz;
+    let cpu_secs = s2.ticks.saturating_sub(s1.ticks) as f64 / tick_hz + softirq_secs;
     let sampled = !args.server_pid.is_empty() && s2.procs > 0;
     let per_player =
         |v: f64| (sampled && !connected.is_empty()).then(|| v / connected.len() as f64);
@@ -476,6 +546,7 @@ async fn main() -> Result<()> {
         "delay_max_ms": percentile(&delays, 1.0),
         "abs_delay_p50_ms": abs_p50,
         "delay_samples": delays.len(),
+        "delay_probes": players.iter().filter(|p| p.probe && p.connected).count(),
         "video_msgs": players.iter().map(|p| p.video).sum::<u64>(),
         "audio_msgs": players.iter().map(|p| p.audio).sum::<u64>(),
         "bytes_window_total": players.iter().map(|p| p.bytes_window).sum::<u64>(),
@@ -483,6 +554,7 @@ async fn main() -> Result<()> {
         "measure_secs": args.measure_secs,
         "server_procs": sampled.then_some(s2.procs),
         "server_cpu_pct": sampled.then(|| round1(cpu_secs / secs * 100.0)),
+        "ksoftirqd_cpu_pct": softirq_pid.map(|_| round1(softirq_secs / secs * 100.0)),
         "server_cpu_ms_per_player_sec": per_player(cpu_secs * 1000.0 / secs).map(|v| (v * 1000.0).round() / 1000.0),
         "server_rss_base_kb": sampled.then_some(base.rss_kb),
         "server_rss_end_kb": sampled.then_some(s2.rss_kb),

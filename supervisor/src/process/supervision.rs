@@ -59,13 +59,20 @@ impl WorkerState {
     }
 }
 
-/// Builds the hello (and the listener descriptors) for a new worker process from the
-/// supervisor's current state, so a restarted worker gets today's rules and sockets.
-pub trait HelloSource: Send + Sync + 'static {
+/// What supervision needs from the rest of the supervisor.
+pub trait SupervisorHooks: Send + Sync + 'static {
+    /// Builds the hello (and the listener descriptors) for a new worker process from the
+    /// supervisor's current state, so a restarted worker gets today's rules and sockets.
     fn hello(&self, kind: WorkerKind, generation: u32) -> io::Result<(WorkerHello, Vec<OwnedFd>)>;
 
     /// An event a worker reported.
     fn event(&self, kind: WorkerKind, event: WorkerEvent);
+
+    /// A worker process reported ready.
+    fn worker_ready(&self, kind: WorkerKind);
+
+    /// A worker process is gone (crashed, killed or stopped).
+    fn worker_exited(&self, kind: WorkerKind);
 }
 
 /// Delay before restart number `consecutive + 1` of a crash series.
@@ -82,7 +89,7 @@ pub fn backoff(consecutive: u32) -> Duration {
 pub struct SupervisionContext {
     pub exe: PathBuf,
     pub log_filter: String,
-    pub hellos: Arc<dyn HelloSource>,
+    pub hooks: Arc<dyn SupervisorHooks>,
     pub generations: Arc<AtomicU32>,
 }
 
@@ -143,7 +150,7 @@ fn next_generation(generations: &AtomicU32) -> u32 {
 async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> Outcome {
     let kind = handle.kind;
     let generation = next_generation(&context.generations);
-    let (hello, fds) = match context.hellos.hello(kind, generation) {
+    let (hello, fds) = match context.hooks.hello(kind, generation) {
         Ok(hello) => hello,
         Err(e) => return Outcome::Crashed(format!("preparing the hello failed: {e}")),
     };
@@ -194,13 +201,14 @@ async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> O
         s.ready_since = Some(Instant::now());
     });
     tracing::info!(worker = %kind, pid = pid.unwrap_or_default(), generation, "worker ready");
+    context.hooks.worker_ready(kind);
 
     let hung = Arc::new(Notify::new());
     let mut reader_task = tokio::spawn(read_replies(
         reader,
         Arc::clone(&link),
         kind,
-        Arc::clone(&context.hellos),
+        Arc::clone(&context.hooks),
     ));
     let heartbeat_task = tokio::spawn(heartbeat(
         Arc::clone(handle),
@@ -235,6 +243,7 @@ async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> O
     reader_task.abort();
     link.fail_all();
     reap(&mut child).await;
+    context.hooks.worker_exited(kind);
     outcome
 }
 
@@ -257,13 +266,13 @@ async fn read_replies(
     mut reader: ControlReader,
     link: Arc<WorkerLink>,
     kind: WorkerKind,
-    hellos: Arc<dyn HelloSource>,
+    hooks: Arc<dyn SupervisorHooks>,
 ) {
     loop {
         match reader.recv::<WorkerToSupervisor>().await {
             Ok(received) => match received.message {
                 WorkerToSupervisor::Reply { id, reply } => link.complete(id, reply),
-                WorkerToSupervisor::Event(event) => hellos.event(kind, event),
+                WorkerToSupervisor::Event(event) => hooks.event(kind, event),
                 WorkerToSupervisor::Ready { .. } => {}
             },
             Err(IpcError::Closed) => break,

@@ -146,3 +146,7 @@ pub fn is_live(server: &Server, app: &str, stream: &str) -> bool {
                 .any(|s| s["strm"] == stream)
     })
 }
+
+pub fn rtmp_url(server: &Server, path: &str) -> String {
+    format!("rtmp://127.0.0.1:{}/{path}", server.ports.rtmp)
+}

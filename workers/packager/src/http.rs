@@ -1,10 +1,19 @@
-//! HTTP(S) connections on the delivery ports.
+//! HTTP(S) delivery: playlists and segments of packaged streams, with viewer sessions,
+//! CORS, caching headers, HEAD and byte ranges.
+//!
+//! URLs, under `/<app>/<stream>/`:
+//! `playlist.m3u8` (master, MPEG-TS) and `playlist_fmp4.m3u8` (master, fMP4) open a
+//! viewer session; `chunks.m3u8?sid=N` / `chunks_fmp4.m3u8?sid=N` are the live media
+//! playlists; `seg_<n>.ts`, `seg_<n>.m4s` and `init_<id>.mp4` the segments.
 
+use crate::packaging::Packaging;
 use crate::tls::SwappableCertificate;
+use crate::viewers::{Lookup, Viewer, Viewers};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,13 +29,17 @@ use tokio_util::sync::CancellationToken;
 /// A client that has not finished its TLS handshake by then is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct DeliveryConnections {
+pub struct Delivery {
     pub counters: Arc<WorkerCounters>,
     pub certificate: Arc<SwappableCertificate>,
     pub tls: Arc<rustls::ServerConfig>,
+    pub packaging: Arc<Packaging>,
+    pub viewers: Arc<Viewers>,
+    /// `Access-Control-Allow-Origin` on every answer.
+    pub cors_origin: HeaderValue,
 }
 
-impl ConnectionHandler for DeliveryConnections {
+impl ConnectionHandler for Delivery {
     async fn handle(
         &self,
         stream: TcpStream,
@@ -54,15 +67,22 @@ impl ConnectionHandler for DeliveryConnections {
     }
 }
 
-impl DeliveryConnections {
+impl Delivery {
     async fn serve<I>(&self, io: I, peer: SocketAddr, shutdown: CancellationToken)
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
-        let counters = Arc::clone(&self.counters);
+        let context = Context {
+            counters: Arc::clone(&self.counters),
+            packaging: Arc::clone(&self.packaging),
+            viewers: Arc::clone(&self.viewers),
+            cors_origin: self.cors_origin.clone(),
+            peer,
+        };
+        let context = Arc::new(context);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-            let counters = Arc::clone(&counters);
-            async move { Ok::<_, Infallible>(respond(&request, &counters)) }
+            let context = Arc::clone(&context);
+            async move { Ok::<_, Infallible>(context.respond(&request)) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
@@ -83,15 +103,338 @@ impl DeliveryConnections {
     }
 }
 
-fn respond(request: &Request<Incoming>, counters: &WorkerCounters) -> Response<Full<Bytes>> {
-    tracing::debug!(method = %request.method(), path = request.uri().path(), "no such stream");
-    let body = Bytes::from_static(br#"{"status":"NotFound","error":"no such stream"}"#);
-    counters.add_sent(body.len() as u64);
+struct Context {
+    counters: Arc<WorkerCounters>,
+    packaging: Arc<Packaging>,
+    viewers: Arc<Viewers>,
+    cors_origin: HeaderValue,
+    peer: SocketAddr,
+}
+
+const PLAYLIST_TYPE: &str = "application/vnd.apple.mpegurl";
+
+fn error(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    let body = Bytes::from(format!(
+        "{{\"status\":\"{}\",\"error\":\"{text}\"}}",
+        status
+            .canonical_reason()
+            .unwrap_or("Error")
+            .replace(' ', "")
+    ));
     let mut response = Response::new(Full::new(body));
-    *response.status_mut() = StatusCode::NOT_FOUND;
+    *response.status_mut() = status;
     response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
     );
     response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `bytes=a-b`, `bytes=a-`, `bytes=-n` for a body of `len` bytes; `None` when the range
+/// cannot be satisfied.
+fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
+    let spec = value.strip_prefix("bytes=")?;
+    if spec.contains(',') || len == 0 {
+        return None;
+    }
+    let (start, end) = spec.split_once('-')?;
+    let (start, end) = match (start.trim(), end.trim()) {
+        ("", suffix) => {
+            let n: usize = suffix.parse().ok()?;
+            (len.checked_sub(n.min(len))?, len - 1)
+        }
+        (start, "") => (start.parse().ok()?, len - 1),
+        (start, end) => (start.parse().ok()?, end.parse::<usize>().ok()?.min(len - 1)),
+    };
+    (start <= end && start < len).then_some((start, end))
+}
+
+impl Context {
+    fn respond(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+        let mut response = self.route(request);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            self.cors_origin.clone(),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("Content-Length, Content-Range"),
+        );
+        let sent = response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if request.method() != Method::HEAD {
+            self.counters.add_sent(sent);
+        }
+        response
+    }
+
+    fn route(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+        let method = request.method();
+        if method == Method::OPTIONS {
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            let headers = response.headers_mut();
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("GET, HEAD, OPTIONS"),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static("Range"),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static("86400"),
+            );
+            return response;
+        }
+        if method != Method::GET && method != Method::HEAD {
+            return error(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");
+        }
+        let mut parts = request.uri().path().trim_start_matches('/').split('/');
+        let (Some(app), Some(stream), Some(file), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return error(StatusCode::NOT_FOUND, "no such stream");
+        };
+        let sid = request.uri().query().and_then(|q| {
+            q.split('&')
+                .find_map(|pair| pair.strip_prefix("sid="))
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+        let head = method == Method::HEAD;
+        match file {
+            "playlist.m3u8" | "playlist_fmp4.m3u8" => {
+                self.master(request, app, stream, file == "playlist_fmp4.m3u8", head)
+            }
+            _ => {
+                let viewer = match sid.map(|id| self.viewers.lookup(id)) {
+                    Some(Lookup::Revoked) => return error(StatusCode::FORBIDDEN, "session ended"),
+                    Some(Lookup::Live(viewer)) => Some(viewer),
+                    Some(Lookup::Unknown) | None => None,
+                };
+                self.media(request, app, stream, file, viewer, sid.unwrap_or(0), head)
+            }
+        }
+    }
+
+    fn master(
+        &self,
+        request: &Request<Incoming>,
+        app: &str,
+        stream: &str,
+        fmp4: bool,
+        head: bool,
+    ) -> Response<Full<Bytes>> {
+        let rules = self.packaging.rules();
+        let abr = rules
+            .rtmp
+            .abr
+            .iter()
+            .find(|group| group.app == app && group.stream == stream);
+        let store = &self.packaging.store;
+        let members: Vec<_> = match abr {
+            Some(group) => group
+                .streams
+                .iter()
+                .filter_map(|member| {
+                    store
+                        .get(&member.app, &member.stream)
+                        .filter(|s| s.has_segments())
+                        .map(|s| (member, s))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let single = store.get(app, stream).filter(|s| s.has_segments());
+        if abr.is_none() && single.is_none() || abr.is_some() && members.is_empty() {
+            return error(StatusCode::NOT_FOUND, "no such stream");
+        }
+        let user_agent = request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let viewer = self
+            .viewers
+            .open(app, stream, self.peer.ip().to_string(), user_agent);
+        let text = match (abr, single) {
+            (Some(_), _) => {
+                let variants: Vec<_> = members
+                    .iter()
+                    .map(|(member, s)| {
+                        s.variant(
+                            &format!("../../{}/{}/", member.app, member.stream),
+                            fmp4,
+                            viewer.id,
+                        )
+                    })
+                    .collect();
+                strom_media::hls::playlist::master_playlist(&variants, if fmp4 { 7 } else { 3 })
+            }
+            (None, Some(s)) => s.master(fmp4, viewer.id),
+            (None, None) => return error(StatusCode::NOT_FOUND, "no such stream"),
+        };
+        tracing::debug!(session = viewer.id, %app, %stream, "hls viewer session opened");
+        body(
+            Bytes::from(text),
+            PLAYLIST_TYPE,
+            "no-cache",
+            Some(&viewer),
+            head,
+            None,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn media(
+        &self,
+        request: &Request<Incoming>,
+        app: &str,
+        stream: &str,
+        file: &str,
+        viewer: Option<Arc<Viewer>>,
+        sid: u64,
+        head: bool,
+    ) -> Response<Full<Bytes>> {
+        let Some(hls) = self.packaging.store.get(app, stream) else {
+            return error(StatusCode::NOT_FOUND, "no such stream");
+        };
+        let viewer = viewer.as_deref();
+        match file {
+            "chunks.m3u8" | "chunks_fmp4.m3u8" => {
+                if !hls.has_segments() {
+                    return error(StatusCode::NOT_FOUND, "no segments yet");
+                }
+                let text = hls.media(file == "chunks_fmp4.m3u8", sid);
+                body(
+                    Bytes::from(text),
+                    PLAYLIST_TYPE,
+                    "no-cache",
+                    viewer,
+                    head,
+                    None,
+                )
+            }
+            _ => {
+                let found = if let Some(number) = file
+                    .strip_prefix("seg_")
+                    .and_then(|f| f.strip_suffix(".ts"))
+                {
+                    number
+                        .parse()
+                        .ok()
+                        .and_then(|n| hls.segment(n, false))
+                        .map(|b| (b, "video/mp2t"))
+                } else if let Some(number) = file
+                    .strip_prefix("seg_")
+                    .and_then(|f| f.strip_suffix(".m4s"))
+                {
+                    number
+                        .parse()
+                        .ok()
+                        .and_then(|n| hls.segment(n, true))
+                        .map(|b| (b, "video/iso.segment"))
+                } else if let Some(number) = file
+                    .strip_prefix("init_")
+                    .and_then(|f| f.strip_suffix(".mp4"))
+                {
+                    number
+                        .parse()
+                        .ok()
+                        .and_then(|n| hls.init(n))
+                        .map(|b| (b, "video/mp4"))
+                } else {
+                    None
+                };
+                match found {
+                    Some((bytes, content_type)) => {
+                        let range = request
+                            .headers()
+                            .get(header::RANGE)
+                            .and_then(|v| v.to_str().ok());
+                        body(
+                            bytes,
+                            content_type,
+                            "public, max-age=86400, immutable",
+                            viewer,
+                            head,
+                            range,
+                        )
+                    }
+                    None => error(StatusCode::NOT_FOUND, "no such segment"),
+                }
+            }
+        }
+    }
+}
+
+fn body(
+    bytes: Bytes,
+    content_type: &'static str,
+    cache: &'static str,
+    viewer: Option<&Viewer>,
+    head: bool,
+    range: Option<&str>,
+) -> Response<Full<Bytes>> {
+    let total = bytes.len();
+    let (status, slice, content_range) = match range {
+        Some(spec) => match parse_range(spec, total) {
+            Some((start, end)) => (
+                StatusCode::PARTIAL_CONTENT,
+                bytes.slice(start..=end),
+                Some(format!("bytes {start}-{end}/{total}")),
+            ),
+            None => {
+                let mut response =
+                    error(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable");
+                if let Ok(value) = HeaderValue::from_str(&format!("bytes */{total}")) {
+                    response.headers_mut().insert(header::CONTENT_RANGE, value);
+                }
+                return response;
+            }
+        },
+        None => (StatusCode::OK, bytes, None),
+    };
+    let length = slice.len();
+    if let Some(viewer) = viewer {
+        viewer.touch(if head { 0 } else { length as u64 });
+    }
+    let mut response = Response::new(Full::new(if head { Bytes::new() } else { slice }));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    if let Some(value) = content_range.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        headers.insert(header::CONTENT_RANGE, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-9", 100), Some((0, 9)));
+        assert_eq!(parse_range("bytes=90-", 100), Some((90, 99)));
+        assert_eq!(parse_range("bytes=-10", 100), Some((90, 99)));
+        assert_eq!(parse_range("bytes=50-500", 100), Some((50, 99)));
+        assert_eq!(parse_range("bytes=100-", 100), None);
+        assert_eq!(parse_range("bytes=5-1", 100), None);
+        assert_eq!(parse_range("bytes=0-1,5-6", 100), None);
+        assert_eq!(parse_range("items=0-1", 100), None);
+    }
 }

@@ -1,11 +1,16 @@
-//! The `packager` worker: HLS and Icecast delivery over HTTP and HTTPS.
+//! The `packager` worker: HLS (MPEG-TS and fMP4) delivery over HTTP and HTTPS.
 //!
-//! Owns the delivery listeners (`port`, `ssl_port`), the TLS certificate that
-//! `reload_ssl_certificates` swaps, and the DRM settings. Packaging itself arrives with the
-//! HLS issue; until then every path answers 404 because no stream is packaged.
+//! Streams announced by the supervisor's registry are subscribed on the media bus and
+//! packaged ([`packaging`]); segments live in the [`store`] (mirrored to disk for
+//! restarts); [`http`] serves them with viewer sessions ([`viewers`]); [`tls`] holds the
+//! swappable certificate.
 
 mod http;
+mod packaging;
 mod service;
+mod store;
 pub mod tls;
+mod tracks;
+mod viewers;
 
 pub use service::{PackagerWorker, start};

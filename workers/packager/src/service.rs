@@ -1,17 +1,30 @@
-//! The packager's answers to the supervisor.
+//! The packager's state and its answers to the supervisor.
 
-use crate::http::DeliveryConnections;
+use crate::http::Delivery;
+use crate::packaging::Packaging;
+use crate::store::Store;
 use crate::tls::{SwappableCertificate, certified_key, server_config};
+use crate::viewers::Viewers;
+use hyper::header::HeaderValue;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::{DrmSettings, WorkerReply, WorkerRequest};
 use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
+use strom_worker_runtime::{
+    AcceptLoops, InheritedListener, WorkerContext, WorkerCounters, WorkerService,
+};
+
+const HOUSEKEEPING: Duration = Duration::from_secs(5);
 
 pub struct PackagerWorker {
-    accept: AcceptLoops<DeliveryConnections>,
+    accept: AcceptLoops<Delivery>,
     certificate: Arc<SwappableCertificate>,
+    packaging: Arc<Packaging>,
+    viewers: Arc<Viewers>,
     drm: Mutex<Option<DrmSettings>>,
+    /// The last registry, re-evaluated when the rules change which apps get HLS.
+    registry: Mutex<Vec<StreamLocation>>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
@@ -19,10 +32,23 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     if let Some(material) = &context.hello.tls {
         certificate.replace(certified_key(material)?);
     }
-    let handler = DeliveryConnections {
+    let store = Arc::new(Store::new(&context.hello.settings.run_dir));
+    store.restore_all();
+    let packaging = Arc::new(Packaging::new(
+        Arc::clone(&store),
+        context.hello.rules.clone(),
+        context.shutdown.clone(),
+    ));
+    let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids)));
+    let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
+        .map_err(|e| format!("access_control_allow_origin: {e}"))?;
+    let handler = Delivery {
         counters: Arc::clone(&context.counters),
         certificate: Arc::clone(&certificate),
         tls: server_config(Arc::clone(&certificate))?,
+        packaging: Arc::clone(&packaging),
+        viewers: Arc::clone(&viewers),
+        cors_origin,
     };
     let accept = AcceptLoops::new(
         Arc::new(handler),
@@ -30,21 +56,60 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         context.shutdown.clone(),
     );
     accept.replace(context.listeners);
+    tokio::spawn(housekeeping(
+        Arc::clone(&store),
+        Arc::clone(&viewers),
+        Arc::clone(&context.counters),
+        context.shutdown.clone(),
+    ));
     Ok(Arc::new(PackagerWorker {
         accept,
         certificate,
+        packaging,
+        viewers,
         drm: Mutex::new(context.hello.drm),
+        registry: Mutex::new(Vec::new()),
     }))
+}
+
+/// Expires idle viewers and reports segment memory.
+async fn housekeeping(
+    store: Arc<Store>,
+    viewers: Arc<Viewers>,
+    counters: Arc<WorkerCounters>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                viewers.sweep();
+                counters.set_ram_cache_bytes(store.ram_bytes());
+            }
+        }
+    }
 }
 
 impl WorkerService for PackagerWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(Vec::new()),
-            WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.viewers.list()),
+            WorkerRequest::DeleteSessions(ids) => {
+                let ended = self.viewers.revoke(&ids);
+                if !ended.is_empty() {
+                    tracing::info!(sessions = ?ended, "hls viewer sessions ended by request");
+                }
+                WorkerReply::SessionsDeleted(ended)
+            }
             WorkerRequest::IcecastInfo { .. }
             | WorkerRequest::IcecastMetadata { .. }
             | WorkerRequest::Scte35 { .. } => WorkerReply::NotFound,
+            WorkerRequest::StreamRegistry(locations) => {
+                *locked(&self.registry) = locations.clone();
+                self.packaging.apply_registry(locations);
+                WorkerReply::Done
+            }
             WorkerRequest::SetTls(material) => match certified_key(&material) {
                 Ok(key) => {
                     self.certificate.replace(key);
@@ -58,7 +123,12 @@ impl WorkerService for PackagerWorker {
                 *locked(&self.drm) = Some(settings);
                 WorkerReply::Done
             }
-            WorkerRequest::ApplyRules(_) => WorkerReply::Done,
+            WorkerRequest::ApplyRules(rules) => {
+                self.packaging.set_rules(*rules);
+                self.packaging
+                    .apply_registry(locked(&self.registry).clone());
+                WorkerReply::Done
+            }
             other => WorkerReply::Failed(format!("the packager does not handle {other:?}")),
         }
     }

@@ -583,8 +583,7 @@ impl Connection {
             kill: self.kill.clone(),
         });
         self.shared.sessions.insert(Arc::clone(&entry));
-        let stream = self.shared.streams.get_or_create(&key);
-        let (frames, _dropped) = stream.subscribe(id);
+        let (frames, _dropped) = self.shared.streams.subscribe(&key, id);
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
         let _ = self
             .out

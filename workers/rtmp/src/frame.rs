@@ -27,6 +27,13 @@ pub struct MediaFrame {
     pub sequence_header: bool,
     /// The FLV tag body, untouched (Enhanced RTMP passes through as is).
     pub payload: Bytes,
+    /// Video composition time offset (pts - dts), milliseconds.
+    pub composition_ms: i32,
+    /// Decode and presentation time in 90 kHz ticks, unwrapped; set by the stream.
+    pub dts: i64,
+    pub pts: i64,
+    /// Identifies the publisher that produced the frame; a change marks a discontinuity.
+    pub generation: u32,
     /// The chunked form for the common stream id, built by the first player that needs it.
     chunked: OnceLock<Bytes>,
 }
@@ -45,8 +52,17 @@ impl MediaFrame {
             keyframe,
             sequence_header,
             payload,
+            composition_ms: 0,
+            dts: 0,
+            pts: 0,
+            generation: 0,
             chunked: OnceLock::new(),
         }
+    }
+
+    pub fn with_composition(mut self, composition_ms: i32) -> Self {
+        self.composition_ms = composition_ms;
+        self
     }
 
     fn wire_ids(&self) -> (u8, u8) {

@@ -71,6 +71,10 @@ struct StreamState {
     gop_bytes: usize,
     players: Vec<Player>,
     codecs: CodecInfo,
+    /// RTMP timestamps are 32-bit milliseconds; this unwraps them.
+    last_timestamp: Option<u32>,
+    wraps: i64,
+    generation: u32,
     /// Bytes received in the current rate window, and the last measured rate.
     window_start: Option<Instant>,
     window_bytes: u64,
@@ -117,9 +121,13 @@ impl Stream {
     }
 
     /// Hands `frame` to every player and the GOP cache. Never blocks.
-    pub fn publish(&self, frame: MediaFrame) {
-        let frame = Arc::new(frame);
+    pub fn publish(&self, mut frame: MediaFrame) {
         let mut state = locked(&self.state);
+        let dts_ms = state.unwrap_timestamp(frame.timestamp);
+        frame.dts = dts_ms * 90;
+        frame.pts = (dts_ms + i64::from(frame.composition_ms)) * 90;
+        frame.generation = state.generation;
+        let frame = Arc::new(frame);
         state.measure(frame.payload.len());
         match (frame.kind, frame.sequence_header) {
             (FrameKind::Metadata, _) => state.metadata = Some(Arc::clone(&frame)),
@@ -152,6 +160,16 @@ impl Stream {
         (rx, dropped)
     }
 
+    /// Every player's id and dropped-frame count (the counter `subscribe` returns).
+    #[cfg(test)]
+    pub(crate) fn player_drops(&self) -> Vec<(u64, u64)> {
+        locked(&self.state)
+            .players
+            .iter()
+            .map(|p| (p.id, p.dropped.load(Ordering::Relaxed)))
+            .collect()
+    }
+
     pub fn unsubscribe(&self, id: u64) {
         locked(&self.state).players.retain(|p| p.id != id);
     }
@@ -169,6 +187,10 @@ impl Stream {
         state.gop_bytes = 0;
         state.codecs = CodecInfo::default();
         state.window_start = None;
+        state.last_timestamp = None;
+        state.wraps = 0;
+        // Fold the 64-bit session id so a restarted worker's new ids still differ.
+        state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
         state.publisher = Some(publisher);
         Ok(())
     }
@@ -191,6 +213,17 @@ impl Stream {
 }
 
 impl StreamState {
+    fn unwrap_timestamp(&mut self, timestamp: u32) -> i64 {
+        if let Some(last) = self.last_timestamp
+            && timestamp < last
+            && last - timestamp > u32::MAX / 2
+        {
+            self.wraps += 1;
+        }
+        self.last_timestamp = Some(timestamp);
+        (self.wraps << 32) + i64::from(timestamp)
+    }
+
     fn measure(&mut self, bytes: usize) {
         let now = Instant::now();
         let start = *self.window_start.get_or_insert(now);
@@ -239,7 +272,12 @@ fn deliver(
     headers: &[Arc<MediaFrame>],
     key: &StreamKey,
 ) -> bool {
-    let resumes_here = frame.kind == FrameKind::Video && frame.keyframe;
+    // A stream without video has no keyframes: any audio frame is a place to resume.
+    let resumes_here = match frame.kind {
+        FrameKind::Video => frame.keyframe,
+        FrameKind::Audio => !headers.iter().any(|h| h.kind == FrameKind::Video),
+        FrameKind::Metadata => false,
+    };
     if player.lagging {
         if !resumes_here || player.queue.capacity() < headers.len() + 1 {
             player.dropped.fetch_add(1, Ordering::Relaxed);
@@ -272,7 +310,8 @@ pub struct Streams {
 }
 
 impl Streams {
-    /// The stream for `key`, created if needed (players may wait for a publisher).
+    /// The stream for `key`, created if needed (tests look streams up directly).
+    #[cfg(test)]
     pub fn get_or_create(&self, key: &StreamKey) -> Arc<Stream> {
         Arc::clone(
             locked(&self.map)
@@ -281,14 +320,30 @@ impl Streams {
         )
     }
 
+    /// Makes `publisher` the publisher of `key`. The map stays locked until the stream is
+    /// claimed: otherwise the last player leaving in between would remove the stream from
+    /// the map and the publisher would publish into a stream nobody can find.
     pub fn claim(
         &self,
         key: &StreamKey,
         publisher: PublisherInfo,
     ) -> Result<Arc<Stream>, AlreadyPublishing> {
-        let stream = self.get_or_create(key);
+        let mut map = locked(&self.map);
+        let stream = Arc::clone(
+            map.entry(key.clone())
+                .or_insert_with(|| Arc::new(Stream::new(key.clone()))),
+        );
         stream.claim(publisher)?;
         Ok(stream)
+    }
+
+    /// Adds player `id` to `key` (created if needed), under the map lock for the same
+    /// reason as [`Streams::claim`].
+    pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, Arc<AtomicU64>) {
+        let mut map = locked(&self.map);
+        map.entry(key.clone())
+            .or_insert_with(|| Arc::new(Stream::new(key.clone())))
+            .subscribe(id)
     }
 
     /// Ends `session_id`'s publish of `key`; returns whether it was the publisher.

@@ -6,7 +6,10 @@
 //! sockets are written by [`writer`] with frames chunked once for everyone ([`chunking`]).
 
 mod auth;
+mod bus_server;
 mod chunking;
+#[cfg(test)]
+mod component_tests;
 mod connect_info;
 mod connection;
 mod frame;

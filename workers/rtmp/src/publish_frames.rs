@@ -23,13 +23,15 @@ pub fn video_frame(
     if let VideoPacket::SequenceHeader(record) = &tag.packet {
         learn_video(stream, tag.codec, record);
     }
+    let composition_ms = (tag.pts_ms() - i64::from(timestamp)).clamp(-0x80_0000, 0x7F_FFFF) as i32;
     Ok(MediaFrame::new(
         FrameKind::Video,
         timestamp,
         tag.is_keyframe(),
         sequence_header,
         payload,
-    ))
+    )
+    .with_composition(composition_ms))
 }
 
 pub fn audio_frame(

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strom_ipc::WorkerKind;
 use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_ipc::status::LiveStream;
@@ -35,6 +36,50 @@ pub struct Shared {
 }
 
 impl Shared {
+    fn new(
+        rules: Rules,
+        denied_publishers: Vec<String>,
+        counters: Arc<WorkerCounters>,
+        ids: Arc<SessionIds>,
+        events: EventSender,
+        http: reqwest::Client,
+    ) -> Self {
+        Self {
+            streams: Streams::default(),
+            sessions: SessionTable::default(),
+            adobe: AdobeAuth::default(),
+            counters,
+            ids,
+            events,
+            http,
+            rules: Mutex::new(Arc::new(rules)),
+            denied: Mutex::new(denied_publishers.into_iter().collect()),
+        }
+    }
+
+    /// Worker state for tests that run connections without a supervisor; the receiver
+    /// gets the events the worker would send it.
+    #[cfg(test)]
+    pub(crate) fn for_tests(
+        rules: Rules,
+    ) -> (
+        Arc<Self>,
+        tokio::sync::mpsc::Receiver<strom_ipc::messages::WorkerEvent>,
+    ) {
+        // `strom worker` installs the provider before starting a worker.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (events, received) = EventSender::detached();
+        let shared = Self::new(
+            rules,
+            Vec::new(),
+            Arc::new(WorkerCounters::default()),
+            Arc::new(SessionIds::new(1)),
+            events,
+            reqwest::Client::new(),
+        );
+        (Arc::new(shared), received)
+    }
+
     pub fn rules(&self) -> Arc<Rules> {
         Arc::clone(&locked(&self.rules))
     }
@@ -71,17 +116,14 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
     let http = reqwest::Client::builder()
         .build()
         .map_err(|e| format!("http client: {e}"))?;
-    let shared = Arc::new(Shared {
-        streams: Streams::default(),
-        sessions: SessionTable::default(),
-        adobe: AdobeAuth::default(),
-        counters: Arc::clone(&context.counters),
-        ids: Arc::clone(&context.session_ids),
-        events: context.events.clone(),
+    let shared = Arc::new(Shared::new(
+        context.hello.rules,
+        context.hello.denied_publishers,
+        Arc::clone(&context.counters),
+        Arc::clone(&context.session_ids),
+        context.events.clone(),
         http,
-        rules: Mutex::new(Arc::new(context.hello.rules)),
-        denied: Mutex::new(context.hello.denied_publishers.into_iter().collect()),
-    });
+    ));
     let accept = AcceptLoops::new(
         Arc::new(RtmpConnections {
             shared: Arc::clone(&shared),
@@ -90,10 +132,32 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         context.shutdown.clone(),
     );
     accept.replace(context.listeners);
+    let bus_path =
+        strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Rtmp);
+    let bus = strom_worker_runtime::bus::bind(&bus_path)
+        .map_err(|e| format!("media bus socket {}: {e}", bus_path.display()))?;
+    tokio::spawn(crate::bus_server::serve(
+        bus,
+        Arc::clone(&shared),
+        context.shutdown.clone(),
+    ));
     Ok(Arc::new(RtmpWorker { shared, accept }))
 }
 
 impl RtmpWorker {
+    /// The worker around `shared`, with no listeners (tests accept connections themselves).
+    #[cfg(test)]
+    pub(crate) fn for_tests(shared: Arc<Shared>) -> Self {
+        let accept = AcceptLoops::new(
+            Arc::new(RtmpConnections {
+                shared: Arc::clone(&shared),
+            }),
+            Arc::clone(&shared.counters),
+            CancellationToken::new(),
+        );
+        Self { shared, accept }
+    }
+
     fn live_streams(&self) -> Vec<LiveStream> {
         self.shared
             .streams

@@ -8,6 +8,7 @@
 
 pub mod accept;
 pub mod bootstrap;
+pub mod bus;
 pub mod control;
 pub mod counters;
 pub mod listeners;

@@ -23,6 +23,13 @@ impl EventSender {
         Self { tx }
     }
 
+    /// A sender with no supervisor behind it, and the queue's receiving end: for worker
+    /// crates' tests, which run connections without a control channel.
+    pub fn detached() -> (Self, mpsc::Receiver<WorkerEvent>) {
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        (Self::new(tx), rx)
+    }
+
     /// Queues an event; if the supervisor is so far behind that the queue is full the
     /// event is dropped and logged rather than stalling media work.
     pub fn send(&self, event: WorkerEvent) {

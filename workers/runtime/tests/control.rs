@@ -74,6 +74,7 @@ fn hello(kind: WorkerKind, listeners: Vec<ListenerSpec>) -> SupervisorToWorker {
             run_dir: dir,
             max_ram_cache_bytes: 1 << 20,
             max_file_cache_bytes: 1 << 20,
+            cors_origin: "*".to_owned(),
         },
         rules: Rules::default(),
         tls: None,

@@ -1,0 +1,82 @@
+//! Fragmented MP4 for HLS: the init segment ([`init_segment`]: `ftyp` + `moov`) and
+//! media segments ([`Fragmenter::fragment`]: `moof` + `mdat`), built with `mp4-atom`.
+//!
+//! Track layout, fixed whatever the stream carries:
+//!
+//! - video: track id [`VIDEO_TRACK_ID`], timescale 90 kHz ([`TIMESCALE`]), sample entry
+//!   `avc1` + `avcC` or `hvc1` + `hvcC` from the record in [`VideoConfig`];
+//! - audio: track id [`AUDIO_TRACK_ID`], timescale = the AAC sampling frequency, sample
+//!   entry `mp4a` + `esds` carrying the AudioSpecificConfig as received.
+//!
+//! An audio-only or video-only stream simply has one `trak`/`trex`/`traf`; the ids do not
+//! change. A media segment is one `moof` holding a `traf` per track that has samples in
+//! it (video first), followed by one `mdat` (video data, then audio data); `trun` data
+//! offsets are relative to the `moof` (`default-base-is-moof`). That is the layout
+//! ffmpeg's own fragmenting muxer writes, which ffmpeg, hls.js and Safari all read.
+//!
+//! Video samples are written as given: length-prefixed NAL units, whose length size is
+//! the one of the `avcC`/`hvcC` record the init segment carries. Audio samples are raw
+//! AAC frames.
+//!
+//! [`TIMESCALE`]: crate::sample::TIMESCALE
+//! [`VideoConfig`]: crate::sample::VideoConfig
+
+mod fragment;
+mod init;
+#[cfg(test)]
+mod tests;
+
+pub use fragment::Fragmenter;
+pub use init::init_segment;
+
+use crate::sample::{TrackKind, Tracks, VideoConfig};
+
+/// Track id of the video track in init and media segments.
+pub const VIDEO_TRACK_ID: u32 = 1;
+/// Track id of the audio track in init and media segments (also without video).
+pub const AUDIO_TRACK_ID: u32 = 2;
+
+/// Why an init or media segment could not be written. Nothing is appended to the
+/// output on error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fmp4Error {
+    /// [`init_segment`] was given neither a video nor an audio track.
+    #[error("no tracks")]
+    NoTracks,
+    /// Samples of a kind whose track is absent from [`Tracks`].
+    #[error("samples for a missing {0:?} track")]
+    MissingTrack(TrackKind),
+    /// [`Fragmenter::fragment`] was given no samples.
+    #[error("no samples")]
+    NoSamples,
+    /// A codec configuration that cannot be put in a sample entry.
+    #[error("invalid codec configuration: {0}")]
+    Config(&'static str),
+    /// Times that MP4 cannot express: negative decode times, decreasing decode
+    /// times, durations or composition offsets out of range.
+    #[error("invalid timestamps: {0}")]
+    Timestamp(&'static str),
+    /// A sample or segment larger than MP4's 32-bit sizes and offsets allow.
+    #[error("too large: {0}")]
+    TooLarge(&'static str),
+    /// `mp4-atom` refused to encode a box.
+    #[error("mp4 encoding: {0}")]
+    Encode(String),
+}
+
+impl From<mp4_atom::Error> for Fmp4Error {
+    fn from(err: mp4_atom::Error) -> Self {
+        Fmp4Error::Encode(err.to_string())
+    }
+}
+
+/// The HLS `CODECS` attribute for the tracks, video first: e.g. `avc1.64001f,mp4a.40.2`
+/// or `hvc1.1.6.L93.B0,mp4a.40.2` (the `hvc1` form matches the sample entry written here).
+pub fn codecs(tracks: &Tracks) -> String {
+    let video = tracks.video.as_ref().map(|v| match &v.config {
+        VideoConfig::H264 { config, .. } => config.codec_string(),
+        VideoConfig::H265 { config, .. } => config.codec_string(),
+    });
+    let audio = tracks.audio.as_ref().map(|a| a.config.codec_string());
+    video.into_iter().chain(audio).collect::<Vec<_>>().join(",")
+}

@@ -1,0 +1,5 @@
+//! HLS building blocks: cutting samples into segments and rendering playlists.
+
+pub mod datetime;
+pub mod playlist;
+pub mod segmenter;

@@ -1,0 +1,148 @@
+//! Cutting a live sample sequence into HLS segments: at a video keyframe once the target
+//! duration is reached (any sample for audio-only streams).
+
+use crate::sample::{Sample, TrackKind};
+
+/// A finished segment's samples (interleaved by arrival) and its span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CutSegment {
+    pub samples: Vec<Sample>,
+    /// dts of the first sample, 90 kHz.
+    pub start: i64,
+    /// dts where the next segment starts (the cut point), 90 kHz.
+    pub end: i64,
+}
+
+impl CutSegment {
+    pub fn duration_secs(&self) -> f64 {
+        (self.end - self.start).max(0) as f64 / 90_000.0
+    }
+}
+
+#[derive(Debug)]
+pub struct Segmenter {
+    target: i64,
+    /// Whether the stream has video; then cuts wait for keyframes.
+    video: bool,
+    /// A segment longer than this is cut at the next sample anyway (no keyframes coming).
+    hard_limit: i64,
+    pending: Vec<Sample>,
+    start: Option<i64>,
+}
+
+impl Segmenter {
+    pub fn new(target_secs: u32, video: bool) -> Self {
+        let target = i64::from(target_secs.max(1)) * 90_000;
+        Self {
+            target,
+            video,
+            hard_limit: target * 4,
+            pending: Vec::new(),
+            start: None,
+        }
+    }
+
+    /// Adds a sample; returns the segment that ends where this sample begins, if any.
+    /// Samples before the first keyframe of a video stream are dropped: a segment must
+    /// start with one.
+    pub fn push(&mut self, sample: Sample) -> Option<CutSegment> {
+        let starts_segment = !self.video || (sample.kind == TrackKind::Video && sample.keyframe);
+        let Some(start) = self.start else {
+            if starts_segment {
+                self.start = Some(sample.dts);
+                self.pending.push(sample);
+            }
+            return None;
+        };
+        let elapsed = sample.dts - start;
+        let cut = (starts_segment && elapsed >= self.target)
+            || (self.video && elapsed >= self.hard_limit && sample.kind == TrackKind::Video);
+        if !cut {
+            self.pending.push(sample);
+            return None;
+        }
+        let end = sample.dts;
+        let samples = std::mem::take(&mut self.pending);
+        self.start = Some(sample.dts);
+        self.pending.push(sample);
+        Some(CutSegment {
+            samples,
+            start,
+            end,
+        })
+    }
+
+    /// Drops what is pending (the publisher went away mid-segment).
+    pub fn reset(&mut self) {
+        self.pending.clear();
+        self.start = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn video(dts: i64, keyframe: bool) -> Sample {
+        Sample {
+            kind: TrackKind::Video,
+            dts,
+            pts: dts,
+            keyframe,
+            data: Bytes::new(),
+        }
+    }
+
+    fn audio(dts: i64) -> Sample {
+        Sample {
+            kind: TrackKind::Audio,
+            dts,
+            pts: dts,
+            keyframe: false,
+            data: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn cuts_at_the_first_keyframe_after_the_target() {
+        let mut segmenter = Segmenter::new(2, true);
+        assert!(
+            segmenter.push(video(0, false)).is_none(),
+            "dropped: no keyframe yet"
+        );
+        let mut cuts = Vec::new();
+        for i in 0..200 {
+            let dts = 90_000 + i * 3_600; // 25 fps
+            if let Some(cut) = segmenter.push(video(dts, i % 30 == 0)) {
+                cuts.push(cut);
+            }
+            if let Some(cut) = segmenter.push(audio(dts + 100)) {
+                cuts.push(cut);
+            }
+        }
+        assert!(!cuts.is_empty());
+        for cut in &cuts {
+            assert!(cut.samples[0].keyframe);
+            assert!(cut.duration_secs() >= 2.0);
+            assert!(
+                (cut.duration_secs() - 2.4).abs() < 0.01,
+                "30-frame GOPs at 25 fps: {}",
+                cut.duration_secs()
+            );
+        }
+    }
+
+    #[test]
+    fn audio_only_cuts_on_duration() {
+        let mut segmenter = Segmenter::new(1, false);
+        let cuts: Vec<_> = (0..200)
+            .filter_map(|i| segmenter.push(audio(i * 1_920)))
+            .collect();
+        assert!(cuts.len() >= 3);
+        assert!(
+            cuts.iter()
+                .all(|c| c.duration_secs() >= 1.0 && c.duration_secs() < 1.1)
+        );
+    }
+}

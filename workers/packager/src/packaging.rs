@@ -1,0 +1,244 @@
+//! Packaging live streams into HLS: one task per stream subscribes on the media bus,
+//! cuts segments at keyframes and muxes each into MPEG-TS and fMP4.
+//!
+//! A task outlives its producer: when the bus connection breaks (publisher gone, rtmp
+//! worker restarting) the segments stay served and the task resubscribes with backoff;
+//! the next segment after any break carries a discontinuity.
+
+use crate::store::{HlsStream, Store};
+use crate::tracks::TrackBuilder;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strom_ipc::IpcError;
+use strom_ipc::bus::StreamLocation;
+use strom_ipc::rules::{OutputProtocol, Rules};
+use strom_media::fmp4::{Fragmenter, init_segment};
+use strom_media::hls::segmenter::{CutSegment, Segmenter};
+use strom_media::ts::TsMuxer;
+use strom_worker_runtime::bus::Subscription;
+use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
+
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// Chunk duration and HLS switch for an app, from `RtmpSettings` and its app override.
+pub fn hls_settings(rules: &Rules, app: &str) -> (bool, u32) {
+    let settings = &rules.rtmp;
+    let app_settings = settings.apps.iter().find(|a| a.app == app);
+    let protocols = app_settings
+        .and_then(|a| a.protocols.as_ref())
+        .unwrap_or(&settings.protocols);
+    let duration = app_settings
+        .and_then(|a| a.duration)
+        .unwrap_or(settings.duration);
+    (protocols.contains(&OutputProtocol::Hls), duration)
+}
+
+struct Task {
+    location: StreamLocation,
+    stop: CancellationToken,
+}
+
+pub struct Packaging {
+    pub store: Arc<Store>,
+    rules: Mutex<Arc<Rules>>,
+    tasks: Mutex<HashMap<(String, String), Task>>,
+    shutdown: CancellationToken,
+}
+
+impl Packaging {
+    pub fn new(store: Arc<Store>, rules: Rules, shutdown: CancellationToken) -> Self {
+        Self {
+            store,
+            rules: Mutex::new(Arc::new(rules)),
+            tasks: Mutex::new(HashMap::new()),
+            shutdown,
+        }
+    }
+
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&locked(&self.rules))
+    }
+
+    pub fn set_rules(&self, rules: Rules) {
+        *locked(&self.rules) = Arc::new(rules);
+    }
+
+    /// Starts packaging streams that appeared and stops those that are gone.
+    pub fn apply_registry(&self, locations: Vec<StreamLocation>) {
+        let rules = self.rules();
+        let mut tasks = locked(&self.tasks);
+        let wanted: HashMap<(String, String), StreamLocation> = locations
+            .into_iter()
+            .filter(|l| hls_settings(&rules, &l.app).0)
+            .map(|l| ((l.app.clone(), l.stream.clone()), l))
+            .collect();
+        tasks.retain(|key, task| {
+            let keep = wanted.get(key).is_some_and(|l| *l == task.location);
+            if !keep {
+                task.stop.cancel();
+            }
+            keep
+        });
+        for (key, location) in wanted {
+            if tasks.contains_key(&key) {
+                continue;
+            }
+            let (_, duration) = hls_settings(&rules, &location.app);
+            let stop = self.shutdown.child_token();
+            let stream = self.store.get_or_create(&location.app, &location.stream);
+            tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
+            tokio::spawn(run(
+                location.bus_path.clone(),
+                key.0.clone(),
+                key.1.clone(),
+                stream,
+                duration,
+                stop.clone(),
+            ));
+            tasks.insert(key, Task { location, stop });
+        }
+    }
+}
+
+async fn run(
+    bus: PathBuf,
+    app: String,
+    stream: String,
+    hls: Arc<HlsStream>,
+    duration: u32,
+    stop: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(50);
+    while !stop.is_cancelled() {
+        match Subscription::connect(&bus, &app, &stream).await {
+            Ok(subscription) => {
+                backoff = Duration::from_millis(50);
+                hls.mark_discontinuity();
+                match package(subscription, &hls, duration, &stop).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        tracing::info!(%app, %stream, error = %e, "bus subscription ended; resubscribing")
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(%app, %stream, error = %e, "bus not reachable yet"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stop.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Muxers for one timeline (one publisher on one bus connection).
+struct Timeline {
+    tracks: TrackBuilder,
+    segmenter: Option<Segmenter>,
+    ts: Option<TsMuxer>,
+    fragmenter: Fragmenter,
+    generation: u32,
+}
+
+impl Timeline {
+    fn new(generation: u32) -> Self {
+        Self {
+            tracks: TrackBuilder::default(),
+            segmenter: None,
+            ts: None,
+            fragmenter: Fragmenter::new(),
+            generation,
+        }
+    }
+}
+
+async fn package(
+    mut subscription: Subscription,
+    hls: &Arc<HlsStream>,
+    duration: u32,
+    stop: &CancellationToken,
+) -> Result<(), IpcError> {
+    let mut timeline: Option<Timeline> = None;
+    loop {
+        let (header, payload) = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            frame = subscription.next() => frame?,
+        };
+        let current = match &mut timeline {
+            Some(t) if t.generation == header.generation => t,
+            _ => {
+                if timeline.is_some() {
+                    hls.mark_discontinuity();
+                }
+                timeline.insert(Timeline::new(header.generation))
+            }
+        };
+        let Some(sample) = current.tracks.accept(&header, &payload) else {
+            continue;
+        };
+        let has_video = current.tracks.tracks.video.is_some();
+        let segmenter = current
+            .segmenter
+            .get_or_insert_with(|| Segmenter::new(duration, has_video));
+        if let Some(cut) = segmenter.push(sample) {
+            finish(current, cut, hls, duration).await;
+        }
+    }
+}
+
+async fn finish(timeline: &mut Timeline, cut: CutSegment, hls: &Arc<HlsStream>, duration: u32) {
+    let tracks = &timeline.tracks.tracks;
+    let init_id =
+        (u64::from(timeline.generation) << 16) | u64::from(timeline.tracks.config_version & 0xFFFF);
+    if hls.init(init_id).is_none() {
+        match init_segment(tracks) {
+            Ok(init) => hls.add_init(init_id, Bytes::from(init)),
+            Err(e) => tracing::warn!(error = %e, "fMP4 init segment failed"),
+        }
+    }
+    let muxer = timeline.ts.get_or_insert_with(|| TsMuxer::new(tracks));
+    let mut ts = Vec::with_capacity(
+        cut.samples.iter().map(|s| s.data.len()).sum::<usize>() * 11 / 10 + 4096,
+    );
+    if let Err(e) = muxer.write_segment(tracks, &cut.samples, &mut ts) {
+        tracing::warn!(error = %e, "TS segment failed");
+        return;
+    }
+    let next_video = tracks.video.as_ref().map(|_| cut.end);
+    // The audio cut point is not known here; the fragmenter repeats the last duration.
+    let next_audio = None;
+    let mut m4s = Vec::with_capacity(ts.len());
+    if let Err(e) =
+        timeline
+            .fragmenter
+            .fragment(tracks, &cut.samples, next_video, next_audio, &mut m4s)
+    {
+        tracing::warn!(error = %e, "fMP4 segment failed");
+    }
+    let duration_secs = cut.duration_secs();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default();
+    let program_date_time_ms = now_ms - (duration_secs * 1000.0) as i64;
+    let facts = (
+        strom_media::fmp4::codecs(tracks),
+        tracks.video.as_ref().map(|v| v.width).unwrap_or_default(),
+        tracks.video.as_ref().map(|v| v.height).unwrap_or_default(),
+        duration,
+    );
+    let hls = Arc::clone(hls);
+    let (ts, m4s) = (Bytes::from(ts), Bytes::from(m4s));
+    // Segments are mirrored to disk: off the async threads.
+    let added = tokio::task::spawn_blocking(move || {
+        hls.add_segment(duration_secs, program_date_time_ms, init_id, ts, m4s, facts)
+    })
+    .await;
+    if let Ok(sequence) = added {
+        tracing::debug!(sequence, duration_secs, "segment ready");
+    }
+}

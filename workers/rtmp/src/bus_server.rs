@@ -1,0 +1,80 @@
+//! The rtmp worker as a media bus producer: other workers (the packager, the DVR)
+//! subscribe to its live streams here and get the same frames players get, through the
+//! same bounded, GOP-dropping queues.
+
+use crate::frame::FrameKind;
+use crate::hub::StreamKey;
+use crate::service::Shared;
+use std::sync::Arc;
+use std::time::Duration;
+use strom_ipc::bus::{BusTrack, MediaHeader};
+use strom_worker_runtime::bus::{read_subscribe, write_media};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub async fn serve(listener: UnixListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((socket, _)) => {
+                tokio::spawn(subscriber(socket, Arc::clone(&shared), shutdown.clone()));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "bus accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let request = match tokio::time::timeout(SUBSCRIBE_TIMEOUT, read_subscribe(&mut socket)).await {
+        Ok(Ok(request)) => request,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "bad bus subscription");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("bus subscriber sent no subscription");
+            return;
+        }
+    };
+    let key = StreamKey {
+        app: request.app,
+        stream: request.stream,
+    };
+    let id = shared.ids.next_id();
+    let (mut frames, _dropped) = shared.streams.subscribe(&key, id);
+    tracing::info!(stream = %key, subscriber = id, "bus subscriber attached");
+    loop {
+        let frame = tokio::select! {
+            () = shutdown.cancelled() => break,
+            frame = frames.recv() => frame,
+        };
+        let Some(frame) = frame else { break };
+        let header = MediaHeader {
+            track: match frame.kind {
+                FrameKind::Video => BusTrack::Video,
+                FrameKind::Audio => BusTrack::Audio,
+                FrameKind::Metadata => BusTrack::Metadata,
+            },
+            keyframe: frame.keyframe,
+            sequence_header: frame.sequence_header,
+            payload_len: frame.payload.len() as u32,
+            dts: frame.dts,
+            pts: frame.pts,
+            generation: frame.generation,
+        };
+        if let Err(e) = write_media(&mut socket, &header, &frame.payload).await {
+            tracing::debug!(stream = %key, error = %e, "bus subscriber gone");
+            break;
+        }
+    }
+    shared.streams.leave(&key, id);
+    tracing::info!(stream = %key, subscriber = id, "bus subscriber detached");
+}
