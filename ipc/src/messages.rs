@@ -73,6 +73,8 @@ pub struct WorkerSettings {
     pub max_file_cache_bytes: u64,
     /// `Access-Control-Allow-Origin` for HTTP delivery; `*` when not configured.
     pub cors_origin: String,
+    /// Idle time after which an HLS viewer session ends.
+    pub hls_session_timeout_secs: u32,
 }
 
 /// What a listening socket is for. The descriptor itself travels beside the manifest.

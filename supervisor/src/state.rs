@@ -146,6 +146,7 @@ impl SupervisorState {
                 .access_control_allow_origin
                 .clone()
                 .unwrap_or_else(|| "*".to_owned()),
+            hls_session_timeout_secs: self.instance.hls_session_timeout_secs,
         }
     }
 }

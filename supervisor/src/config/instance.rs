@@ -56,6 +56,9 @@ pub struct InstanceConfig {
     /// `Access-Control-Allow-Origin` for HTTP delivery, so browsers on other origins can
     /// play.
     pub access_control_allow_origin: Option<String>,
+    /// Seconds an HLS viewer may go without a request before its session ends
+    /// (`hls_session_timeout`).
+    pub hls_session_timeout_secs: u32,
 }
 
 /// An address to listen on.
@@ -87,7 +90,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -105,6 +108,7 @@ const KEYS: [&str; 17] = [
     "max_ram_cache_size",
     "max_file_cache_size",
     "access_control_allow_origin",
+    "hls_session_timeout",
 ];
 
 /// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
@@ -227,6 +231,7 @@ impl InstanceConfig {
             ram_cache_size_mb: 512,
             file_cache_size_mb: 10240,
             access_control_allow_origin: None,
+            hls_session_timeout_secs: 60,
         }
     }
 
@@ -279,6 +284,12 @@ impl InstanceConfig {
                     ));
                 }
                 self.access_control_allow_origin = Some(value.to_owned());
+            }
+            "hls_session_timeout" => {
+                self.hls_session_timeout_secs = match value.parse::<u32>() {
+                    Ok(secs) if (5..=86_400).contains(&secs) => secs,
+                    _ => return Err(format!("expected seconds 5-86400, got {value:?}")),
+                }
             }
             _ => return Err("unknown key".to_owned()),
         }
@@ -388,6 +399,7 @@ impl InstanceConfig {
         );
         let origin = self.access_control_allow_origin.as_ref();
         show(&mut out, "access_control_allow_origin", origin);
+        show(&mut out, "hls_session_timeout", Some(self.hls_session_timeout_secs));
         out
     }
 }
@@ -524,6 +536,7 @@ mod tests {
             ram_cache_size_mb: 64,
             file_cache_size_mb: 100,
             access_control_allow_origin: Some("*".into()),
+            hls_session_timeout_secs: 60,
         };
         assert_eq!(config, expected);
         // The printed settings read back as the same configuration, except the token.

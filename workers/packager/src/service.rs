@@ -39,7 +39,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         context.hello.rules.clone(),
         context.shutdown.clone(),
     ));
-    let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids)));
+    let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
+    let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
     let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
         .map_err(|e| format!("access_control_allow_origin: {e}"))?;
     let handler = Delivery {

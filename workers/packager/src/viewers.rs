@@ -10,8 +10,6 @@ use strom_ipc::status::SessionInfo;
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 
-/// A viewer that asks for nothing for this long is forgotten.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Deleted ids are remembered this long, so their requests keep getting 403.
 const REVOKED_MEMORY: Duration = Duration::from_secs(600);
 /// Live viewer sessions at most; past that the oldest idle ones go first.
@@ -57,14 +55,17 @@ pub enum Lookup {
 #[derive(Debug)]
 pub struct Viewers {
     ids: Arc<SessionIds>,
+    /// A viewer that asks for nothing for this long is forgotten (`hls_session_timeout`).
+    idle: Duration,
     live: Mutex<HashMap<u64, Arc<Viewer>>>,
     revoked: Mutex<HashMap<u64, Instant>>,
 }
 
 impl Viewers {
-    pub fn new(ids: Arc<SessionIds>) -> Self {
+    pub fn new(ids: Arc<SessionIds>, idle: Duration) -> Self {
         Self {
             ids,
+            idle,
             live: Mutex::new(HashMap::new()),
             revoked: Mutex::new(HashMap::new()),
         }
@@ -123,7 +124,7 @@ impl Viewers {
 
     pub fn list(&self) -> Vec<SessionInfo> {
         let mut live = locked(&self.live);
-        Self::expire(&mut live, IDLE_TIMEOUT);
+        Self::expire(&mut live, self.idle);
         let mut sessions: Vec<SessionInfo> = live
             .values()
             .map(|v| SessionInfo {
@@ -145,7 +146,7 @@ impl Viewers {
     }
 
     pub fn sweep(&self) {
-        Self::expire(&mut locked(&self.live), IDLE_TIMEOUT);
+        Self::expire(&mut locked(&self.live), self.idle);
     }
 
     fn expire(live: &mut HashMap<u64, Arc<Viewer>>, idle: Duration) {

@@ -75,6 +75,7 @@ fn hello(kind: WorkerKind, listeners: Vec<ListenerSpec>) -> SupervisorToWorker {
             max_ram_cache_bytes: 1 << 20,
             max_file_cache_bytes: 1 << 20,
             cors_origin: "*".to_owned(),
+            hls_session_timeout_secs: 60,
         },
         rules: Rules::default(),
         tls: None,
