@@ -399,7 +399,11 @@ impl InstanceConfig {
         );
         let origin = self.access_control_allow_origin.as_ref();
         show(&mut out, "access_control_allow_origin", origin);
-        show(&mut out, "hls_session_timeout", Some(self.hls_session_timeout_secs));
+        show(
+            &mut out,
+            "hls_session_timeout",
+            Some(self.hls_session_timeout_secs),
+        );
         out
     }
 }
