@@ -385,3 +385,41 @@ fn https_playback() {
     let errors = decode_errors(&url, "3");
     assert!(errors.trim().is_empty(), "https decoding errors: {errors}");
 }
+
+#[test]
+fn idle_hls_sessions_expire_after_the_configured_time() {
+    let server = Server::start("hls_session_timeout = 5");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1}}}}"#, server.ports.rtmp),
+    )
+    .unwrap();
+    server.wait_ready();
+    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+    let _publisher = publish(&common::media::rtmp_url(&server, "live/e"));
+    wait_playlist(&server, "e", 1);
+    let (_, master) = text(&http(&server, "live/e/playlist.m3u8"));
+    let id: u64 = master
+        .lines()
+        .find(|l| l.starts_with("chunks"))
+        .unwrap()
+        .rsplit_once("sid=")
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    let listed = |server: &Server| {
+        server
+            .get("/manage/sessions")
+            .1
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id)
+    };
+    assert!(listed(&server));
+    wait_for(Duration::from_secs(30), "idle session expired", || {
+        (!listed(&server)).then_some(())
+    })
+    .expect("an idle HLS session ends after hls_session_timeout");
+}
