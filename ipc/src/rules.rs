@@ -11,6 +11,8 @@ pub struct Rules {
     pub rtmp: RtmpSettings,
     pub republish: Vec<RepublishRule>,
     pub cameras: Vec<CameraSettings>,
+    /// Streams the rtmp worker pulls from other servers (`RtmpPullSources`).
+    pub pull_sources: Vec<PullSource>,
 }
 
 /// Output protocols a stream can be packaged into.
@@ -217,4 +219,35 @@ pub struct CameraSettings {
     /// `<app>/<stream>` the input is published as.
     pub app: String,
     pub stream: String,
+}
+
+/// When a pulled source is pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PullMode {
+    /// All the time, re-pulled with backoff when the source fails.
+    Always,
+    /// While the stream has players or bus subscribers, plus a grace time.
+    OnDemand,
+}
+
+impl PullMode {
+    /// The name used in `rules.conf`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullMode::Always => "always",
+            PullMode::OnDemand => "on_demand",
+        }
+    }
+}
+
+/// A stream pulled over RTMP from another server and published locally as `app/stream`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullSource {
+    pub app: String,
+    pub stream: String,
+    /// `rtmp://host[:port]/app/stream` or `rtmps://...`.
+    pub url: String,
+    pub mode: PullMode,
+    /// On demand: how long the pull outlives its last player.
+    pub idle_grace_secs: u32,
 }

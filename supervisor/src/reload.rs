@@ -147,7 +147,11 @@ async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
 /// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
 fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
     match kind {
-        WorkerKind::Rtmp => old.rtmp != new.rtmp || old.republish != new.republish,
+        WorkerKind::Rtmp => {
+            old.rtmp != new.rtmp
+                || old.republish != new.republish
+                || old.pull_sources != new.pull_sources
+        }
         WorkerKind::Ingest => old.cameras != new.cameras,
         WorkerKind::Packager => old.rtmp != new.rtmp,
         WorkerKind::Dvr => old != new,

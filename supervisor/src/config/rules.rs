@@ -25,7 +25,10 @@
 //!     "dest_stream": "", "auth_schema": "NONE"}],
 //!   "Cameras": [{"id": "cam1", "ip": "0.0.0.0", "port": 9000, "protocol": "srt",
 //!                "receive_mode": "listen", "parameters": [{"name": "latency", "value": "200"}],
-//!                "app": "live", "stream": "cam1"}]
+//!                "app": "live", "stream": "cam1"}],
+//!   "RtmpPullSources": [{"app": "live", "stream": "pulled",
+//!                        "url": "rtmp://origin.example.com:1935/live/cam",
+//!                        "mode": "always", "idle_grace_secs": 30}]
 //! }
 //! ```
 //!
@@ -33,7 +36,8 @@
 //! `interfaces` list means no RTMP listener. The `hash` of an `RtmpSettings` node and a
 //! top-level `CamerasHash` are accepted and ignored, because panel documents are shaped
 //! like the management API's settings responses, which carry them. A re-publishing rule
-//! without an `id` gets `cfg-<position, from 1>`.
+//! without an `id` gets `cfg-<position, from 1>`. A pulled source's `mode` is `always`
+//! (default) or `on_demand`; `idle_grace_secs` (default 30) only matters on demand.
 
 use super::error::{ConfigError, FieldError};
 use serde::Deserialize;
@@ -44,8 +48,9 @@ use std::net::IpAddr;
 use std::ops::RangeInclusive;
 use std::path::Path;
 use strom_ipc::rules::{
-    AbrGroup, AppSettings, AuthSchema, CameraSettings, OutputProtocol, PublishControl,
-    RepublishRule, RtmpInterface, RtmpLimits, RtmpSettings, RuleOwner, Rules, StreamRef,
+    AbrGroup, AppSettings, AuthSchema, CameraSettings, OutputProtocol, PublishControl, PullMode,
+    PullSource, RepublishRule, RtmpInterface, RtmpLimits, RtmpSettings, RuleOwner, Rules,
+    StreamRef,
 };
 
 /// Reads and validates `path`.
@@ -84,6 +89,18 @@ struct RawRules {
     cameras: Vec<RawCamera>,
     #[serde(rename = "CamerasHash", default)]
     _cameras_hash: Option<IgnoredAny>,
+    #[serde(rename = "RtmpPullSources", default)]
+    pull_sources: Vec<RawPullSource>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPullSource {
+    app: String,
+    stream: String,
+    url: String,
+    mode: Option<String>,
+    idle_grace_secs: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -212,10 +229,34 @@ impl RawRules {
         unique(&cameras, "Cameras", "stream", |c| {
             format!("{}/{}", c.app, c.stream)
         })?;
+        let pull_sources = each(
+            self.pull_sources,
+            "RtmpPullSources",
+            RawPullSource::validate,
+        )?;
+        unique(&pull_sources, "RtmpPullSources", "stream", |p| {
+            format!("{}/{}", p.app, p.stream)
+        })?;
+        // Two producers of one stream: the second would be refused for ever.
+        if let Some((i, source)) = pull_sources.iter().enumerate().find(|(_, p)| {
+            cameras
+                .iter()
+                .any(|c| c.app == p.app && c.stream == p.stream)
+        }) {
+            let message = format!(
+                "\"{}/{}\" is already the stream of an MPEG-TS input (Cameras)",
+                source.app, source.stream
+            );
+            return Err(FieldError::new(
+                format!("RtmpPullSources[{i}].stream"),
+                message,
+            ));
+        }
         Ok(Rules {
             rtmp,
             republish,
             cameras,
+            pull_sources,
         })
     }
 }
@@ -438,6 +479,77 @@ impl RawCamera {
             app,
             stream,
         })
+    }
+}
+
+const IDLE_GRACE_SECS: RangeInclusive<u32> = 0..=86_400;
+const DEFAULT_IDLE_GRACE_SECS: u32 = 30;
+
+impl RawPullSource {
+    fn validate(self) -> Result<PullSource, FieldError> {
+        check_name("app", &self.app)?;
+        check_name("stream", &self.stream)?;
+        check_rtmp_url("url", &self.url)?;
+        let mode = match self.mode.as_deref() {
+            None | Some("always") => PullMode::Always,
+            Some("on_demand") => PullMode::OnDemand,
+            Some(other) => {
+                let message = format!("expected \"always\" or \"on_demand\", got {other:?}");
+                return Err(FieldError::new("mode", message));
+            }
+        };
+        let grace = self.idle_grace_secs.unwrap_or(DEFAULT_IDLE_GRACE_SECS);
+        Ok(PullSource {
+            app: self.app,
+            stream: self.stream,
+            url: self.url,
+            mode,
+            idle_grace_secs: in_range("idle_grace_secs", grace, IDLE_GRACE_SECS)?,
+        })
+    }
+}
+
+/// `rtmp://host[:port]/app/stream` (or `rtmps://`): a host, an app and a stream name.
+fn check_rtmp_url(field: &str, url: &str) -> Result<(), FieldError> {
+    let bad = |why: &str| {
+        let message = format!("expected rtmp://host[:port]/app/stream, got {url:?}: {why}");
+        Err(FieldError::new(field, message))
+    };
+    let Some(rest) = url
+        .strip_prefix("rtmp://")
+        .or_else(|| url.strip_prefix("rtmps://"))
+    else {
+        return bad("the scheme must be rtmp or rtmps");
+    };
+    if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("no whitespace allowed");
+    }
+    let Some((authority, path)) = rest.split_once('/') else {
+        return bad("no app and stream");
+    };
+    let (host, port) = match authority.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, "")) => (host, None),
+            Some((host, port)) => (host, Some(port.strip_prefix(':').unwrap_or(port))),
+            None => return bad("unclosed '['"),
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.is_empty() {
+        return bad("no host");
+    }
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(p) if p != 0)
+    {
+        return bad("bad port");
+    }
+    match path.split_once('/') {
+        Some((app, stream)) if !app.is_empty() && !stream.is_empty() => Ok(()),
+        _ => bad("no app and stream"),
     }
 }
 
@@ -756,7 +868,12 @@ mod tests {
             {"id": "cam3", "ip": "src.example.com", "port": 9001, "protocol": "rist",
              "receive_mode": "pull"}
           ],
-          "CamerasHash": "x"
+          "CamerasHash": "x",
+          "RtmpPullSources": [
+            {"app": "live", "stream": "p1", "url": "rtmp://origin.example:1936/live/cam?t=1",
+             "mode": "on_demand", "idle_grace_secs": 5},
+            {"app": "live", "stream": "p2", "url": "rtmps://[::1]/app/s"}
+          ]
         }"#;
         let rules = parse_ok(text);
         let rtmp = &rules.rtmp;
@@ -862,6 +979,21 @@ mod tests {
             [("latency".to_owned(), "200".to_owned())]
         );
         assert_eq!(cams[2].receive_mode, "pull");
+        assert_eq!(
+            rules.pull_sources[0],
+            PullSource {
+                app: "live".into(),
+                stream: "p1".into(),
+                url: "rtmp://origin.example:1936/live/cam?t=1".into(),
+                mode: PullMode::OnDemand,
+                idle_grace_secs: 5,
+            }
+        );
+        let second = &rules.pull_sources[1];
+        assert_eq!(
+            (second.mode, second.idle_grace_secs),
+            (PullMode::Always, 30)
+        );
     }
 
     #[test]
@@ -1020,6 +1152,38 @@ mod tests {
             (
                 r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "udp"}, {"id": "d", "ip": "1.2.3.4", "port": 2, "protocol": "udp", "stream": "c"}]}"#,
                 "Cameras[1].stream: \"live/c\" is already used by Cameras[0]",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "http://h/a/b"}]}"#,
+                "RtmpPullSources[0].url: expected rtmp://host[:port]/app/stream, got \"http://h/a/b\": the scheme",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h/app"}]}"#,
+                "RtmpPullSources[0].url: expected rtmp://host[:port]/app/stream, got \"rtmp://h/app\": no app and stream",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h:0/a/b"}]}"#,
+                "RtmpPullSources[0].url: expected rtmp://host[:port]/app/stream, got \"rtmp://h:0/a/b\": bad port",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://:1935/a/b"}]}"#,
+                "RtmpPullSources[0].url: expected rtmp://host[:port]/app/stream, got \"rtmp://:1935/a/b\": no host",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h/a/b", "mode": "lazy"}]}"#,
+                "RtmpPullSources[0].mode: expected \"always\" or \"on_demand\", got \"lazy\"",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h/a/b", "idle_grace_secs": 86401}]}"#,
+                "RtmpPullSources[0].idle_grace_secs: must be 0..=86400",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h/a/b"}, {"app": "live", "stream": "p", "url": "rtmp://h/a/c"}]}"#,
+                "RtmpPullSources[1].stream: \"live/p\" is already used by RtmpPullSources[0]",
+            ),
+            (
+                r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "udp", "stream": "p"}], "RtmpPullSources": [{"app": "live", "stream": "p", "url": "rtmp://h/a/b"}]}"#,
+                "RtmpPullSources[0].stream: \"live/p\" is already the stream of an MPEG-TS input",
             ),
         ];
         for (text, expected) in cases {

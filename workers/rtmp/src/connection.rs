@@ -3,6 +3,7 @@
 
 use crate::auth::adobe::Verdict;
 use crate::auth::{handler, param, publish_sign, split_query};
+use crate::chunk_guard::ChunkGuard;
 use crate::chunking::OUTGOING_CHUNK_SIZE;
 use crate::connect_info::{ConnectInfo, ConnectSniffer};
 use crate::hub::{PublisherInfo, Stream, StreamKey};
@@ -31,6 +32,8 @@ use tokio_util::sync::CancellationToken;
 /// Time a client has to send its first command after the handshake.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_BUFFER: usize = 16 * 1024;
+/// How long a refused client gets to read the refusal and hang up.
+const LINGER: Duration = Duration::from_secs(3);
 
 /// Why a connection ended early.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +72,8 @@ struct Connection {
     kill: CancellationToken,
     connect: ConnectInfo,
     sniffer: ConnectSniffer,
+    /// Refuses messages over `max_message_bytes` before rml_rtmp reserves room for them.
+    guard: ChunkGuard,
     app: String,
     app_params: Vec<(String, String)>,
     authenticated: bool,
@@ -132,6 +137,7 @@ pub async fn serve(
         kill: kill.clone(),
         connect: ConnectInfo::default(),
         sniffer: ConnectSniffer::default(),
+        guard: ChunkGuard::new(limits.max_message_bytes),
         app: String::new(),
         app_params: Vec::new(),
         authenticated: false,
@@ -225,7 +231,21 @@ impl Connection {
                 }
             }
         }
+        self.linger(reader, &mut buffer).await;
         Ok(())
+    }
+
+    /// After a refusal the client must get to read the reason: closing at once races with
+    /// its next write (ffmpeg then reports a broken pipe instead of the reason). Wait for
+    /// the client to hang up, a short while at most, ignoring what it sends.
+    async fn linger(&self, reader: &mut OwnedReadHalf, buffer: &mut [u8]) {
+        let deadline = tokio::time::Instant::now() + LINGER;
+        loop {
+            match tokio::time::timeout_at(deadline, reader.read(buffer)).await {
+                Ok(Ok(n)) if n > 0 => continue,
+                _ => return,
+            }
+        }
     }
 
     async fn input(&mut self, bytes: &[u8]) -> Result<(), ConnectionError> {
@@ -242,6 +262,9 @@ impl Connection {
                 .bytes_recv
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
+        self.guard
+            .inspect(bytes)
+            .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
         if let Some(info) = self.sniffer.feed(bytes) {
             self.connect = info;
         }
@@ -473,6 +496,11 @@ impl Connection {
             session_id,
             ip: peer_ip.clone(),
             publish_time: unix_now(),
+            query: stream_key
+                .split_once('?')
+                .map(|(_, query)| query.to_owned())
+                .unwrap_or_default(),
+            source_url: None,
         };
         let stream = match self.shared.streams.claim(&key, info) {
             Ok(stream) => stream,

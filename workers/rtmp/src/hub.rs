@@ -5,8 +5,12 @@
 //! full loses frames up to the next keyframe (never part of a frame, so its chunk stream
 //! stays valid), gets the current sequence headers again and resumes there; every drop is
 //! counted and the first of a run is logged.
+//!
+//! Publishes, unpublishes and the first and last player of a stream are announced on
+//! [`HubEvents`] for the re-publisher and on-demand pulled sources.
 
 use crate::frame::{FrameKind, MediaFrame};
+use crate::hub_events::{HubEvent, HubEvents};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,8 +44,14 @@ impl std::fmt::Display for StreamKey {
 #[derive(Debug, Clone)]
 pub struct PublisherInfo {
     pub session_id: u64,
+    /// The pushing client's address; empty for a pulled source.
     pub ip: String,
     pub publish_time: i64,
+    /// The query of the publisher's stream name (`cam?a=1` → `a=1`), which re-publishing
+    /// rules with `keep_src_stream_params` carry over.
+    pub query: String,
+    /// Set when the stream is pulled from another server.
+    pub source_url: Option<String>,
 }
 
 /// Codec facts learned from sequence headers.
@@ -172,6 +182,10 @@ impl Stream {
 
     pub fn unsubscribe(&self, id: u64) {
         locked(&self.state).players.retain(|p| p.id != id);
+    }
+
+    fn player_count(&self) -> usize {
+        locked(&self.state).players.len()
     }
 
     fn claim(&self, publisher: PublisherInfo) -> Result<(), AlreadyPublishing> {
@@ -307,6 +321,7 @@ fn deliver(
 #[derive(Default)]
 pub struct Streams {
     map: Mutex<HashMap<StreamKey, Arc<Stream>>>,
+    pub events: HubEvents,
 }
 
 impl Streams {
@@ -334,6 +349,7 @@ impl Streams {
                 .or_insert_with(|| Arc::new(Stream::new(key.clone()))),
         );
         stream.claim(publisher)?;
+        self.events.send(HubEvent::Published(key.clone()));
         Ok(stream)
     }
 
@@ -341,9 +357,21 @@ impl Streams {
     /// reason as [`Streams::claim`].
     pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, Arc<AtomicU64>) {
         let mut map = locked(&self.map);
-        map.entry(key.clone())
-            .or_insert_with(|| Arc::new(Stream::new(key.clone())))
-            .subscribe(id)
+        let stream = map
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(Stream::new(key.clone())));
+        let subscribed = stream.subscribe(id);
+        if stream.player_count() == 1 {
+            self.events.send(HubEvent::Demand(key.clone()));
+        }
+        subscribed
+    }
+
+    /// Players (RTMP players, bus subscribers, pushes) of `key` right now.
+    pub fn player_count(&self, key: &StreamKey) -> usize {
+        locked(&self.map)
+            .get(key)
+            .map_or(0, |stream| stream.player_count())
     }
 
     /// Ends `session_id`'s publish of `key`; returns whether it was the publisher.
@@ -356,6 +384,9 @@ impl Streams {
         if stream.is_idle() {
             map.remove(key);
         }
+        if released {
+            self.events.send(HubEvent::Unpublished(key.clone()));
+        }
         released
     }
 
@@ -363,6 +394,9 @@ impl Streams {
         let mut map = locked(&self.map);
         if let Some(stream) = map.get(key).cloned() {
             stream.unsubscribe(player_id);
+            if stream.player_count() == 0 {
+                self.events.send(HubEvent::NoDemand(key.clone()));
+            }
             if stream.is_idle() {
                 map.remove(key);
             }
@@ -399,6 +433,8 @@ mod tests {
             session_id: 1,
             ip: "127.0.0.1".into(),
             publish_time: 0,
+            query: String::new(),
+            source_url: None,
         }
     }
 

@@ -4,17 +4,24 @@
 //! A connection runs the `rml_rtmp` server session ([`connection`]); published frames go
 //! into a [`hub::Stream`], which hands them to players through bounded queues; players'
 //! sockets are written by [`writer`] with frames chunked once for everyone ([`chunking`]).
+//! The same hub feeds pushes to other servers ([`republish`]) and is fed by streams pulled
+//! from them ([`pull`]); both use the RTMP client in [`client`].
 
 mod auth;
 mod bus_server;
+mod chunk_guard;
 mod chunking;
+mod client;
 #[cfg(test)]
 mod component_tests;
 mod connect_info;
 mod connection;
 mod frame;
 mod hub;
+mod hub_events;
 mod publish_frames;
+mod pull;
+mod republish;
 mod service;
 mod sessions;
 mod status_message;

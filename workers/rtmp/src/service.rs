@@ -1,7 +1,12 @@
 //! Worker-wide state of the rtmp worker and its answers to the supervisor.
+//!
+//! Besides accepting connections, the worker pushes streams to other servers
+//! ([`Republisher`]) and pulls streams from them ([`Pulls`]); both follow `ApplyRules`.
 
 use crate::auth::adobe::AdobeAuth;
 use crate::hub::Streams;
+use crate::pull::Pulls;
+use crate::republish::Republisher;
 use crate::sessions::SessionTable;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -109,6 +114,8 @@ impl ConnectionHandler for RtmpConnections {
 pub struct RtmpWorker {
     shared: Arc<Shared>,
     accept: AcceptLoops<RtmpConnections>,
+    republisher: Republisher,
+    pulls: Pulls,
 }
 
 /// Builds the worker from the hello and starts accepting.
@@ -116,6 +123,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
     let http = reqwest::Client::builder()
         .build()
         .map_err(|e| format!("http client: {e}"))?;
+    let republish_rules = context.hello.rules.republish.clone();
+    let pull_sources = context.hello.rules.pull_sources.clone();
     let shared = Arc::new(Shared::new(
         context.hello.rules,
         context.hello.denied_publishers,
@@ -141,21 +150,45 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         Arc::clone(&shared),
         context.shutdown.clone(),
     ));
-    Ok(Arc::new(RtmpWorker { shared, accept }))
+    let republisher = Republisher::start(
+        Arc::clone(&shared),
+        republish_rules,
+        context.shutdown.clone(),
+    );
+    let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    Ok(Arc::new(RtmpWorker {
+        shared,
+        accept,
+        republisher,
+        pulls,
+    }))
 }
 
 impl RtmpWorker {
     /// The worker around `shared`, with no listeners (tests accept connections themselves).
     #[cfg(test)]
     pub(crate) fn for_tests(shared: Arc<Shared>) -> Self {
+        let shutdown = CancellationToken::new();
         let accept = AcceptLoops::new(
             Arc::new(RtmpConnections {
                 shared: Arc::clone(&shared),
             }),
             Arc::clone(&shared.counters),
-            CancellationToken::new(),
+            shutdown.clone(),
         );
-        Self { shared, accept }
+        let rules = shared.rules();
+        let republisher = Republisher::start(
+            Arc::clone(&shared),
+            rules.republish.clone(),
+            shutdown.clone(),
+        );
+        let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown);
+        Self {
+            shared,
+            accept,
+            republisher,
+            pulls,
+        }
     }
 
     fn live_streams(&self) -> Vec<LiveStream> {
@@ -176,8 +209,8 @@ impl RtmpWorker {
                     acodec: codecs.acodec,
                     protocol: "RTMP".to_owned(),
                     publish_time: publisher.publish_time,
-                    source_url: None,
-                    publisher_ip: Some(publisher.ip),
+                    publisher_ip: publisher.source_url.is_none().then_some(publisher.ip),
+                    source_url: publisher.source_url,
                 })
             })
             .collect()
@@ -200,7 +233,7 @@ impl WorkerService for RtmpWorker {
                 WorkerReply::Publishers(self.shared.sessions.publishers())
             }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
-            WorkerRequest::RepublishStats => WorkerReply::RepublishStats(Vec::new()),
+            WorkerRequest::RepublishStats => WorkerReply::RepublishStats(self.republisher.stats()),
             WorkerRequest::DenyPublishers(ids) => {
                 locked(&self.shared.denied).extend(ids.iter().cloned());
                 let killed = self.shared.sessions.kill_publishers(&ids);
@@ -209,7 +242,10 @@ impl WorkerService for RtmpWorker {
             }
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!("rules applied");
-                *locked(&self.shared.rules) = Arc::from(rules);
+                let rules: Arc<Rules> = Arc::from(rules);
+                *locked(&self.shared.rules) = Arc::clone(&rules);
+                self.republisher.apply(&rules.republish);
+                self.pulls.apply(&rules.pull_sources);
                 WorkerReply::Done
             }
             other => WorkerReply::Failed(format!("the rtmp worker does not handle {other:?}")),

@@ -1,0 +1,177 @@
+//! One pull connection: `connect` and `play` the source URL, publish what arrives into the
+//! local stream, until the source fails or goes quiet, the pull is stopped, or (on demand)
+//! the stream has had no players for the grace time.
+
+use crate::client::endpoint::{RtmpUrl, UrlError};
+use crate::client::error::ClientError;
+use crate::client::session::{Next, RtmpClient, ServerEvent, Setup, is_error_code};
+use crate::hub::StreamKey;
+use crate::hub_events::HubEvent;
+use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
+use crate::pull::claim::{Claim, Taken};
+use crate::service::Shared;
+use std::sync::Arc;
+use std::time::Duration;
+use strom_ipc::rules::{PullMode, PullSource};
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Why a pull connection ended without being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Taken(#[from] Taken),
+    #[error("the source sent no media for {0:?}")]
+    Quiet(Duration),
+    #[error("the source ended the stream ({0})")]
+    Ended(String),
+}
+
+/// How a pull connection ended when nothing failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PullEnd {
+    Stopped,
+    /// On demand: no players for the grace time.
+    Idle,
+}
+
+/// Pulls `source` into `key` once.
+pub async fn pull(
+    shared: &Arc<Shared>,
+    source: &PullSource,
+    key: &StreamKey,
+    setup: &Setup,
+    events: &mut Receiver<HubEvent>,
+    stop: &CancellationToken,
+) -> Result<PullEnd, PullError> {
+    let url = RtmpUrl::parse(&source.url)?;
+    let connect = async {
+        let tc_url = url.endpoint.tc_url(&url.app);
+        let mut client = RtmpClient::open(&url.endpoint, tc_url, setup.clone()).await?;
+        client.connect(&url.app).await?;
+        client.play(&url.stream).await?;
+        Ok::<_, ClientError>(client)
+    };
+    let mut client = tokio::select! {
+        () = stop.cancelled() => return Ok(PullEnd::Stopped),
+        client = connect => client?,
+    };
+    tracing::info!(stream = %key, url = %source.url, "pull connected");
+    let outcome = receive(shared, source, key, &mut client, events, stop).await;
+    client.close().await;
+    outcome
+}
+
+async fn receive(
+    shared: &Arc<Shared>,
+    source: &PullSource,
+    key: &StreamKey,
+    client: &mut RtmpClient,
+    events: &mut Receiver<HubEvent>,
+    stop: &CancellationToken,
+) -> Result<PullEnd, PullError> {
+    let quiet = Duration::from_secs(u64::from(
+        shared.rules().rtmp.limits.publisher_idle_timeout_secs,
+    ));
+    let on_demand = source.mode == PullMode::OnDemand;
+    let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
+    let unwatched = || on_demand && shared.streams.player_count(key) == 0;
+    // On demand: when the last player left (or `None` while there are players).
+    let mut idle_since = unwatched().then(Instant::now);
+    let mut claim: Option<Claim> = None;
+    // Anything from the source (media or status) proves it alive.
+    let mut heard = Instant::now();
+    loop {
+        let grace_over = idle_since.map(|since| since + grace);
+        let next = tokio::select! {
+            () = stop.cancelled() => return Ok(PullEnd::Stopped),
+            () = sleep_until(grace_over) => {
+                if unwatched() {
+                    return Ok(PullEnd::Idle);
+                }
+                idle_since = None;
+                continue;
+            }
+            event = events.recv(), if on_demand => {
+                let concerns_us = match &event {
+                    Ok(HubEvent::Demand(k) | HubEvent::NoDemand(k)) => k == key,
+                    Ok(_) => false,
+                    Err(RecvError::Lagged(_)) => true,
+                    Err(RecvError::Closed) => return Ok(PullEnd::Stopped),
+                };
+                if concerns_us {
+                    idle_since = match (unwatched(), idle_since) {
+                        (false, _) => None,
+                        (true, Some(since)) => Some(since),
+                        (true, None) => Some(Instant::now()),
+                    };
+                }
+                continue;
+            }
+            next = tokio::time::timeout_at(heard + quiet, client.next(None)) => next,
+        };
+        let event = match next.map_err(|_| PullError::Quiet(quiet))?? {
+            Next::Event(event) => event,
+            Next::Frame(_) | Next::FramesEnded => continue,
+        };
+        heard = Instant::now();
+        let frame = match event {
+            ServerEvent::Status(code) if is_error_code(&code) => {
+                return Err(ClientError::Refused(code).into());
+            }
+            ServerEvent::Status(code)
+                if code.ends_with("Stop") || code.ends_with("UnpublishNotify") =>
+            {
+                return Err(PullError::Ended(code));
+            }
+            ServerEvent::Status(code) => {
+                tracing::debug!(stream = %key, %code, "pull source status");
+                continue;
+            }
+            ServerEvent::Metadata(metadata) => Ok(metadata_frame(&metadata)),
+            ServerEvent::Video { timestamp, data } => {
+                let claim = take(&mut claim, shared, key, &source.url)?;
+                video_frame(&claim.stream, data, timestamp)
+            }
+            ServerEvent::Audio { timestamp, data } => {
+                let claim = take(&mut claim, shared, key, &source.url)?;
+                audio_frame(&claim.stream, data, timestamp)
+            }
+        };
+        match frame {
+            Ok(frame) => {
+                let claim = take(&mut claim, shared, key, &source.url)?;
+                claim.stream.publish(frame);
+            }
+            Err(e) => {
+                tracing::debug!(stream = %key, error = %e, "unparsable media message from the source dropped")
+            }
+        }
+    }
+}
+
+/// The claim, taken on first use.
+fn take<'a>(
+    claim: &'a mut Option<Claim>,
+    shared: &Arc<Shared>,
+    key: &StreamKey,
+    url: &str,
+) -> Result<&'a Claim, Taken> {
+    if claim.is_none() {
+        *claim = Some(Claim::take(shared, key, url)?);
+    }
+    claim.as_ref().ok_or_else(|| Taken(key.clone()))
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
