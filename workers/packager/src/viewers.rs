@@ -15,12 +15,7 @@ const REVOKED_MEMORY: Duration = Duration::from_secs(600);
 /// Live viewer sessions at most; past that the oldest idle ones go first.
 const MAX_VIEWERS: usize = 200_000;
 
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
-}
+pub use strom_worker_runtime::clock::unix_now;
 
 #[derive(Debug)]
 pub struct Viewer {

@@ -8,12 +8,7 @@ use strom_ipc::status::{Publisher, SessionInfo};
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
-}
+pub use strom_worker_runtime::clock::unix_now;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

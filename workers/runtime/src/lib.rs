@@ -9,6 +9,7 @@
 pub mod accept;
 pub mod bootstrap;
 pub mod bus;
+pub mod clock;
 pub mod control;
 pub mod counters;
 pub mod listeners;
