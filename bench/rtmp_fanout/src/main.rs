@@ -159,7 +159,8 @@ async fn player(target: Arc<Target>, start: Instant, window: Window, probe: bool
         ..Stats::default()
     };
     match timeout_at(window.end, play(&target, window, &mut stats)).await {
-        Err(_) => {} // the window is over: the normal end
+        Err(_) if stats.connected => {} // the window is over: the normal end
+        Err(_) => stats.error = Some("no NetStream.Play.Start by the end of the window".into()),
         Ok(Ok(())) => stats.error = Some("server closed the connection".into()),
         Ok(Err(e)) => stats.error = Some(format!("{e:#}")),
     }
@@ -195,24 +196,10 @@ async fn play(target: &Target, window: Window, stats: &mut Stats) -> Result<()> 
 
     let mut config = ClientSessionConfig::new();
     config.tc_url = Some(target.tc_url.clone());
-    let (mut session, initial) = ClientSession::new(config).context("session")?;
+    let (mut session, mut results) = ClientSession::new(config).context("session")?;
+    results.push(session.request_connection(target.app.clone())?);
+    results.extend(session.handle_input(&leftover).context("rtmp")?);
     let mut out = Vec::new();
-    handle(
-        &mut session,
-        initial,
-        target,
-        window,
-        Instant::now(),
-        stats,
-        &mut out,
-    )?;
-    out.extend(
-        session
-            .request_connection(target.app.clone())
-            .context("connect request")?
-            .bytes(),
-    );
-    let results = session.handle_input(&leftover).context("rtmp")?;
     handle(
         &mut session,
         results,
@@ -267,19 +254,6 @@ fn set_rcvlowat(sock: &TcpStream, bytes: u32) -> Result<()> {
     Ok(())
 }
 
-trait ResultBytes {
-    fn bytes(self) -> Vec<u8>;
-}
-
-impl ResultBytes for ClientSessionResult {
-    fn bytes(self) -> Vec<u8> {
-        match self {
-            ClientSessionResult::OutboundResponse(packet) => packet.bytes,
-            _ => Vec::new(),
-        }
-    }
-}
-
 fn handle(
     session: &mut ClientSession,
     results: Vec<ClientSessionResult>,
@@ -299,7 +273,10 @@ fn handle(
             }
             ClientSessionResult::RaisedEvent(event) => match event {
                 ClientSessionEvent::ConnectionRequestAccepted => {
-                    out.extend(session.request_playback(target.stream.clone())?.bytes());
+                    let play = session.request_playback(target.stream.clone())?;
+                    if let ClientSessionResult::OutboundResponse(packet) = play {
+                        out.extend_from_slice(&packet.bytes);
+                    }
                     continue;
                 }
                 ClientSessionEvent::ConnectionRequestRejected { description } => {
@@ -567,4 +544,36 @@ async fn main() -> Result<()> {
     });
     println!("{report}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = parse_url("rtmp://127.0.0.1:19350/live/bench").unwrap();
+        assert_eq!(
+            (t.addr.as_str(), t.app.as_str(), t.stream.as_str()),
+            ("127.0.0.1:19350", "live", "bench")
+        );
+        assert_eq!(t.tc_url, "rtmp://127.0.0.1:19350/live");
+        assert_eq!(
+            parse_url("rtmp://localhost/a/b/c").unwrap().addr,
+            "localhost:1935"
+        );
+        assert_eq!(parse_url("rtmp://localhost/a/b/c").unwrap().stream, "b/c");
+        for bad in ["http://h/a/b", "rtmp://h/a", "rtmp://h//b", "rtmp:///a/b"] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn percentiles_and_own_process() {
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[1000, 2000, 3000, 4000], 0.5), Some(3.0));
+        assert_eq!(percentile(&[1000, 2000, 3000, 4000], 1.0), Some(4.0));
+        let me = sample_tree(&[std::process::id()]);
+        assert!(me.procs >= 1 && me.rss_kb > 0);
+    }
 }
