@@ -54,6 +54,9 @@ struct StreamState {
     inits: HashMap<u64, Bytes>,
     /// The next segment follows a break in the timeline.
     pending_discontinuity: bool,
+    /// Media playlists (TS, fMP4) rendered once per segment change, with a session
+    /// placeholder: a chunklist request only fills in its session id.
+    rendered: [Option<String>; 2],
 }
 
 /// One packaged stream.
@@ -107,29 +110,25 @@ impl HlsStream {
             discontinuity,
             init_id,
         };
-        for (extension, bytes) in [("ts", &ts), ("m4s", &m4s)] {
-            let path = self.dir.join(format!("{sequence}.{extension}"));
-            if let Err(e) = write_file(&path, bytes) {
-                tracing::warn!(path = %path.display(), error = %e, "segment not persisted");
-            }
-        }
         let bits = (ts.len() as f64 * 8.0 / duration_secs.max(0.1)) as u64;
         state.meta.bandwidth = state.meta.bandwidth.max(bits);
         state.meta.codecs = codecs;
         state.meta.width = width;
         state.meta.height = height;
         state.meta.target_duration = target_duration;
-        state.segments.push_back(Segment { entry, ts, m4s });
+        state.segments.push_back(Segment {
+            entry,
+            ts: ts.clone(),
+            m4s: m4s.clone(),
+        });
+        state.rendered = [None, None];
+        let mut expired = Vec::new();
         while state.segments.len() > PLAYLIST_WINDOW + GRACE_SEGMENTS {
             if let Some(old) = state.segments.pop_front() {
                 if old.entry.discontinuity {
                     state.meta.discontinuity_sequence += 1;
                 }
-                for extension in ["ts", "m4s"] {
-                    let _ = std::fs::remove_file(
-                        self.dir.join(format!("{}.{extension}", old.entry.sequence)),
-                    );
-                }
+                expired.push(old.entry.sequence);
             }
         }
         let used: Vec<u64> = state.segments.iter().map(|s| s.entry.init_id).collect();
@@ -139,11 +138,24 @@ impl HlsStream {
         state.meta.segments = state.segments.iter().map(|s| s.entry.clone()).collect();
         let meta = state.meta.clone();
         drop(state);
+        // Mirrored to disk after the lock is released: requests for the stream never wait
+        // on the disk. Segment files first, then the index that lists them.
+        for (extension, bytes) in [("ts", &ts), ("m4s", &m4s)] {
+            let path = self.dir.join(format!("{sequence}.{extension}"));
+            if let Err(e) = write_file(&path, bytes) {
+                tracing::warn!(path = %path.display(), error = %e, "segment not persisted");
+            }
+        }
         if let Err(e) = write_file(
             &self.dir.join("index.json"),
             &serde_json::to_vec(&meta).unwrap_or_default(),
         ) {
             tracing::warn!(error = %e, "playlist index not persisted");
+        }
+        for old in expired {
+            for extension in ["ts", "m4s"] {
+                let _ = std::fs::remove_file(self.dir.join(format!("{old}.{extension}")));
+            }
         }
         sequence
     }
@@ -197,40 +209,16 @@ impl HlsStream {
     }
 
     pub fn media(&self, fmp4: bool, session: u64) -> String {
-        let state = locked(&self.state);
-        let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
-        // Timeline breaks before the first listed segment (its own included: a playlist
-        // never opens with a discontinuity tag) are counted, not listed.
-        let discontinuity_sequence = state.meta.discontinuity_sequence
-            + state
-                .segments
-                .iter()
-                .take(start + 1)
-                .filter(|s| s.entry.discontinuity)
-                .count() as u64;
-        let entries: Vec<SegmentEntry> = state
-            .segments
-            .iter()
-            .skip(start)
-            .map(|s| SegmentEntry {
-                sequence: s.entry.sequence,
-                duration_secs: s.entry.duration_secs,
-                program_date_time_ms: s.entry.program_date_time_ms,
-                discontinuity: s.entry.discontinuity,
-                map_uri: fmp4.then(|| format!("init_{}.mp4?sid={session}", s.entry.init_id)),
-                uri: format!(
-                    "seg_{}.{}?sid={session}",
-                    s.entry.sequence,
-                    if fmp4 { "m4s" } else { "ts" }
-                ),
-            })
-            .collect();
-        media_playlist(
-            &entries,
-            state.meta.target_duration,
-            discontinuity_sequence,
-            if fmp4 { 7 } else { 3 },
-        )
+        let mut state = locked(&self.state);
+        let slot = usize::from(fmp4);
+        let template = match &state.rendered[slot] {
+            Some(template) => template,
+            None => {
+                let rendered = render_media(&state, fmp4);
+                state.rendered[slot].insert(rendered)
+            }
+        };
+        template.replace(SESSION_PLACEHOLDER, &session.to_string())
     }
 
     pub fn segment(&self, sequence: u64, fmp4: bool) -> Option<Bytes> {
@@ -272,10 +260,51 @@ impl HlsStream {
             });
         }
         state.meta = meta;
+        state.rendered = [None, None];
         // Whatever comes next was produced by a different process: a new timeline.
         state.pending_discontinuity = true;
         Ok(())
     }
+}
+
+/// Stands for the viewer's session id in a cached media playlist.
+const SESSION_PLACEHOLDER: &str = "{sid}";
+
+fn render_media(state: &StreamState, fmp4: bool) -> String {
+    let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
+    // Timeline breaks before the first listed segment (its own included: a playlist
+    // never opens with a discontinuity tag) are counted, not listed.
+    let discontinuity_sequence = state.meta.discontinuity_sequence
+        + state
+            .segments
+            .iter()
+            .take(start + 1)
+            .filter(|s| s.entry.discontinuity)
+            .count() as u64;
+    let entries: Vec<SegmentEntry> = state
+        .segments
+        .iter()
+        .skip(start)
+        .map(|s| SegmentEntry {
+            sequence: s.entry.sequence,
+            duration_secs: s.entry.duration_secs,
+            program_date_time_ms: s.entry.program_date_time_ms,
+            discontinuity: s.entry.discontinuity,
+            map_uri: fmp4
+                .then(|| format!("init_{}.mp4?sid={SESSION_PLACEHOLDER}", s.entry.init_id)),
+            uri: format!(
+                "seg_{}.{}?sid={SESSION_PLACEHOLDER}",
+                s.entry.sequence,
+                if fmp4 { "m4s" } else { "ts" }
+            ),
+        })
+        .collect();
+    media_playlist(
+        &entries,
+        state.meta.target_duration,
+        discontinuity_sequence,
+        if fmp4 { 7 } else { 3 },
+    )
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
