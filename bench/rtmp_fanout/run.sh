@@ -39,6 +39,8 @@ STROM_BIN=$TARGET_DIR/release/strom
 GEN=$TARGET_DIR/release/rtmp-fanout
 BUILD=1
 KEEP=0
+# strom's limits.play_coalesce_ms; empty keeps strom's default.
+STROM_COALESCE_MS=
 QUIET_WAIT=120  # before each step, wait up to this long for the cores to be free of other load
 RETRIES=2       # repeat a step disturbed by other load on the cores up to this often
 EXPECTED_KBPS=  # stream rate a player needs (x 0.95); default: the first step's median player
@@ -50,7 +52,7 @@ options: --only nginx|strom|both ($ONLY)  --steps LIST ($STEPS)  --measure-secs 
          --cpu-limit PCT ($CPU_LIMIT)  --gen-limit PCT ($GEN_LIMIT)  --nginx-port P ($NGINX_PORT)
          --strom-port P ($STROM_PORT)  --strom-http-port P ($STROM_HTTP_PORT)
          --strom-bin PATH ($STROM_BIN)  --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --expected-kbps K  --no-build
-         --keep (keep the temp dir with logs and JSON)
+         --keep (keep the temp dir with logs and JSON)  --strom-coalesce-ms MS (strom's play_coalesce_ms; default: strom's own)
 EOF
 }
 
@@ -73,6 +75,7 @@ while (($#)); do
         --expected-kbps) EXPECTED_KBPS=$2; shift ;;
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
+        --strom-coalesce-ms) STROM_COALESCE_MS=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -149,13 +152,15 @@ data_dir = data
 run_dir = run
 logging = warn
 EOF
+    local coalesce=""
+    [[ -n $STROM_COALESCE_MS ]] && coalesce=", \"play_coalesce_ms\": $STROM_COALESCE_MS"
     cat >"$dir/rules.conf" <<EOF
 {
   "RtmpSettings": {
     "interfaces": [{ "ip": "127.0.0.1", "port": $STROM_PORT }],
     "protocols": ["RTMP"],
     "apps": [],
-    "limits": { "max_connections": 19000 }
+    "limits": { "max_connections": 19000$coalesce }
   }
 }
 EOF

@@ -94,6 +94,9 @@ pub struct RtmpLimits {
     /// A publisher that sends no media for this long is closed.
     pub publisher_idle_timeout_secs: u32,
     pub max_message_bytes: u32,
+    /// Players' media is written in batches at most this old (one system call for
+    /// several frames); 0 writes every frame at once.
+    pub play_coalesce_ms: u32,
 }
 
 impl Default for RtmpLimits {
@@ -103,6 +106,7 @@ impl Default for RtmpLimits {
             handshake_timeout_secs: 10,
             publisher_idle_timeout_secs: 10,
             max_message_bytes: 8 * 1024 * 1024,
+            play_coalesce_ms: 100,
         }
     }
 }

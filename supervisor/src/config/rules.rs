@@ -173,6 +173,7 @@ struct RawLimits {
     handshake_timeout_secs: Option<u32>,
     publisher_idle_timeout_secs: Option<u32>,
     max_message_bytes: Option<u32>,
+    play_coalesce_ms: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -422,6 +423,12 @@ impl RawLimits {
                 self.max_message_bytes,
                 defaults.max_message_bytes,
                 1024..=0xFF_FFFF,
+            )?,
+            play_coalesce_ms: limit(
+                "play_coalesce_ms",
+                self.play_coalesce_ms,
+                defaults.play_coalesce_ms,
+                0..=500,
             )?,
         })
     }
@@ -924,7 +931,8 @@ mod tests {
                 max_connections: 5,
                 handshake_timeout_secs: 3,
                 publisher_idle_timeout_secs: 20,
-                max_message_bytes: 65536
+                max_message_bytes: 65536,
+                play_coalesce_ms: RtmpLimits::default().play_coalesce_ms,
             }
         );
         let [first, second] = &rules.republish[..] else {

@@ -128,6 +128,7 @@ pub async fn serve(
         out_rx,
         Arc::clone(&shared.counters),
         kill.clone(),
+        Duration::from_millis(u64::from(limits.play_coalesce_ms)),
     ));
     let mut connection = Connection {
         shared,

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use std::io::IoSlice;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 use strom_worker_runtime::WorkerCounters;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -31,48 +32,112 @@ pub enum Outgoing {
     StopMedia,
 }
 
+/// What the writer does with the next item of the control queue.
+enum Control {
+    Continue,
+    Stop,
+}
+
+struct Writer {
+    media: Option<(FrameReceiver, u32)>,
+    session: Option<Arc<SessionEntry>>,
+    batch: Vec<Bytes>,
+}
+
+impl Writer {
+    fn control(&mut self, item: Option<Outgoing>) -> Control {
+        match item {
+            None => return Control::Stop,
+            Some(Outgoing::Packet(bytes)) => self.batch.push(bytes),
+            Some(Outgoing::StartMedia {
+                frames,
+                stream_id,
+                session,
+            }) => {
+                self.media = Some((frames, stream_id));
+                self.session = Some(session);
+            }
+            Some(Outgoing::StopMedia) => self.media = None,
+        }
+        Control::Continue
+    }
+
+    /// Moves queued frames into the batch without waiting.
+    fn drain(&mut self) {
+        if let Some((frames, stream_id)) = self.media.as_mut() {
+            while self.batch.len() < BATCH {
+                match frames.try_recv() {
+                    Ok(frame) => self.batch.push(frame.chunked_for(*stream_id)),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}
+
+/// Writes a connection's outgoing bytes until it is killed or its control queue closes.
+///
+/// Media is coalesced: after a frame arrives the writer waits up to `coalesce` (without
+/// even being woken by further frames) and then writes everything queued with one
+/// vectored write. At 30 fps video plus audio this turns ~80 system calls and task wake-ups
+/// per player and second into ~25, which is most of the cost of fan-out.
 pub async fn write_loop(
     mut socket: OwnedWriteHalf,
     mut control: mpsc::Receiver<Outgoing>,
     counters: Arc<WorkerCounters>,
     kill: CancellationToken,
+    coalesce: Duration,
 ) {
-    let mut media: Option<(FrameReceiver, u32)> = None;
-    let mut session: Option<Arc<SessionEntry>> = None;
-    let mut batch: Vec<Bytes> = Vec::with_capacity(BATCH);
+    let mut writer = Writer {
+        media: None,
+        session: None,
+        batch: Vec::with_capacity(BATCH),
+    };
     loop {
+        let mut got_frame = false;
+        // No kill branch while waiting: a killed connection's reader drops the control
+        // queue, which ends this loop; watching the token here would cost a
+        // registration on every wake-up.
         tokio::select! {
             biased;
-            () = kill.cancelled() => break,
-            item = control.recv() => match item {
-                None => break,
-                Some(Outgoing::Packet(bytes)) => batch.push(bytes),
-                Some(Outgoing::StartMedia { frames, stream_id, session: entry }) => {
-                    media = Some((frames, stream_id));
-                    session = Some(entry);
+            item = control.recv() => {
+                if let Control::Stop = writer.control(item) {
+                    break;
                 }
-                Some(Outgoing::StopMedia) => media = None,
+            }
+            frame = next_frame(&mut writer.media) => match (frame, writer.media.as_ref()) {
+                (Some(frame), Some((_, stream_id))) => {
+                    writer.batch.push(frame.chunked_for(*stream_id));
+                    got_frame = true;
+                }
+                _ => writer.media = None,
             },
-            frame = next_frame(&mut media) => match (frame, media.as_mut()) {
-                (Some(frame), Some((frames, stream_id))) => {
-                    batch.push(frame.chunked_for(*stream_id));
-                    while batch.len() < BATCH {
-                        match frames.try_recv() {
-                            Ok(frame) => batch.push(frame.chunked_for(*stream_id)),
-                            Err(_) => break,
-                        }
+        }
+        if got_frame && !coalesce.is_zero() && writer.batch.len() < BATCH {
+            let flush_at = tokio::time::Instant::now() + coalesce;
+            tokio::select! {
+                biased;
+                item = control.recv() => {
+                    if let Control::Stop = writer.control(item) {
+                        break;
                     }
                 }
-                _ => media = None,
-            },
+                () = tokio::time::sleep_until(flush_at) => {}
+            }
         }
-        if batch.is_empty() {
+        writer.drain();
+        if writer.batch.is_empty() {
             continue;
         }
-        match write_all(&mut socket, &mut batch).await {
+        // A client that stops reading blocks the write: the token ends it.
+        let written = tokio::select! {
+            () = kill.cancelled() => break,
+            written = write_all(&mut socket, &mut writer.batch) => written,
+        };
+        match written {
             Ok(written) => {
                 counters.add_sent(written as u64);
-                if let Some(session) = &session {
+                if let Some(session) = &writer.session {
                     session
                         .bytes_sent
                         .fetch_add(written as u64, Ordering::Relaxed);
