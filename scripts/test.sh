@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real clients the end-to-end tests use; a test whose tool is missing fails and names it.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps openssl)
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps openssl chromium)
 missing=()
+# Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
+# that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
@@ -15,6 +19,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# hls.js and playwright-core for the browser test, exactly as package-lock.json pins them;
+# installed again only when the lock file changed since the last install.
+if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json; then
+  npm ci --prefix tests/browser --no-audit --no-fund
+  cp tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json
 fi
 
 cargo fmt --all -- --check
