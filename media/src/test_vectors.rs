@@ -93,3 +93,37 @@ pub(crate) const ASC: &[(&str, u8, u32, u8, &str)] = &[
     // Explicit 24-bit sampling frequency.
     ("17 80 56 22 10", 2, 44_100, 2, "mp4a.40.2"),
 ];
+
+/// Track fixtures shared by the muxer tests: the first avcC/hvcC vectors at 640x360.
+pub(crate) fn h264_track() -> crate::sample::VideoTrack {
+    let record = bytes::Bytes::from(hex(AVCC[0].0));
+    crate::sample::VideoTrack {
+        config: crate::sample::VideoConfig::H264 {
+            config: crate::avc::AvcDecoderConfig::parse(&record).unwrap(),
+            record,
+        },
+        width: 640,
+        height: 360,
+    }
+}
+
+pub(crate) fn h265_track() -> crate::sample::VideoTrack {
+    let record = bytes::Bytes::from(hex(HVCC[0].0));
+    crate::sample::VideoTrack {
+        config: crate::sample::VideoConfig::H265 {
+            config: crate::hevc::HevcDecoderConfig::parse(&record).unwrap(),
+            record,
+        },
+        width: 640,
+        height: 360,
+    }
+}
+
+/// An AAC track from a hex AudioSpecificConfig (`"1210"`: LC, 44.1 kHz stereo).
+pub(crate) fn aac_track(asc: &str) -> crate::sample::AudioTrack {
+    let record = bytes::Bytes::from(hex(asc));
+    crate::sample::AudioTrack {
+        config: crate::aac::AacConfig::parse(&record).unwrap(),
+        record,
+    }
+}

@@ -5,44 +5,10 @@ use bytes::Bytes;
 use mp4_atom::{Codec, Decode, FourCC, Ftyp, Mdat, Moof, Moov, TrunEntry};
 
 use super::*;
-use crate::aac::AacConfig;
 use crate::avc::AvcDecoderConfig;
-use crate::hevc::HevcDecoderConfig;
-use crate::sample::{AudioTrack, Sample, TrackKind, VideoTrack};
+use crate::sample::{Sample, TrackKind, VideoTrack};
 use crate::test_flv::{TempDir, make_h264_aac_flv, read_flv, run_ffmpeg_tool};
-use crate::test_vectors::{ASC, AVCC, HVCC, hex};
-
-fn h264_track() -> VideoTrack {
-    let record = Bytes::from(hex(AVCC[0].0));
-    VideoTrack {
-        config: VideoConfig::H264 {
-            config: AvcDecoderConfig::parse(&record).unwrap(),
-            record,
-        },
-        width: 640,
-        height: 360,
-    }
-}
-
-fn hevc_track() -> VideoTrack {
-    let record = Bytes::from(hex(HVCC[0].0));
-    VideoTrack {
-        config: VideoConfig::H265 {
-            config: HevcDecoderConfig::parse(&record).unwrap(),
-            record,
-        },
-        width: 640,
-        height: 360,
-    }
-}
-
-fn aac_track(asc: &str) -> AudioTrack {
-    let record = Bytes::from(hex(asc));
-    AudioTrack {
-        config: AacConfig::parse(&record).unwrap(),
-        record,
-    }
-}
+use crate::test_vectors::{ASC, AVCC, HVCC, aac_track, h264_track, h265_track, hex};
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
@@ -128,7 +94,7 @@ fn init_h264_aac() {
 #[test]
 fn init_hevc_video_only() {
     let tracks = Tracks {
-        video: Some(hevc_track()),
+        video: Some(h265_track()),
         audio: None,
     };
     let (ftyp, moov) = parse_init(&init_segment(&tracks).unwrap());

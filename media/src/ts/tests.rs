@@ -10,9 +10,7 @@ use super::access_unit::{AVC, HEVC};
 use super::pes::read_timestamp;
 use super::*;
 use crate::aac::AacConfig;
-use crate::avc::AvcDecoderConfig;
-use crate::hevc::HevcDecoderConfig;
-use crate::test_vectors::{AVCC, HVCC, hex};
+use crate::test_vectors::{aac_track, h264_track, h265_track, hex};
 
 // ---- a minimal TS reader -------------------------------------------------
 
@@ -170,43 +168,10 @@ pub(super) fn pes_packets(ts: &[u8]) -> Vec<Pes> {
 
 // ---- fixtures ------------------------------------------------------------
 
-fn h264_track() -> VideoTrack {
-    let record = Bytes::from(hex(AVCC[0].0));
-    VideoTrack {
-        config: VideoConfig::H264 {
-            config: AvcDecoderConfig::parse(&record).unwrap(),
-            record,
-        },
-        width: 640,
-        height: 360,
-    }
-}
-
-fn h265_track() -> VideoTrack {
-    let record = Bytes::from(hex(HVCC[0].0));
-    VideoTrack {
-        config: VideoConfig::H265 {
-            config: HevcDecoderConfig::parse(&record).unwrap(),
-            record,
-        },
-        width: 640,
-        height: 360,
-    }
-}
-
-/// AAC LC, 44.1 kHz stereo.
-fn aac_track() -> AudioTrack {
-    let record = Bytes::from(hex("1210"));
-    AudioTrack {
-        config: AacConfig::parse(&record).unwrap(),
-        record,
-    }
-}
-
 fn tracks(video: Option<VideoTrack>, audio: bool) -> Tracks {
     Tracks {
         video,
-        audio: audio.then(aac_track),
+        audio: audio.then(|| aac_track("1210")),
     }
 }
 
@@ -304,7 +269,7 @@ fn packets_are_188_bytes_and_payloads_survive() {
                     }
                     TrackKind::Audio => {
                         let mut adts = [0; 7];
-                        write_adts_header(&aac_track().config, size, &mut adts).unwrap();
+                        write_adts_header(&aac_track("1210").config, size, &mut adts).unwrap();
                         [&adts[..], &sample.data].concat()
                     }
                 };

@@ -287,18 +287,10 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic() {
-        let mut state = 0x2545_f491u32;
+        let mut noise = crate::test_noise::Noise::new(0x2545_f491);
         for _ in 0..200 {
             let mut guard = ChunkGuard::new(1 << 20);
-            let noise: Vec<u8> = (0..4096)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    state as u8
-                })
-                .collect();
-            let _ = guard.inspect(&noise);
+            let _ = guard.inspect(&noise.bytes(4096));
         }
     }
 }

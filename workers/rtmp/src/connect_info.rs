@@ -142,17 +142,9 @@ mod tests {
     #[test]
     fn garbage_switches_the_sniffer_off_without_panicking() {
         let mut sniffer = ConnectSniffer::default();
-        let mut state = 0x1234_5678u32;
+        let mut noise = crate::test_noise::Noise::new(0x1234_5678);
         for _ in 0..1000 {
-            let chunk: Vec<u8> = (0..64)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    state as u8
-                })
-                .collect();
-            let _ = sniffer.feed(&chunk);
+            let _ = sniffer.feed(&noise.bytes(64));
         }
     }
 }

@@ -25,6 +25,8 @@ mod republish;
 mod service;
 mod sessions;
 mod status_message;
+#[cfg(test)]
+mod test_noise;
 mod writer;
 
 pub use service::{RtmpWorker, start};
