@@ -160,7 +160,8 @@ EOF
     "interfaces": [{ "ip": "127.0.0.1", "port": $STROM_PORT }],
     "protocols": ["RTMP"],
     "apps": [],
-    "limits": { "max_connections": 19000$coalesce }
+    "limits": { "max_connections": 19000, "max_players": 19000,
+                "max_connections_per_ip": 19000$coalesce }
   }
 }
 EOF

@@ -5,6 +5,9 @@
 //! queued; a frame takes as many from the queue as its header announces. The kernel never
 //! delivers the bytes of a frame before the descriptors sent with its first byte, so the
 //! queue holds them by the time the frame is complete.
+//!
+//! Messages larger than one frame are sent as fragments ([`frame::encode_message`]) and
+//! joined here before decoding, up to the reader's message limit.
 
 use crate::error::IpcError;
 use crate::fd_passing::{recv_with_fds, send_with_fds};
@@ -51,6 +54,8 @@ impl ControlChannel {
                 stream: Arc::clone(&self.stream),
                 buffer: Vec::with_capacity(4096),
                 fds: VecDeque::new(),
+                partial: None,
+                max_message: frame::MAX_MESSAGE_SIZE,
             },
             ControlWriter {
                 stream: self.stream,
@@ -65,9 +70,20 @@ pub struct ControlReader {
     stream: Arc<UnixStream>,
     buffer: Vec<u8>,
     fds: VecDeque<OwnedFd>,
+    /// The fragments of a message received so far, and their descriptors.
+    partial: Option<(Vec<u8>, Vec<OwnedFd>)>,
+    /// Largest message (all fragments together) accepted from the peer.
+    max_message: usize,
 }
 
 impl ControlReader {
+    /// Lowers (or raises, up to [`frame::MAX_MESSAGE_SIZE`]) the largest message this
+    /// reader assembles from fragments; a peer that sends more fails the channel with
+    /// [`IpcError::MessageTooLarge`]. Never below one frame.
+    pub fn set_max_message(&mut self, bytes: usize) {
+        self.max_message = bytes.clamp(frame::MAX_FRAME_SIZE, frame::MAX_MESSAGE_SIZE);
+    }
+
     /// Waits for the next message. `Err(IpcError::Closed)` when the peer has gone.
     pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<Received<T>, IpcError> {
         loop {
@@ -79,7 +95,26 @@ impl ControlReader {
                     });
                 }
                 let fds: Vec<OwnedFd> = self.fds.drain(..raw.fd_count).collect();
-                let message = frame::decode(&raw.payload)?;
+                if !raw.more && self.partial.is_none() {
+                    let message = frame::decode(&raw.payload)?;
+                    return Ok(Received { message, fds });
+                }
+                let (payload, held) = self.partial.get_or_insert_with(Default::default);
+                let size = payload.len() + raw.payload.len();
+                if size > self.max_message {
+                    self.partial = None;
+                    return Err(IpcError::MessageTooLarge {
+                        size,
+                        max: self.max_message,
+                    });
+                }
+                payload.extend_from_slice(&raw.payload);
+                held.extend(fds);
+                if raw.more {
+                    continue;
+                }
+                let (payload, fds) = self.partial.take().unwrap_or_default();
+                let message = frame::decode_message(&payload)?;
                 return Ok(Received { message, fds });
             }
             self.fill().await?;
@@ -127,7 +162,7 @@ impl ControlWriter {
         message: &T,
         fds: &[BorrowedFd<'_>],
     ) -> Result<(), IpcError> {
-        let bytes = frame::encode(message, fds.len())?;
+        let bytes = frame::encode_message(message, fds.len())?;
         let mut written = 0;
         while written < bytes.len() {
             self.stream.writable().await?;
@@ -188,5 +223,34 @@ mod tests {
             reader.recv::<String>().await,
             Err(IpcError::Closed)
         ));
+    }
+
+    /// A message larger than one frame arrives whole, with its descriptors, and the
+    /// channel goes on with ordinary frames; a reader with a lower limit refuses it.
+    #[tokio::test]
+    async fn messages_larger_than_a_frame_arrive_whole() {
+        let (left, right) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (_, mut writer) = ControlChannel::from_std(left).unwrap().split();
+        let (mut reader, _) = ControlChannel::from_std(right).unwrap().split();
+        let big: Vec<String> = (0..20_000).map(|i| format!("{i:0>1000}")).collect();
+        let file = tempfile::tempfile().unwrap();
+        let expected = big.clone();
+        let sender = tokio::spawn(async move {
+            writer.send(&big, &[file.as_fd()]).await.unwrap();
+            writer.send(&vec!["small".to_string()], &[]).await.unwrap();
+            writer.send(&big, &[]).await.unwrap();
+            writer
+        });
+        let first: Received<Vec<String>> = reader.recv().await.unwrap();
+        assert_eq!(first.message, expected);
+        assert_eq!(first.fds.len(), 1);
+        let second: Received<Vec<String>> = reader.recv().await.unwrap();
+        assert_eq!(second.message, vec!["small".to_string()]);
+        reader.set_max_message(frame::MAX_FRAME_SIZE);
+        assert!(matches!(
+            reader.recv::<Vec<String>>().await,
+            Err(IpcError::MessageTooLarge { .. })
+        ));
+        drop(sender.await.unwrap());
     }
 }

@@ -7,6 +7,8 @@ use thiserror::Error;
 pub enum IpcError {
     #[error("control frame of {size} bytes exceeds the maximum of {max} bytes")]
     FrameTooLarge { size: usize, max: usize },
+    #[error("control message of {size} bytes exceeds the maximum of {max} bytes")]
+    MessageTooLarge { size: usize, max: usize },
     #[error("control frame announces {announced} descriptors but {available} arrived")]
     MissingDescriptors { announced: usize, available: usize },
     #[error("control frame carries {count} descriptors, more than the maximum of {max}")]

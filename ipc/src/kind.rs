@@ -35,6 +35,19 @@ impl WorkerKind {
     }
 }
 
+impl WorkerKind {
+    /// The worker's process name (`/proc/PID/comm`, what `ps`, `top` and `ss -p` show),
+    /// which process monitoring matches on: at most 15 bytes.
+    pub fn process_name(self) -> &'static std::ffi::CStr {
+        match self {
+            WorkerKind::Rtmp => c"strom-rtmp",
+            WorkerKind::Ingest => c"strom-ingest",
+            WorkerKind::Packager => c"strom-packager",
+            WorkerKind::Dvr => c"strom-dvr",
+        }
+    }
+}
+
 impl fmt::Display for WorkerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -67,5 +80,14 @@ mod tests {
             assert_eq!(kind.as_str().parse::<WorkerKind>().unwrap(), kind);
         }
         assert!("http".parse::<WorkerKind>().is_err());
+    }
+
+    #[test]
+    fn process_names_fit_the_kernel_limit_and_name_the_kind() {
+        for kind in WorkerKind::ALL {
+            let name = kind.process_name().to_str().unwrap();
+            assert!(name.len() <= 15, "{name} would be cut");
+            assert_eq!(name, format!("strom-{kind}"));
+        }
     }
 }

@@ -13,6 +13,8 @@ pub mod fd_passing;
 pub mod frame;
 pub mod kind;
 pub mod messages;
+pub mod names;
+pub mod paging;
 pub mod rules;
 pub mod status;
 

@@ -75,6 +75,9 @@ pub struct WorkerSettings {
     pub cors_origin: String,
     /// Idle time after which an HLS viewer session ends.
     pub hls_session_timeout_secs: u32,
+    /// How long the packager keeps serving an unpublished stream's segments before it
+    /// frees them in memory and on disk (`hls_stream_grace`).
+    pub hls_stream_grace_secs: u32,
 }
 
 /// What a listening socket is for. The descriptor itself travels beside the manifest.
@@ -212,6 +215,15 @@ pub enum WorkerRequest {
     RepublishStats,
     /// Every live stream and where its producer serves it (full snapshot).
     StreamRegistry(Vec<crate::bus::StreamLocation>),
+    /// One page of this worker's sessions: ids above `after_id`, ascending, at most
+    /// `limit` (and at most [`crate::paging::MAX_PAGE_SESSIONS`] and about
+    /// [`crate::paging::PAGE_BYTES`]); answered with [`WorkerReply::SessionsPage`]. The
+    /// supervisor asks page after page, so no answer comes near the frame limit however
+    /// many sessions a worker holds.
+    ListSessionsPage {
+        after_id: u64,
+        limit: u32,
+    },
 }
 
 /// A worker's answer.
@@ -234,6 +246,11 @@ pub enum WorkerReply {
     /// The request was understood but could not be carried out.
     Failed(String),
     RepublishStats(Vec<RepublishStatus>),
+    /// A page of [`WorkerRequest::ListSessionsPage`]; `more`: ask again after the last id.
+    SessionsPage {
+        sessions: Vec<SessionInfo>,
+        more: bool,
+    },
 }
 
 /// Things a worker tells the supervisor without being asked.
@@ -289,6 +306,30 @@ mod tests {
             frame::decode::<WorkerToSupervisor>(&raw.payload).unwrap(),
             reply
         );
+    }
+
+    /// The paging variants were appended: the old indices keep their meaning.
+    #[test]
+    fn paging_variants_come_last() {
+        let request = SupervisorToWorker::Request {
+            id: 1,
+            request: WorkerRequest::ListSessionsPage {
+                after_id: 5,
+                limit: 2,
+            },
+        };
+        let frame = frame::encode(&request, 0).unwrap();
+        // Payload: Request (1), id 1, variant 23, after_id 5, limit 2.
+        assert_eq!(hex::encode(&frame[5..]), "0101170502");
+        let reply = WorkerToSupervisor::Reply {
+            id: 1,
+            reply: WorkerReply::SessionsPage {
+                sessions: Vec::new(),
+                more: true,
+            },
+        };
+        let frame = frame::encode(&reply, 0).unwrap();
+        assert_eq!(hex::encode(&frame[5..]), "01010e0001");
     }
 
     #[test]

@@ -97,6 +97,18 @@ pub struct RtmpLimits {
     /// Players' media is written in batches at most this old (one system call for
     /// several frames); 0 writes every frame at once.
     pub play_coalesce_ms: u32,
+    /// Publishing connections at most (apart from `max_connections`, so players of
+    /// made-up streams cannot take publishers' places).
+    pub max_publishers: u32,
+    /// Playing connections at most.
+    pub max_players: u32,
+    /// Connections from one IP address at most.
+    pub max_connections_per_ip: u32,
+    /// A player of a stream that has no publisher is closed after this long.
+    pub player_wait_timeout_secs: u32,
+    /// After `NetStream.Play.UnpublishNotify`, a player is closed if no publisher comes
+    /// back within this long.
+    pub unpublish_grace_secs: u32,
 }
 
 impl Default for RtmpLimits {
@@ -107,6 +119,11 @@ impl Default for RtmpLimits {
             publisher_idle_timeout_secs: 10,
             max_message_bytes: 8 * 1024 * 1024,
             play_coalesce_ms: 100,
+            max_publishers: 1_000,
+            max_players: 10_000,
+            max_connections_per_ip: 1_000,
+            player_wait_timeout_secs: 30,
+            unpublish_grace_secs: 10,
         }
     }
 }

@@ -16,6 +16,7 @@ pub fn check_config(path: &Path) -> anyhow::Result<()> {
     if instance.ssl_port.is_some() {
         reload::load_tls(&instance)?;
     }
+    reload::load_management_tls(&instance)?;
     print!("{}", instance.effective_settings());
     println!(
         "# {}: {} RTMP interface(s), {} app(s), {} re-publishing rule(s), {} MPEG-TS input(s), {} pulled source(s)",
@@ -48,7 +49,11 @@ pub fn sign(
                 Some([ListenAddress::Ip(ip), ..]) if !ip.is_unspecified() => ip.to_string(),
                 _ => "127.0.0.1".to_owned(),
             };
-            format!("http://{host}:{}", instance.management_port)
+            let scheme = match instance.management.ssl_certificate {
+                Some(_) => "https",
+                None => "http",
+            };
+            format!("{scheme}://{host}:{}", instance.management_port)
         }
         None => "http://127.0.0.1:8082".to_owned(),
     });

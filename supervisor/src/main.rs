@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod listeners;
 mod logging;
+mod management;
 mod process;
 mod reload;
 mod run;

@@ -32,7 +32,9 @@ pub enum ReloadError {
     Bind(#[from] BindError),
     #[error("drm=true but strom.conf sets no drm_settings_path")]
     DrmNotConfigured,
-    #[error("strom.conf sets no ssl_certificate and ssl_certificate_key")]
+    #[error(
+        "strom.conf sets no ssl_certificate and ssl_certificate_key (nor management_ssl_certificate and management_ssl_certificate_key)"
+    )]
     TlsNotConfigured,
     #[error("TLS certificate rejected, keeping the old one: {0}")]
     Tls(String),
@@ -220,6 +222,27 @@ pub fn load_tls(instance: &InstanceConfig) -> Result<TlsMaterial, ReloadError> {
     else {
         return Err(ReloadError::TlsNotConfigured);
     };
+    read_certificate(certificate, key).map(|(material, _)| material)
+}
+
+/// Reads and validates the management API's certificate and key; `None` when the API
+/// speaks plain HTTP.
+pub fn load_management_tls(
+    instance: &InstanceConfig,
+) -> Result<Option<Arc<rustls::sign::CertifiedKey>>, ReloadError> {
+    let management = &instance.management;
+    let (Some(certificate), Some(key)) =
+        (&management.ssl_certificate, &management.ssl_certificate_key)
+    else {
+        return Ok(None);
+    };
+    read_certificate(certificate, key).map(|(_, certified)| Some(certified))
+}
+
+fn read_certificate(
+    certificate: &Path,
+    key: &Path,
+) -> Result<(TlsMaterial, Arc<rustls::sign::CertifiedKey>), ReloadError> {
     let read = |path: &Path| {
         std::fs::read(path).map_err(|e| ReloadError::Tls(format!("{}: {e}", path.display())))
     };
@@ -232,13 +255,33 @@ pub fn load_tls(instance: &InstanceConfig) -> Result<TlsMaterial, ReloadError> {
     certified.keys_match().map_err(|e| {
         ReloadError::Tls(format!("certificate and key do not belong together: {e}"))
     })?;
-    Ok(material)
+    Ok((material, certified))
 }
 
-/// Re-reads the certificate files and hands them to the packager for new handshakes.
+/// Re-reads the certificate files: the management API's (used for its new handshakes at
+/// once) and the delivery one (handed to the packager). Both are read and checked before
+/// either is used.
 pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadError> {
     let instance = Arc::clone(&state.instance);
-    let material = blocking(move || load_tls(&instance)).await??;
+    let (management, delivery) = blocking(move || {
+        let management = load_management_tls(&instance)?;
+        let delivery = match instance.ssl_port {
+            Some(_) => Some(load_tls(&instance)?),
+            None => None,
+        };
+        Ok::<_, ReloadError>((management, delivery))
+    })
+    .await??;
+    if management.is_none() && delivery.is_none() {
+        return Err(ReloadError::TlsNotConfigured);
+    }
+    if let Some(certified) = management {
+        state.management_certificate.replace(certified);
+        tracing::info!("management API certificate reloaded");
+    }
+    let Some(material) = delivery else {
+        return Ok(());
+    };
     let answer = state
         .workers
         .get(WorkerKind::Packager)

@@ -6,6 +6,7 @@ use crate::config::instance::{self, InstanceConfig, socket_addrs};
 use crate::config::{drm, rules as rules_file};
 use crate::listeners::{ListenerTable, bind_tcp, plan};
 use crate::logging;
+use crate::management::{self, Management, fd_limit};
 use crate::process::WorkerTable;
 use crate::process::supervision::{SupervisionContext, supervise};
 use crate::reload;
@@ -36,11 +37,14 @@ pub fn main(config_path: &Path) -> anyhow::Result<()> {
 }
 
 async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
+    // Before anything is opened: workers inherit the raised limit too.
+    let descriptor_limit = fd_limit::raise_nofile_limit().context("reading RLIMIT_NOFILE")?;
     let rules = rules_file::load(&instance.rules_path)?;
     let tls = match instance.ssl_port {
         Some(_) => Some(reload::load_tls(&instance)?),
         None => None,
     };
+    let management_tls = reload::load_management_tls(&instance)?;
     let drm = instance
         .drm_settings_path
         .as_deref()
@@ -50,11 +54,19 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let mut listeners = ListenerTable::default();
-    listeners.reconcile(&plan(&instance, &rules))?;
+    let planned = plan(&instance, &rules);
+    listeners.reconcile(&planned)?;
     let management = bind_management(&instance)?;
+    let management_cap = management_cap(
+        &instance,
+        descriptor_limit,
+        planned.len() + management.len(),
+    );
 
     let stop = CancellationToken::new();
-    let workers = WorkerTable::new(&stop);
+    let workers = WorkerTable::new(&stop).with_api_timeout(Duration::from_secs(
+        instance.management.worker_timeout_secs.into(),
+    ));
     let system = SystemSampler::start()?;
     let state = Arc::new(SupervisorState::new(
         instance,
@@ -65,6 +77,10 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
         drm,
         system,
     ));
+    if let Some(certified) = management_tls {
+        state.management_certificate.replace(certified);
+    }
+    let management_server = Arc::new(management_server(&state, management_cap)?);
 
     let context = SupervisionContext {
         exe: PathBuf::from("/proc/self/exe"),
@@ -88,17 +104,14 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let router = router.clone();
-        let api_stop = api_stop.clone();
-        tracing::info!(%addr, "management API listening");
-        tokio::spawn(async move {
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { api_stop.cancelled().await })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(%addr, error = %e, "management API stopped");
-            }
-        });
+        let https = management_server.tls.is_some();
+        tracing::info!(%addr, https, "management API listening");
+        tokio::spawn(management::serve(
+            listener,
+            router.clone(),
+            Arc::clone(&management_server),
+            api_stop.clone(),
+        ));
     }
 
     wait_for_signals(&state).await?;
@@ -129,6 +142,50 @@ async fn push_registry(state: Arc<SupervisorState>) {
             }
         }
     }
+}
+
+/// The management connection cap: as configured, or lower so that the descriptor
+/// reserve stays free (see [`fd_limit`]).
+fn management_cap(instance: &InstanceConfig, descriptor_limit: u64, listeners: usize) -> usize {
+    let configured = instance.management.max_connections;
+    let cap = fd_limit::connection_cap(configured, descriptor_limit, listeners);
+    if cap < configured as usize {
+        tracing::warn!(
+            configured,
+            cap,
+            descriptor_limit,
+            "management_max_connections lowered to keep descriptors free for worker restarts"
+        );
+    }
+    tracing::info!(
+        descriptor_limit,
+        management_max_connections = cap,
+        "descriptor budget"
+    );
+    cap
+}
+
+/// The management listeners' settings: timeouts, TLS (with the swappable certificate
+/// in `state`) and the connection cap.
+fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Management> {
+    let settings = &state.instance.management;
+    let tls = match settings.ssl_certificate {
+        Some(_) => {
+            let certificate = Arc::clone(&state.management_certificate);
+            let config = strom_worker_packager::tls::server_config(certificate)
+                .map_err(|e| anyhow::anyhow!("management API TLS: {e}"))?;
+            Some(tokio_rustls::TlsAcceptor::from(config))
+        }
+        None => None,
+    };
+    let seconds = |secs: u32| Duration::from_secs(secs.into());
+    Ok(Management::new(
+        seconds(settings.header_timeout_secs),
+        seconds(settings.idle_timeout_secs),
+        seconds(settings.body_timeout_secs),
+        cap,
+        tls,
+    ))
 }
 
 fn bind_management(instance: &InstanceConfig) -> anyhow::Result<Vec<std::net::TcpListener>> {
@@ -162,7 +219,9 @@ async fn wait_for_signals(state: &SupervisorState) -> anyhow::Result<()> {
                 if let Err(e) = reload::reload_rules(state, false).await {
                     tracing::error!(error = %e, "reload failed");
                 }
-                if state.instance.ssl_port.is_some()
+                let tls_configured = state.instance.ssl_port.is_some()
+                    || state.instance.management.ssl_certificate.is_some();
+                if tls_configured
                     && let Err(e) = reload::reload_certificates(state).await
                 {
                     tracing::error!(error = %e, "certificate reload failed");

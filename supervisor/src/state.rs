@@ -36,6 +36,9 @@ pub struct SupervisorState {
     /// Bumped whenever subscribers need the registry again (a change, or a subscriber
     /// worker that just started).
     registry_version: tokio::sync::watch::Sender<u64>,
+    /// The management API's certificate when it speaks HTTPS; swapped by
+    /// `reload_ssl_certificates` and SIGHUP for new handshakes.
+    pub management_certificate: Arc<strom_worker_packager::tls::SwappableCertificate>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -74,6 +77,7 @@ impl SupervisorState {
             reload_lock: tokio::sync::Mutex::new(()),
             registry: Mutex::new(BTreeMap::new()),
             registry_version: tokio::sync::watch::Sender::new(0),
+            management_certificate: Arc::default(),
         }
     }
 
@@ -114,11 +118,21 @@ impl SupervisorState {
         write(&self.drm, Some(settings));
     }
 
-    /// Adds ids to the deny list; returns the full list.
-    pub fn deny_publishers(&self, ids: &[String]) -> Vec<String> {
+    /// Adds ids to the deny list unless it would then hold more than `max`; `Err` holds
+    /// its current size.
+    pub fn deny_publishers(&self, ids: &[String], max: usize) -> Result<(), usize> {
         let mut denied = locked(&self.denied_publishers);
+        let new = ids
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|id| !denied.contains(*id))
+            .count();
+        if denied.len() + new > max {
+            return Err(denied.len());
+        }
         denied.extend(ids.iter().cloned());
-        denied.iter().cloned().collect()
+        Ok(())
     }
 
     /// Every live stream and where to subscribe to it.
@@ -147,6 +161,7 @@ impl SupervisorState {
                 .clone()
                 .unwrap_or_else(|| "*".to_owned()),
             hls_session_timeout_secs: self.instance.hls_session_timeout_secs,
+            hls_stream_grace_secs: self.instance.hls_stream_grace_secs,
         }
     }
 }

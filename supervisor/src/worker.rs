@@ -8,6 +8,11 @@ use strom_worker_runtime::{RuntimeError, serve};
 pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
     let filter = std::env::var(LOG_ENV).unwrap_or_else(|_| "info".to_owned());
     logging::init(&filter, kind.as_str());
+    // Exec'd as /proc/self/exe, the process would show as `exe`; the main thread's name
+    // is the process name monitoring sees.
+    if let Err(e) = nix::sys::prctl::set_name(kind.process_name()) {
+        tracing::warn!(worker = %kind, error = %e, "could not set the process name");
+    }
     // reqwest and the packager's TLS use the process-wide rustls provider: ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()

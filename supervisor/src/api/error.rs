@@ -12,7 +12,11 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::management::BodyTimeout;
 use crate::process::RequestError;
+
+/// Body timeout when the connection did not say (requests built in tests).
+const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Largest request body the API reads.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -57,6 +61,14 @@ impl ApiError {
         }
     }
 
+    pub fn request_timeout(error: impl Into<String>) -> Self {
+        Self {
+            code: StatusCode::REQUEST_TIMEOUT,
+            status: "RequestTimeout",
+            error: error.into(),
+        }
+    }
+
     pub fn internal(error: impl Into<String>) -> Self {
         Self {
             code: StatusCode::INTERNAL_SERVER_ERROR,
@@ -87,7 +99,8 @@ impl IntoResponse for ApiError {
 }
 
 /// A JSON body parsed whatever the Content-Type says (deployed clients do not always
-/// send one); malformed JSON is a 400 that says where.
+/// send one); malformed JSON is a 400 that says where. A body that does not arrive
+/// within the management body timeout is a 408.
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
 
@@ -95,8 +108,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(request, state)
+        let limit = request
+            .extensions()
+            .get::<BodyTimeout>()
+            .map_or(DEFAULT_BODY_TIMEOUT, |timeout| timeout.0);
+        let bytes = tokio::time::timeout(limit, Bytes::from_request(request, state))
             .await
+            .map_err(|_| {
+                ApiError::request_timeout(format!(
+                    "request body not received within {} s",
+                    limit.as_secs()
+                ))
+            })?
             .map_err(|e| ApiError::bad_request(format!("unreadable body: {e}")))?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)

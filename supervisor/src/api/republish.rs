@@ -1,7 +1,9 @@
 //! Re-publishing rules (`/manage/rtmp/republish...`): list, get, create, delete, stats.
 //!
 //! Rules created here are owner 1 and live only in memory: a reload of `rules.conf`
-//! drops them, exactly as the spec says.
+//! drops them, exactly as the spec says. They are bounded (at most [`MAX_API_RULES`],
+//! every string field bounded by `config::rules::check_republish_sizes`), so the rules
+//! every worker receives stay a few MiB: 400 names the field or the limit.
 
 use crate::api::ApiState;
 use crate::api::dto::{RepublishStat, Rule};
@@ -15,7 +17,7 @@ use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::rules::RuleOwner;
 
 /// Most API-created rules held at once.
-const MAX_API_RULES: usize = 1000;
+pub const MAX_API_RULES: usize = 1000;
 
 pub async fn list(State(state): State<ApiState>) -> Json<Value> {
     let rules = state.supervisor.rules();
@@ -48,8 +50,8 @@ pub async fn create(
         .filter(|r| r.owner == RuleOwner::Api)
         .count();
     if api_rules >= MAX_API_RULES {
-        return Err(ApiError::unprocessable(format!(
-            "at most {MAX_API_RULES} rules can be created through the API"
+        return Err(ApiError::bad_request(format!(
+            "at most {MAX_API_RULES} rules can be created through the API; delete one first"
         )));
     }
     let id = supervisor.new_rule_id();

@@ -1,27 +1,27 @@
 //! `GET /manage/sessions` and `POST /manage/sessions/delete`.
+//!
+//! The list is fetched from the workers page by page (see
+//! [`crate::api::gateway::all_sessions`]), so it is complete however many sessions there
+//! are; a running worker that does not answer makes it a 503 (see
+//! [`crate::api::gateway`]).
 
 use crate::api::ApiState;
 use crate::api::dto::Session;
 use crate::api::error::{ApiError, JsonBody, ok};
-use crate::api::gateway::gather;
+use crate::api::gateway::{Incomplete, all_sessions, gather, listed};
 use axum::Json;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 
 /// Most ids one delete request may name.
 const MAX_IDS: usize = 10_000;
 
-pub async fn list(State(state): State<ApiState>) -> Json<Vec<Session>> {
-    let mut sessions = gather(
-        state.workers.ask_all(WorkerRequest::ListSessions).await,
-        |reply| match reply {
-            WorkerReply::Sessions(sessions) => Some(sessions),
-            _ => None,
-        },
-    );
-    sessions.sort_by_key(|s| s.id);
-    Json(sessions.into_iter().map(Session::from).collect())
+pub async fn list(State(state): State<ApiState>) -> Result<Response, Incomplete> {
+    let sessions = all_sessions(state.workers.as_ref()).await?;
+    let body: Vec<Session> = sessions.items.into_iter().map(Session::from).collect();
+    Ok(listed(&sessions.not_running, body))
 }
 
 /// Both body shapes deployed clients send: `[1,2]` and `{"data":[1,2]}`.
@@ -60,14 +60,17 @@ fn ids(body: DeleteBody) -> Result<Vec<u64>, ApiError> {
         .collect()
 }
 
+/// A running worker that did not confirm makes the answer 503 (naming it): its sessions
+/// may still be open, and deleting again is harmless.
 pub async fn delete(
     State(state): State<ApiState>,
     JsonBody(body): JsonBody<serde_json::Value>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<serde_json::Value>, Response> {
     let body: DeleteBody = serde_json::from_value(body).map_err(|_| {
         ApiError::bad_request("expected a JSON array of session ids or {\"data\":[ids]}")
+            .into_response()
     })?;
-    let ids = ids(body)?;
+    let ids = ids(body).map_err(IntoResponse::into_response)?;
     let deleted = gather(
         state
             .workers
@@ -77,7 +80,9 @@ pub async fn delete(
             WorkerReply::SessionsDeleted(ids) => Some(ids),
             _ => None,
         },
-    );
+    )
+    .map_err(IntoResponse::into_response)?
+    .items;
     tracing::info!(requested = ?ids, ended = ?deleted, "sessions deleted");
     Ok(ok())
 }

@@ -2,17 +2,20 @@
 //! `server_playlist_status`.
 
 use crate::api::ApiState;
-use crate::api::dto::{AppGroup, group_streams, rtmp_settings as render_settings};
+use crate::api::dto::{group_streams, rtmp_settings as render_settings};
 use crate::api::error::ApiError;
-use crate::api::gateway::gather;
+use crate::api::gateway::{Gathered, Incomplete, gather, listed};
 use axum::Json;
 use axum::extract::State;
+use axum::response::Response;
 use serde_json::{Value, json};
 use strom_ipc::WorkerKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::status::LiveStream;
 
-async fn live_streams(state: &ApiState) -> Vec<LiveStream> {
+/// Every worker's live streams; 503 when a running worker does not answer (see
+/// [`crate::api::gateway`]).
+async fn live_streams(state: &ApiState) -> Result<Gathered<LiveStream>, Incomplete> {
     gather(
         state.workers.ask_all(WorkerRequest::ListStreams).await,
         |reply| match reply {
@@ -24,12 +27,20 @@ async fn live_streams(state: &ApiState) -> Vec<LiveStream> {
     )
 }
 
-pub async fn rtmp_status(State(state): State<ApiState>) -> Json<Vec<AppGroup>> {
-    Json(group_streams(live_streams(&state).await, false))
+pub async fn rtmp_status(State(state): State<ApiState>) -> Result<Response, Incomplete> {
+    let streams = live_streams(&state).await?;
+    Ok(listed(
+        &streams.not_running,
+        group_streams(streams.items, false),
+    ))
 }
 
-pub async fn live_streams_status(State(state): State<ApiState>) -> Json<Vec<AppGroup>> {
-    Json(group_streams(live_streams(&state).await, true))
+pub async fn live_streams_status(State(state): State<ApiState>) -> Result<Response, Incomplete> {
+    let streams = live_streams(&state).await?;
+    Ok(listed(
+        &streams.not_running,
+        group_streams(streams.items, true),
+    ))
 }
 
 pub async fn rtmp_settings(State(state): State<ApiState>) -> Json<Value> {

@@ -10,7 +10,7 @@
 //! in error messages.
 
 use super::error::{ConfigError, FieldError};
-use super::rules::{check_http_url, check_name, each, unique};
+use super::rules::{check_http_url, check_media_name, each, unique};
 use serde::Deserialize;
 use std::path::Path;
 use strom_ipc::messages::{DrmSettings, HlsAes128Key};
@@ -54,9 +54,9 @@ struct RawKey {
 
 impl RawKey {
     fn validate(self) -> Result<HlsAes128Key, FieldError> {
-        check_name("app", &self.app)?;
+        check_media_name("app", &self.app)?;
         if !self.stream.is_empty() {
-            check_name("stream", &self.stream)?;
+            check_media_name("stream", &self.stream)?;
         }
         let mut key = [0u8; 16];
         if self.key.len() != 2 * key.len() {

@@ -8,7 +8,8 @@
 //! unknown key, a key given twice and a bad value are errors naming the line and the key.
 //!
 //! Relative paths (`rules_path`, `data_dir`, `run_dir`, `ssl_certificate`,
-//! `ssl_certificate_key`, `drm_settings_path`, and the default `rules.conf`) are resolved
+//! `ssl_certificate_key`, `management_ssl_certificate`, `management_ssl_certificate_key`,
+//! `drm_settings_path`, and the default `rules.conf`) are resolved
 //! against the absolute directory that contains `strom.conf`, so that the packaged file
 //! runs from a checkout and the result does not depend on a later change of directory.
 
@@ -59,6 +60,51 @@ pub struct InstanceConfig {
     /// Seconds an HLS viewer may go without a request before its session ends
     /// (`hls_session_timeout`).
     pub hls_session_timeout_secs: u32,
+    /// Seconds the packager keeps an unpublished stream's HLS segments (memory and the
+    /// `run_dir/hls` mirror) before freeing them (`hls_stream_grace`).
+    pub hls_stream_grace_secs: u32,
+    /// How the management listener treats its connections (`management_*` keys).
+    pub management: ManagementServer,
+}
+
+/// Bounds and TLS of the management API's connections: a client that connects and
+/// trickles (slowloris), idles, or opens thousands of connections holds a bounded share
+/// of the supervisor, which also needs descriptors to restart workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagementServer {
+    /// A request head must be complete this long after its first byte
+    /// (`management_header_timeout`).
+    pub header_timeout_secs: u32,
+    /// A connection with no request in progress, or whose client stopped reading the
+    /// answer, is closed after this long (`management_idle_timeout`).
+    pub idle_timeout_secs: u32,
+    /// A request body must be complete this long after the handler starts reading it
+    /// (`management_body_timeout`).
+    pub body_timeout_secs: u32,
+    /// Open management connections at most; more are accepted and closed at once
+    /// (`management_max_connections`).
+    pub max_connections: u32,
+    /// How long the API waits for each worker's answer (`management_worker_timeout`).
+    pub worker_timeout_secs: u32,
+    /// PEM certificate chain: set together with the key, the API speaks only HTTPS
+    /// (`management_ssl_certificate`).
+    pub ssl_certificate: Option<PathBuf>,
+    /// PEM private key (`management_ssl_certificate_key`).
+    pub ssl_certificate_key: Option<PathBuf>,
+}
+
+impl Default for ManagementServer {
+    fn default() -> Self {
+        Self {
+            header_timeout_secs: 10,
+            idle_timeout_secs: 30,
+            body_timeout_secs: 10,
+            max_connections: 256,
+            worker_timeout_secs: 3,
+            ssl_certificate: None,
+            ssl_certificate_key: None,
+        }
+    }
 }
 
 /// An address to listen on.
@@ -90,7 +136,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 26] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -109,6 +155,14 @@ const KEYS: [&str; 18] = [
     "max_file_cache_size",
     "access_control_allow_origin",
     "hls_session_timeout",
+    "hls_stream_grace",
+    "management_header_timeout",
+    "management_idle_timeout",
+    "management_body_timeout",
+    "management_max_connections",
+    "management_worker_timeout",
+    "management_ssl_certificate",
+    "management_ssl_certificate_key",
 ];
 
 /// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
@@ -232,6 +286,8 @@ impl InstanceConfig {
             file_cache_size_mb: 10240,
             access_control_allow_origin: None,
             hls_session_timeout_secs: 60,
+            hls_stream_grace_secs: 30,
+            management: ManagementServer::default(),
         }
     }
 
@@ -291,6 +347,34 @@ impl InstanceConfig {
                     _ => return Err(format!("expected seconds 5-86400, got {value:?}")),
                 }
             }
+            "hls_stream_grace" => {
+                self.hls_stream_grace_secs = match value.parse::<u32>() {
+                    Ok(secs) if (1..=86_400).contains(&secs) => secs,
+                    _ => return Err(format!("expected seconds 1-86400, got {value:?}")),
+                }
+            }
+            "management_header_timeout" => {
+                self.management.header_timeout_secs = parse_seconds(value, 1..=3_600)?;
+            }
+            "management_idle_timeout" => {
+                self.management.idle_timeout_secs = parse_seconds(value, 1..=86_400)?;
+            }
+            "management_body_timeout" => {
+                self.management.body_timeout_secs = parse_seconds(value, 1..=3_600)?;
+            }
+            "management_worker_timeout" => {
+                self.management.worker_timeout_secs = parse_seconds(value, 1..=60)?;
+            }
+            "management_max_connections" => {
+                self.management.max_connections = match value.parse::<u32>() {
+                    Ok(count) if (1..=65_536).contains(&count) => count,
+                    _ => return Err(format!("expected a number 1-65536, got {value:?}")),
+                }
+            }
+            "management_ssl_certificate" => self.management.ssl_certificate = Some(path()),
+            "management_ssl_certificate_key" => {
+                self.management.ssl_certificate_key = Some(path());
+            }
             _ => return Err("unknown key".to_owned()),
         }
         Ok(())
@@ -314,6 +398,31 @@ impl InstanceConfig {
                 present,
                 format!("HTTPS also needs {}", missing.join(" and ")),
             ));
+        }
+        const MANAGEMENT_TLS: [&str; 2] = [
+            "management_ssl_certificate",
+            "management_ssl_certificate_key",
+        ];
+        match MANAGEMENT_TLS.map(|k| lines.contains_key(k)) {
+            [true, false] => {
+                return Err(error(
+                    MANAGEMENT_TLS[0],
+                    format!(
+                        "HTTPS for the management API also needs {}",
+                        MANAGEMENT_TLS[1]
+                    ),
+                ));
+            }
+            [false, true] => {
+                return Err(error(
+                    MANAGEMENT_TLS[1],
+                    format!(
+                        "HTTPS for the management API also needs {}",
+                        MANAGEMENT_TLS[0]
+                    ),
+                ));
+            }
+            _ => {}
         }
         if self.ssl_port == Some(self.port) {
             return Err(error(
@@ -404,6 +513,41 @@ impl InstanceConfig {
             "hls_session_timeout",
             Some(self.hls_session_timeout_secs),
         );
+        show(
+            &mut out,
+            "hls_stream_grace",
+            Some(self.hls_stream_grace_secs),
+        );
+        let m = &self.management;
+        show(
+            &mut out,
+            "management_header_timeout",
+            Some(m.header_timeout_secs),
+        );
+        show(
+            &mut out,
+            "management_idle_timeout",
+            Some(m.idle_timeout_secs),
+        );
+        show(
+            &mut out,
+            "management_body_timeout",
+            Some(m.body_timeout_secs),
+        );
+        show(
+            &mut out,
+            "management_max_connections",
+            Some(m.max_connections),
+        );
+        show(
+            &mut out,
+            "management_worker_timeout",
+            Some(m.worker_timeout_secs),
+        );
+        let certificate = m.ssl_certificate.as_ref().map(|p| p.display());
+        show(&mut out, "management_ssl_certificate", certificate);
+        let key = m.ssl_certificate_key.as_ref().map(|p| p.display());
+        show(&mut out, "management_ssl_certificate_key", key);
         out
     }
 }
@@ -412,6 +556,17 @@ fn parse_port(value: &str) -> Result<u16, String> {
     match value.parse::<u16>() {
         Ok(port) if port != 0 => Ok(port),
         _ => Err(format!("expected a port number 1-65535, got {value:?}")),
+    }
+}
+
+fn parse_seconds(value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(secs) if range.contains(&secs) => Ok(secs),
+        _ => Err(format!(
+            "expected seconds {}-{}, got {value:?}",
+            range.start(),
+            range.end()
+        )),
     }
 }
 
@@ -516,7 +671,15 @@ mod tests {
             drm_settings_path = drm.json\n\
             max_ram_cache_size = 64\n\
             max_file_cache_size = 100\n\
-            access_control_allow_origin = *\n";
+            access_control_allow_origin = *\n\
+            hls_stream_grace = 5\n\
+            management_header_timeout = 2\n\
+            management_idle_timeout = 3\n\
+            management_body_timeout = 4\n\
+            management_max_connections = 5\n\
+            management_worker_timeout = 6\n\
+            management_ssl_certificate = api-cert.pem\n\
+            management_ssl_certificate_key = /keys/api-key.pem\n";
         let config = parse_ok(text);
         let expected = InstanceConfig {
             path: PathBuf::from(PATH),
@@ -541,6 +704,16 @@ mod tests {
             file_cache_size_mb: 100,
             access_control_allow_origin: Some("*".into()),
             hls_session_timeout_secs: 60,
+            hls_stream_grace_secs: 5,
+            management: ManagementServer {
+                header_timeout_secs: 2,
+                idle_timeout_secs: 3,
+                body_timeout_secs: 4,
+                max_connections: 5,
+                worker_timeout_secs: 6,
+                ssl_certificate: Some("/etc/strom/api-cert.pem".into()),
+                ssl_certificate_key: Some("/keys/api-key.pem".into()),
+            },
         };
         assert_eq!(config, expected);
         // The printed settings read back as the same configuration, except the token.
@@ -676,6 +849,26 @@ mod tests {
             (
                 "max_file_cache_size = 0",
                 "1: key 'max_file_cache_size': expected a size",
+            ),
+            (
+                "hls_stream_grace = 0",
+                "1: key 'hls_stream_grace': expected seconds 1-86400",
+            ),
+            (
+                "management_header_timeout = 0",
+                "1: key 'management_header_timeout': expected seconds 1-3600",
+            ),
+            (
+                "management_max_connections = 0",
+                "1: key 'management_max_connections': expected a number 1-65536",
+            ),
+            (
+                "management_ssl_certificate = c",
+                "1: key 'management_ssl_certificate': HTTPS for the management API also needs management_ssl_certificate_key",
+            ),
+            (
+                "\nmanagement_ssl_certificate_key = k",
+                "2: key 'management_ssl_certificate_key': HTTPS for the management API also needs management_ssl_certificate",
             ),
             (
                 "access_control_allow_origin = a\u{7}",

@@ -18,7 +18,10 @@
 //!     "abr": [{"app": "live", "stream": "abr",
 //!              "streams": [{"app": "live", "stream": "hi"}, {"app": "live", "stream": "lo"}]}],
 //!     "limits": {"max_connections": 10000, "handshake_timeout_secs": 10,
-//!                "publisher_idle_timeout_secs": 10, "max_message_bytes": 8388608}
+//!                "publisher_idle_timeout_secs": 10, "max_message_bytes": 8388608,
+//!                "play_coalesce_ms": 100, "max_publishers": 1000, "max_players": 10000,
+//!                "max_connections_per_ip": 1000, "player_wait_timeout_secs": 30,
+//!                "unpublish_grace_secs": 10}
 //!   },
 //!   "RtmpRepublishRules": [{"id": "to-cdn", "src_app": "live", "src_stream": "",
 //!     "dest_addr": "cdn.example.com", "dest_port": 1935, "dest_app": "ingest",
@@ -53,9 +56,27 @@ use strom_ipc::rules::{
     StreamRef,
 };
 
+/// Largest `rules.conf` accepted. Validated rules encode to no more bytes than their
+/// JSON, so with the API's own limits (see `api::republish` and `api::publish_control`)
+/// a worker's hello stays far below the control channel's message limit
+/// (`strom_ipc::frame::MAX_MESSAGE_SIZE`): the size of the configuration never decides
+/// whether a worker can start.
+pub const MAX_RULES_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads and validates `path`.
 pub fn load(path: &Path) -> Result<Rules, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::io(path, error))?;
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_RULES_BYTES + 1).read_to_string(&mut text))
+        .map_err(|error| ConfigError::io(path, error))?;
+    if text.len() as u64 > MAX_RULES_BYTES {
+        let error = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the limit of {MAX_RULES_BYTES} bytes"),
+        );
+        return Err(ConfigError::io(path, error));
+    }
     parse(&text, path)
 }
 
@@ -174,6 +195,11 @@ struct RawLimits {
     publisher_idle_timeout_secs: Option<u32>,
     max_message_bytes: Option<u32>,
     play_coalesce_ms: Option<u32>,
+    max_publishers: Option<u32>,
+    max_players: Option<u32>,
+    max_connections_per_ip: Option<u32>,
+    player_wait_timeout_secs: Option<u32>,
+    unpublish_grace_secs: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -317,7 +343,7 @@ impl RawInterface {
 
 impl RawApp {
     fn validate(self) -> Result<AppSettings, FieldError> {
-        check_name("app", &self.app)?;
+        check_media_name("app", &self.app)?;
         check_credentials(&self.login, &self.password)?;
         let publish_control = match self.publish_control {
             None => None,
@@ -361,14 +387,14 @@ impl RawPublishControl {
 
 impl RawAbr {
     fn validate(self) -> Result<AbrGroup, FieldError> {
-        check_name("app", &self.app)?;
-        check_name("stream", &self.stream)?;
+        check_media_name("app", &self.app)?;
+        check_media_name("stream", &self.stream)?;
         if self.streams.is_empty() {
             return Err(FieldError::new("streams", "must list at least one stream"));
         }
         let streams = each(self.streams, "streams", |raw| {
-            check_name("app", &raw.app)?;
-            check_name("stream", &raw.stream)?;
+            check_media_name("app", &raw.app)?;
+            check_media_name("stream", &raw.stream)?;
             Ok(StreamRef {
                 app: raw.app,
                 stream: raw.stream,
@@ -430,6 +456,36 @@ impl RawLimits {
                 defaults.play_coalesce_ms,
                 0..=500,
             )?,
+            max_publishers: limit(
+                "max_publishers",
+                self.max_publishers,
+                defaults.max_publishers,
+                1..=1_000_000,
+            )?,
+            max_players: limit(
+                "max_players",
+                self.max_players,
+                defaults.max_players,
+                1..=1_000_000,
+            )?,
+            max_connections_per_ip: limit(
+                "max_connections_per_ip",
+                self.max_connections_per_ip,
+                defaults.max_connections_per_ip,
+                1..=1_000_000,
+            )?,
+            player_wait_timeout_secs: limit(
+                "player_wait_timeout_secs",
+                self.player_wait_timeout_secs,
+                defaults.player_wait_timeout_secs,
+                1..=86_400,
+            )?,
+            unpublish_grace_secs: limit(
+                "unpublish_grace_secs",
+                self.unpublish_grace_secs,
+                defaults.unpublish_grace_secs,
+                0..=86_400,
+            )?,
         })
     }
 }
@@ -473,9 +529,9 @@ impl RawCamera {
             false => Ok((p.name, p.value)),
         })?;
         let app = self.app.unwrap_or_else(|| "live".to_owned());
-        check_name("app", &app)?;
+        check_media_name("app", &app)?;
         let stream = self.stream.unwrap_or_else(|| self.id.clone());
-        check_name("stream", &stream)?;
+        check_media_name("stream", &stream)?;
         Ok(CameraSettings {
             id: self.id,
             ip: self.ip,
@@ -494,8 +550,8 @@ const DEFAULT_IDLE_GRACE_SECS: u32 = 30;
 
 impl RawPullSource {
     fn validate(self) -> Result<PullSource, FieldError> {
-        check_name("app", &self.app)?;
-        check_name("stream", &self.stream)?;
+        check_media_name("app", &self.app)?;
+        check_media_name("stream", &self.stream)?;
         check_rtmp_url("url", &self.url)?;
         let mode = match self.mode.as_deref() {
             None | Some("always") => PullMode::Always,
@@ -595,10 +651,10 @@ fn republish_rule(raw: Value, owner: RuleOwner, id: String) -> Result<RepublishR
         return Err(FieldError::new(unknown.as_str(), message));
     }
     let src_app = required(&mut fields, "src_app")?;
-    check_name("src_app", &src_app)?;
+    check_media_name("src_app", &src_app)?;
     let src_stream = string(&mut fields, "src_stream")?;
     if !src_stream.is_empty() {
-        check_name("src_stream", &src_stream)?;
+        check_media_name("src_stream", &src_stream)?;
     }
     let dest_addr = required(&mut fields, "dest_addr")?;
     if dest_addr
@@ -632,7 +688,7 @@ fn republish_rule(raw: Value, owner: RuleOwner, id: String) -> Result<RepublishR
             FieldError::new("auth_schema", message)
         })?,
     };
-    Ok(RepublishRule {
+    let rule = RepublishRule {
         id,
         owner,
         src_app,
@@ -648,7 +704,51 @@ fn republish_rule(raw: Value, owner: RuleOwner, id: String) -> Result<RepublishR
         dest_password: string(&mut fields, "dest_password")?,
         keep_src_stream_params: boolean(&mut fields, "keep_src_stream_params")?,
         ssl: boolean(&mut fields, "ssl")?,
-    })
+    };
+    check_republish_sizes(&rule)?;
+    Ok(rule)
+}
+
+/// Longest re-publishing rule id, in bytes.
+pub const MAX_RULE_ID_BYTES: usize = 256;
+/// Longest address, app, stream, login or password of a re-publishing rule, in bytes.
+pub const MAX_RULE_FIELD_BYTES: usize = 1024;
+/// Longest `dest_app_params` or `dest_stream_params`, in bytes.
+pub const MAX_RULE_PARAMS_BYTES: usize = 4096;
+
+/// Every string of a rule is bounded, so 1000 API rules stay a few MiB in every message
+/// that carries the rules.
+fn check_republish_sizes(rule: &RepublishRule) -> Result<(), FieldError> {
+    let fields = [
+        ("id", &rule.id, MAX_RULE_ID_BYTES),
+        ("src_app", &rule.src_app, MAX_RULE_FIELD_BYTES),
+        ("src_stream", &rule.src_stream, MAX_RULE_FIELD_BYTES),
+        ("dest_addr", &rule.dest_addr, MAX_RULE_FIELD_BYTES),
+        ("dest_app", &rule.dest_app, MAX_RULE_FIELD_BYTES),
+        ("dest_stream", &rule.dest_stream, MAX_RULE_FIELD_BYTES),
+        (
+            "dest_app_params",
+            &rule.dest_app_params,
+            MAX_RULE_PARAMS_BYTES,
+        ),
+        (
+            "dest_stream_params",
+            &rule.dest_stream_params,
+            MAX_RULE_PARAMS_BYTES,
+        ),
+        ("dest_login", &rule.dest_login, MAX_RULE_FIELD_BYTES),
+        ("dest_password", &rule.dest_password, MAX_RULE_FIELD_BYTES),
+    ];
+    match fields
+        .into_iter()
+        .find(|(_, value, max)| value.len() > *max)
+    {
+        Some((field, value, max)) => Err(FieldError::new(
+            field,
+            format!("{} bytes long; the limit is {max} bytes", value.len()),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// An optional string field; absent and `null` are empty.
@@ -734,6 +834,19 @@ pub(crate) fn check_name(field: &str, name: &str) -> Result<(), FieldError> {
         return Err(FieldError::new(field, message));
     }
     Ok(())
+}
+
+/// An application or stream name: the one rule of [`strom_ipc::names`], because such a
+/// name ends up in URLs and in paths under `run_dir`.
+pub(crate) fn check_media_name(field: &str, name: &str) -> Result<(), FieldError> {
+    // The common mistakes keep their plain messages.
+    check_name(field, name)?;
+    let kind = if field.ends_with("stream") {
+        strom_ipc::names::NameKind::Stream
+    } else {
+        strom_ipc::names::NameKind::App
+    };
+    strom_ipc::names::check(kind, name).map_err(|e| FieldError::new(field, e.to_string()))
 }
 
 /// Half a set of credentials would lock every publisher out or let every one in.
@@ -932,7 +1045,7 @@ mod tests {
                 handshake_timeout_secs: 3,
                 publisher_idle_timeout_secs: 20,
                 max_message_bytes: 65536,
-                play_coalesce_ms: RtmpLimits::default().play_coalesce_ms,
+                ..RtmpLimits::default()
             }
         );
         let [first, second] = &rules.republish[..] else {
@@ -1056,6 +1169,10 @@ mod tests {
             (
                 r#"{"RtmpSettings": {"apps": [{"app": "a/b"}]}}"#,
                 "RtmpSettings.apps[0].app: \"a/b\" must not contain '/'",
+            ),
+            (
+                r#"{"RtmpPullSources": [{"app": "live", "stream": "..", "url": "rtmp://h/a/b"}]}"#,
+                "RtmpPullSources[0].stream: stream name starts with '.'",
             ),
             (
                 r#"{"RtmpSettings": {"apps": [{"app": ""}]}}"#,
@@ -1305,6 +1422,51 @@ mod tests {
         }
         let message = validate_republish_rule(json!([]), RuleOwner::Api, "x".into()).unwrap_err();
         assert_eq!(message, "expected an object of rule fields, got an array");
+    }
+
+    #[test]
+    fn republish_rule_strings_are_bounded() {
+        let base = json!({"src_app": "live", "dest_addr": "h", "dest_port": 1935, "dest_app": "a"});
+        let with = |key: &str, len: usize| {
+            let mut body = base.clone();
+            body[key] = json!("x".repeat(len));
+            validate_republish_rule(body, RuleOwner::Api, "id1".into())
+        };
+        for (key, max) in [
+            ("dest_addr", MAX_RULE_FIELD_BYTES),
+            ("dest_app", MAX_RULE_FIELD_BYTES),
+            ("dest_login", MAX_RULE_FIELD_BYTES),
+            ("dest_password", MAX_RULE_FIELD_BYTES),
+            ("dest_app_params", MAX_RULE_PARAMS_BYTES),
+            ("dest_stream_params", MAX_RULE_PARAMS_BYTES),
+        ] {
+            assert!(with(key, max).is_ok(), "{key} at its limit");
+            assert_eq!(
+                with(key, max + 1).unwrap_err(),
+                format!("{key}: {} bytes long; the limit is {max} bytes", max + 1)
+            );
+        }
+        let long_id = "i".repeat(MAX_RULE_ID_BYTES + 1);
+        let text = format!(
+            r#"{{"RtmpRepublishRules": [{{"id": "{long_id}", "src_app": "live", "dest_addr": "h", "dest_port": 1, "dest_app": "a"}}]}}"#
+        );
+        let error = parse(&text, Path::new("rules.conf"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("RtmpRepublishRules[0].id: 257 bytes long"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_oversized_rules_file_is_refused_before_parsing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.conf");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_RULES_BYTES + 1).unwrap();
+        let error = load(&path).unwrap_err().to_string();
+        assert!(error.contains("larger than the limit"), "{error}");
     }
 
     #[test]

@@ -37,6 +37,8 @@ const STOP_GRACE: Duration = Duration::from_secs(8);
 /// A worker that ran this long resets the backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Largest message (all fragments) the supervisor accepts from a worker.
+const MAX_WORKER_MESSAGE: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerState {
@@ -162,6 +164,9 @@ async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> O
     let pid = child.id();
     handle.update_status(|s| s.pid = pid);
     let (mut reader, mut writer) = channel.split();
+    // Replies are paged and small; a worker (which parses untrusted input) gets less room
+    // than the supervisor's own messages to it.
+    reader.set_max_message(MAX_WORKER_MESSAGE);
     let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|fd| fd.as_fd()).collect();
     let started = async {
         writer
@@ -226,7 +231,7 @@ async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> O
             }
         }
         () = hung.notified() => {
-            Outcome::Crashed(format!("stopped answering heartbeats for {HEARTBEAT_DEADLINE:?}; killed"))
+            Outcome::Crashed(format!("unhealthy or silent for {HEARTBEAT_DEADLINE:?}; killed"))
         }
         () = handle.stop.cancelled() => {
             handle.update_status(|s| s.state = WorkerState::Stopping);
@@ -311,6 +316,13 @@ async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<N
                     s.counters = counters;
                     s.out_rate_bps = rate;
                 });
+            }
+            Ok(WorkerReply::Failed(problem)) => {
+                // The worker is alive but cannot do its job (e.g. out of descriptors):
+                // a restart gives it a clean process.
+                tracing::error!(worker = %handle.kind, %problem, "worker reports itself unhealthy; restarting it");
+                hung.notify_one();
+                return;
             }
             Ok(other) => {
                 tracing::warn!(worker = %handle.kind, ?other, "unexpected heartbeat reply")

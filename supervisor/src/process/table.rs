@@ -95,6 +95,8 @@ impl WorkerHandle {
 #[derive(Debug, Clone)]
 pub struct WorkerTable {
     workers: Vec<Arc<WorkerHandle>>,
+    /// How long the management API waits for each worker (`management_worker_timeout`).
+    api_timeout: Duration,
 }
 
 impl WorkerTable {
@@ -104,7 +106,19 @@ impl WorkerTable {
                 .into_iter()
                 .map(|kind| Arc::new(WorkerHandle::new(kind, stop.child_token())))
                 .collect(),
+            api_timeout: REQUEST_TIMEOUT,
         }
+    }
+
+    /// The same table with another API request timeout.
+    pub fn with_api_timeout(mut self, timeout: Duration) -> Self {
+        self.api_timeout = timeout;
+        self
+    }
+
+    /// How long the management API waits for a worker's answer.
+    pub fn api_timeout(&self) -> Duration {
+        self.api_timeout
     }
 
     pub fn all(&self) -> &[Arc<WorkerHandle>] {
@@ -120,15 +134,22 @@ impl WorkerTable {
         &self.workers[index]
     }
 
-    /// Sends `request` to every running worker at once; each answer or error is returned
-    /// with its kind. Workers that are restarting answer `Unavailable` immediately.
+    /// Sends `request` to every running worker at once, each with the API timeout; each
+    /// answer or error is returned with its kind. Workers that are restarting answer
+    /// `Unavailable` immediately.
     pub async fn fan_out(
         &self,
         request: WorkerRequest,
     ) -> Vec<(WorkerKind, Result<WorkerReply, RequestError>)> {
+        let timeout = self.api_timeout;
         let asks = self.workers.iter().map(|worker| {
             let request = request.clone();
-            async move { (worker.kind, worker.request(request).await) }
+            async move {
+                (
+                    worker.kind,
+                    worker.request_with(request, &[], timeout).await,
+                )
+            }
         });
         futures_util::future::join_all(asks).await
     }

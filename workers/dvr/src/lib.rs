@@ -31,6 +31,10 @@ impl WorkerService for DvrWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(Vec::new()),
+            WorkerRequest::ListSessionsPage { .. } => WorkerReply::SessionsPage {
+                sessions: Vec::new(),
+                more: false,
+            },
             WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
             WorkerRequest::DvrStatus { .. } => WorkerReply::DvrArchives(Vec::new()),
             WorkerRequest::DvrCleanup { app, stream, .. } => {

@@ -51,6 +51,10 @@ impl WorkerService for IngestWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(Vec::new()),
+            WorkerRequest::ListSessionsPage { .. } => WorkerReply::SessionsPage {
+                sessions: Vec::new(),
+                more: false,
+            },
             WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
             WorkerRequest::ListStreams => WorkerReply::Streams(Vec::new()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),

@@ -5,6 +5,10 @@
 //! `playlist.m3u8` (master, MPEG-TS) and `playlist_fmp4.m3u8` (master, fMP4) open a
 //! viewer session; `chunks.m3u8?sid=N` / `chunks_fmp4.m3u8?sid=N` are the live media
 //! playlists; `seg_<n>.ts`, `seg_<n>.m4s` and `init_<id>.mp4` the segments.
+//!
+//! An `<app>` or `<stream>` that fails `strom_ipc::names` is answered 404 before anything
+//! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
+//! without `?sid=` and plays all the same.
 
 use crate::packaging::Packaging;
 use crate::tls::SwappableCertificate;
@@ -205,6 +209,9 @@ impl Context {
         else {
             return error(StatusCode::NOT_FOUND, "no such stream");
         };
+        if strom_ipc::names::check_pair(app, stream).is_err() {
+            return error(StatusCode::NOT_FOUND, "no such stream");
+        }
         let sid = request.uri().query().and_then(|q| {
             q.split('&')
                 .find_map(|pair| pair.strip_prefix("sid="))
@@ -221,7 +228,7 @@ impl Context {
                     Some(Lookup::Live(viewer)) => Some(viewer),
                     Some(Lookup::Unknown) | None => None,
                 };
-                self.media(request, app, stream, file, viewer, sid.unwrap_or(0), head)
+                self.media(request, app, stream, file, viewer, sid, head)
             }
         }
     }
@@ -262,11 +269,10 @@ impl Context {
             .headers()
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        let viewer = self
-            .viewers
-            .open(app, stream, self.peer.ip().to_string(), user_agent);
+            .unwrap_or_default();
+        // `None` past the session caps: the playlist goes out without a session id.
+        let viewer = self.viewers.open(app, stream, self.peer.ip(), user_agent);
+        let session = viewer.as_ref().map(|v| v.id);
         let text = match (abr, single) {
             (Some(_), _) => {
                 let variants: Vec<_> = members
@@ -275,21 +281,21 @@ impl Context {
                         s.variant(
                             &format!("../../{}/{}/", member.app, member.stream),
                             fmp4,
-                            viewer.id,
+                            session,
                         )
                     })
                     .collect();
                 strom_media::hls::playlist::master_playlist(&variants, if fmp4 { 7 } else { 3 })
             }
-            (None, Some(s)) => s.master(fmp4, viewer.id),
+            (None, Some(s)) => s.master(fmp4, session),
             (None, None) => return error(StatusCode::NOT_FOUND, "no such stream"),
         };
-        tracing::debug!(session = viewer.id, %app, %stream, "hls viewer session opened");
+        tracing::debug!(?session, %app, %stream, "hls master playlist served");
         body(
             Bytes::from(text),
             PLAYLIST_TYPE,
             "no-cache",
-            Some(&viewer),
+            viewer.as_deref(),
             head,
             None,
         )
@@ -303,7 +309,7 @@ impl Context {
         stream: &str,
         file: &str,
         viewer: Option<Arc<Viewer>>,
-        sid: u64,
+        sid: Option<u64>,
         head: bool,
     ) -> Response<Full<Bytes>> {
         let Some(hls) = self.packaging.store.get(app, stream) else {

@@ -4,6 +4,10 @@
 //! A task outlives its producer: when the bus connection breaks (publisher gone, rtmp
 //! worker restarting) the segments stay served and the task resubscribes with backoff;
 //! the next segment after any break carries a discontinuity.
+//!
+//! A stream that leaves the registry is marked ended in the [`Store`], which frees it
+//! after the grace time unless it comes back. Names that fail `strom_ipc::names` are
+//! never packaged (a producer should not announce them; if one does, it is logged).
 
 use crate::store::{HlsStream, Store};
 use crate::tracks::TrackBuilder;
@@ -74,12 +78,22 @@ impl Packaging {
         let wanted: HashMap<(String, String), StreamLocation> = locations
             .into_iter()
             .filter(|l| hls_settings(&rules, &l.app).0)
+            .filter(|l| match strom_ipc::names::check_pair(&l.app, &l.stream) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(app = ?l.app, stream = ?l.stream, error = %e, "announced stream not packaged: bad name");
+                    false
+                }
+            })
             .map(|l| ((l.app.clone(), l.stream.clone()), l))
             .collect();
         tasks.retain(|key, task| {
             let keep = wanted.get(key).is_some_and(|l| *l == task.location);
             if !keep {
                 task.stop.cancel();
+                if !wanted.contains_key(key) {
+                    self.store.mark_ended(&key.0, &key.1);
+                }
             }
             keep
         });
@@ -89,13 +103,16 @@ impl Packaging {
             }
             let (_, duration) = hls_settings(&rules, &location.app);
             let stop = self.shutdown.child_token();
-            let stream = self.store.get_or_create(&location.app, &location.stream);
+            let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
+                continue;
+            };
             tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
             tokio::spawn(run(
                 location.bus_path.clone(),
                 key.0.clone(),
                 key.1.clone(),
                 stream,
+                Arc::clone(&self.store),
                 duration,
                 stop.clone(),
             ));
@@ -109,6 +126,7 @@ async fn run(
     app: String,
     stream: String,
     hls: Arc<HlsStream>,
+    store: Arc<Store>,
     duration: u32,
     stop: CancellationToken,
 ) {
@@ -118,7 +136,7 @@ async fn run(
             Ok(subscription) => {
                 backoff = Duration::from_millis(50);
                 hls.mark_discontinuity();
-                match package(subscription, &hls, duration, &stop).await {
+                match package(subscription, &hls, &store, duration, &stop).await {
                     Ok(()) => return,
                     Err(e) => {
                         tracing::info!(%app, %stream, error = %e, "bus subscription ended; resubscribing")
@@ -159,6 +177,7 @@ impl Timeline {
 async fn package(
     mut subscription: Subscription,
     hls: &Arc<HlsStream>,
+    store: &Arc<Store>,
     duration: u32,
     stop: &CancellationToken,
 ) -> Result<(), IpcError> {
@@ -185,12 +204,18 @@ async fn package(
             .segmenter
             .get_or_insert_with(|| Segmenter::new(duration, has_video));
         if let Some(cut) = segmenter.push(sample) {
-            finish(current, cut, hls, duration).await;
+            finish(current, cut, hls, store, duration).await;
         }
     }
 }
 
-async fn finish(timeline: &mut Timeline, cut: CutSegment, hls: &Arc<HlsStream>, duration: u32) {
+async fn finish(
+    timeline: &mut Timeline,
+    cut: CutSegment,
+    hls: &Arc<HlsStream>,
+    store: &Arc<Store>,
+    duration: u32,
+) {
     let tracks = &timeline.tracks.tracks;
     let init_id =
         (u64::from(timeline.generation) << 16) | u64::from(timeline.tracks.config_version & 0xFFFF);
@@ -232,13 +257,101 @@ async fn finish(timeline: &mut Timeline, cut: CutSegment, hls: &Arc<HlsStream>, 
         duration,
     );
     let hls = Arc::clone(hls);
+    let store = Arc::clone(store);
     let (ts, m4s) = (Bytes::from(ts), Bytes::from(m4s));
-    // Segments are mirrored to disk: off the async threads.
+    // Segments are mirrored to disk (and evicted under memory pressure): off the async
+    // threads.
     let added = tokio::task::spawn_blocking(move || {
-        hls.add_segment(duration_secs, program_date_time_ms, init_id, ts, m4s, facts)
+        let sequence =
+            hls.add_segment(duration_secs, program_date_time_ms, init_id, ts, m4s, facts);
+        store.enforce_ram_limit();
+        sequence
     })
     .await;
     if let Ok(sequence) = added {
         tracing::debug!(sequence, duration_secs, "segment ready");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::store::Limits;
+    use strom_ipc::WorkerKind;
+
+    fn location(app: &str, stream: &str, bus: &std::path::Path) -> StreamLocation {
+        StreamLocation {
+            app: app.to_owned(),
+            stream: stream.to_owned(),
+            producer: WorkerKind::Rtmp,
+            bus_path: bus.to_owned(),
+        }
+    }
+
+    /// Every path under `dir`.
+    fn tree(dir: &std::path::Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            out.push(entry.path());
+            if entry.file_type().unwrap().is_dir() {
+                out.extend(tree(&entry.path()));
+            }
+        }
+        out
+    }
+
+    /// A producer announcing hostile names (as the registry would pass them on) gets
+    /// nothing packaged and nothing written, inside or outside `run_dir`.
+    #[tokio::test]
+    async fn hostile_announced_names_are_not_packaged() {
+        let top = tempfile::tempdir().unwrap();
+        let run_dir = top.path().join("a/b/run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let bus = run_dir.join("bus.sock");
+        let shutdown = CancellationToken::new();
+        let store = Arc::new(Store::new(
+            &run_dir,
+            Limits {
+                max_ram_bytes: u64::MAX,
+                grace: Duration::from_secs(30),
+            },
+        ));
+        let packaging = Packaging::new(Arc::clone(&store), Rules::default(), shutdown.clone());
+        assert!(hls_settings(&packaging.rules(), "live").0);
+        let hostile = [
+            ("live", "../../../../x"),
+            ("live", "/tmp/x"),
+            ("..", ".."),
+            ("live", "a/b"),
+            ("live", ".hidden"),
+            ("live", ""),
+        ];
+        packaging.apply_registry(
+            hostile
+                .iter()
+                .map(|(app, stream)| location(app, stream, &bus))
+                .collect(),
+        );
+        assert!(locked(&packaging.tasks).is_empty());
+        for (app, stream) in hostile {
+            assert!(packaging.store.get(app, stream).is_none());
+        }
+        // A good name beside them is packaged.
+        packaging.apply_registry(vec![
+            location("live", "../../../../x", &bus),
+            location("live", "good", &bus),
+        ]);
+        assert_eq!(locked(&packaging.tasks).len(), 1);
+        assert!(packaging.store.get("live", "good").is_some());
+        // Gone from the registry: ended, freed after the grace time.
+        packaging.apply_registry(Vec::new());
+        assert!(locked(&packaging.tasks).is_empty());
+        shutdown.cancel();
+        assert_eq!(
+            tree(top.path()),
+            vec![top.path().join("a"), top.path().join("a/b"), run_dir]
+        );
     }
 }

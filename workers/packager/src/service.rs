@@ -2,7 +2,7 @@
 
 use crate::http::Delivery;
 use crate::packaging::Packaging;
-use crate::store::Store;
+use crate::store::{Limits, Store};
 use crate::tls::{SwappableCertificate, certified_key, server_config};
 use crate::viewers::Viewers;
 use hyper::header::HeaderValue;
@@ -15,7 +15,10 @@ use strom_worker_runtime::{
     AcceptLoops, InheritedListener, WorkerContext, WorkerCounters, WorkerService,
 };
 
-const HOUSEKEEPING: Duration = Duration::from_secs(5);
+/// How often ended streams are freed, the memory limit enforced and the caches reported.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// Idle viewer sessions are swept every this many housekeeping ticks.
+const SWEEP_EVERY: u32 = 5;
 
 pub struct PackagerWorker {
     accept: AcceptLoops<Delivery>,
@@ -32,7 +35,14 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     if let Some(material) = &context.hello.tls {
         certificate.replace(certified_key(material)?);
     }
-    let store = Arc::new(Store::new(&context.hello.settings.run_dir));
+    let settings = &context.hello.settings;
+    let store = Arc::new(Store::new(
+        &settings.run_dir,
+        Limits {
+            max_ram_bytes: settings.max_ram_cache_bytes,
+            grace: Duration::from_secs(u64::from(settings.hls_stream_grace_secs)),
+        },
+    ));
     store.restore_all();
     let packaging = Arc::new(Packaging::new(
         Arc::clone(&store),
@@ -73,7 +83,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     }))
 }
 
-/// Expires idle viewers and reports segment memory.
+/// Frees ended streams, keeps segment memory within its limit, expires idle viewers and
+/// reports the caches (`RamCacheSize`, `FileCacheSize`).
 async fn housekeeping(
     store: Arc<Store>,
     viewers: Arc<Viewers>,
@@ -81,12 +92,20 @@ async fn housekeeping(
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let mut tick = tokio::time::interval(HOUSEKEEPING);
+    let mut ticks: u32 = 0;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
             _ = tick.tick() => {
-                viewers.sweep();
+                ticks = ticks.wrapping_add(1);
+                if ticks.is_multiple_of(SWEEP_EVERY) {
+                    viewers.sweep();
+                }
+                let maintained = Arc::clone(&store);
+                // Deleting directories blocks: off the async threads.
+                let _ = tokio::task::spawn_blocking(move || maintained.maintain()).await;
                 counters.set_ram_cache_bytes(store.ram_bytes());
+                counters.set_file_cache_bytes(store.disk_bytes());
             }
         }
     }
@@ -96,6 +115,9 @@ impl WorkerService for PackagerWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.viewers.list()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                self.viewers.page(after_id, limit)
+            }
             WorkerRequest::DeleteSessions(ids) => {
                 let ended = self.viewers.revoke(&ids);
                 if !ended.is_empty() {

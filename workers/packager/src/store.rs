@@ -1,12 +1,26 @@
 //! The segments of every packaged stream: a sliding window in memory, mirrored to
 //! `run_dir/hls/<app>/<stream>/` so that a restarted packager serves the same playlist
 //! and segments at once and continues the media sequence with a discontinuity.
+//!
+//! What is held is bounded:
+//! - a stream whose producer is gone (unpublished, not back) keeps being served for the
+//!   grace time (`hls_stream_grace`), then is freed in memory and on disk, and its
+//!   playlist and segments answer 404 ([`Store::expire_ended`]);
+//! - the segments of all streams together stay within `max_ram_cache_size`
+//!   ([`Store::enforce_ram_limit`]); the disk mirror holds the same segments.
+//!
+//! Every filesystem path is built from a checked name: [`stream_dir`] and [`app_dir`]
+//! refuse what `strom_ipc::names` refuses, so no announced or requested name can reach
+//! outside `run_dir/hls`.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use strom_ipc::names::{self, NameError};
 use strom_media::hls::playlist::{SegmentEntry, Variant, master_playlist, media_playlist};
 use strom_worker_runtime::sync::locked;
 
@@ -15,6 +29,30 @@ pub const PLAYLIST_WINDOW: usize = 6;
 /// Segments kept beyond the window, so a player that read an older playlist still gets
 /// every segment it lists.
 const GRACE_SEGMENTS: usize = 4;
+/// Under memory pressure live playlists are shrunk to this many segments before any is
+/// shrunk further (players want about three target durations of live edge).
+const MIN_LIVE_SEGMENTS: usize = 3;
+/// The playlist index in a stream's directory.
+const INDEX: &str = "index.json";
+/// Directories of freed streams are renamed to `<root>/.gone-<n>` (a name no stream can
+/// have) and deleted from there; a restart deletes leftovers.
+const TRASH_PREFIX: &str = ".gone-";
+/// "Over max_ram_cache_size and nothing left to evict" is logged at most this often.
+const OVER_LIMIT_WARNING: Duration = Duration::from_secs(60);
+
+/// The directory of `app/stream` under `root`: the only way a stream's path is built.
+/// Names that `strom_ipc::names` refuses (`..`, `/`, empty, hidden, too long, ...) get
+/// no path at all.
+pub fn stream_dir(root: &Path, app: &str, stream: &str) -> Result<PathBuf, NameError> {
+    names::check_pair(app, stream)?;
+    Ok(root.join(app).join(stream))
+}
+
+/// The directory of an application under `root`, for a checked name only.
+pub fn app_dir(root: &Path, app: &str) -> Result<PathBuf, NameError> {
+    names::check_app(app)?;
+    Ok(root.join(app))
+}
 
 /// One finished segment in both formats.
 #[derive(Debug, Clone)]
@@ -57,20 +95,69 @@ struct StreamState {
     /// Media playlists (TS, fMP4) rendered once per segment change, with a session
     /// placeholder: a chunklist request only fills in its session id.
     rendered: [Option<String>; 2],
+    /// Since when the stream has no producer (`None` while it is packaged).
+    ended: Option<Instant>,
+}
+
+impl StreamState {
+    /// Drops the oldest segment, keeping the playlist's discontinuity count right.
+    fn pop_front(&mut self) -> Option<Segment> {
+        let old = self.segments.pop_front()?;
+        if old.entry.discontinuity {
+            self.meta.discontinuity_sequence += 1;
+        }
+        self.rendered = [None, None];
+        Some(old)
+    }
+
+    fn ram_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| (s.ts.len() + s.m4s.len()) as u64)
+            .sum::<u64>()
+            + self.inits.values().map(|b| b.len() as u64).sum::<u64>()
+    }
+
+    fn sync_meta(&mut self) -> StreamMeta {
+        self.meta.segments = self.segments.iter().map(|s| s.entry.clone()).collect();
+        self.meta.clone()
+    }
+}
+
+/// The files a stream has in its directory, by name, with their sizes.
+#[derive(Debug, Default)]
+struct Disk {
+    /// The stream was freed: nothing is written any more.
+    removed: bool,
+    files: HashMap<String, u64>,
 }
 
 /// One packaged stream.
 #[derive(Debug)]
 pub struct HlsStream {
+    app: String,
+    stream: String,
     dir: PathBuf,
+    /// Held across a change and its mirroring, so the disk sees changes in order.
+    /// Lock order: the store's map, then `disk`, then `state`.
+    disk: Mutex<Disk>,
     state: Mutex<StreamState>,
+    /// Bytes of segments and init segments held in memory.
+    ram: AtomicU64,
+    /// Bytes of this stream's files in the disk mirror.
+    disk_bytes: AtomicU64,
 }
 
 impl HlsStream {
-    fn new(dir: PathBuf) -> Self {
+    fn new(app: &str, stream: &str, dir: PathBuf) -> Self {
         Self {
+            app: app.to_owned(),
+            stream: stream.to_owned(),
             dir,
+            disk: Mutex::new(Disk::default()),
             state: Mutex::new(StreamState::default()),
+            ram: AtomicU64::new(0),
+            disk_bytes: AtomicU64::new(0),
         }
     }
 
@@ -80,11 +167,13 @@ impl HlsStream {
     }
 
     pub fn add_init(&self, id: u64, bytes: Bytes) {
-        let path = self.dir.join(format!("init_{id}.mp4"));
-        if let Err(e) = write_file(&path, &bytes) {
-            tracing::warn!(path = %path.display(), error = %e, "init segment not persisted");
-        }
-        locked(&self.state).inits.insert(id, bytes);
+        let mut disk = locked(&self.disk);
+        self.persist(&mut disk, format!("init_{id}.mp4"), &bytes);
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
+        let mut state = locked(&self.state);
+        state.inits.insert(id, bytes);
+        self.ram.store(state.ram_bytes(), Ordering::Relaxed);
     }
 
     /// Adds a finished segment; returns its sequence number.
@@ -98,6 +187,7 @@ impl HlsStream {
         facts: (String, u32, u32, u32),
     ) -> u64 {
         let (codecs, width, height, target_duration) = facts;
+        let mut disk = locked(&self.disk);
         let mut state = locked(&self.state);
         let sequence = state.meta.next_sequence;
         state.meta.next_sequence += 1;
@@ -124,40 +214,110 @@ impl HlsStream {
         state.rendered = [None, None];
         let mut expired = Vec::new();
         while state.segments.len() > PLAYLIST_WINDOW + GRACE_SEGMENTS {
-            if let Some(old) = state.segments.pop_front() {
-                if old.entry.discontinuity {
-                    state.meta.discontinuity_sequence += 1;
-                }
+            if let Some(old) = state.pop_front() {
                 expired.push(old.entry.sequence);
             }
         }
         let used: Vec<u64> = state.segments.iter().map(|s| s.entry.init_id).collect();
-        state
-            .inits
-            .retain(|id, _| used.contains(id) || *id == init_id);
-        state.meta.segments = state.segments.iter().map(|s| s.entry.clone()).collect();
-        let meta = state.meta.clone();
-        drop(state);
-        // Mirrored to disk after the lock is released: requests for the stream never wait
-        // on the disk. Segment files first, then the index that lists them.
-        for (extension, bytes) in [("ts", &ts), ("m4s", &m4s)] {
-            let path = self.dir.join(format!("{sequence}.{extension}"));
-            if let Err(e) = write_file(&path, bytes) {
-                tracing::warn!(path = %path.display(), error = %e, "segment not persisted");
+        let mut dropped_inits = Vec::new();
+        state.inits.retain(|id, _| {
+            let keep = used.contains(id) || *id == init_id;
+            if !keep {
+                dropped_inits.push(*id);
             }
+            keep
+        });
+        let meta = state.sync_meta();
+        self.ram.store(state.ram_bytes(), Ordering::Relaxed);
+        drop(state);
+        // Mirrored to disk after the state lock is released: requests for the stream
+        // never wait on the disk. Segment files first, then the index that lists them.
+        for (extension, bytes) in [("ts", &ts), ("m4s", &m4s)] {
+            self.persist(&mut disk, format!("{sequence}.{extension}"), bytes);
         }
-        if let Err(e) = write_file(
-            &self.dir.join("index.json"),
-            &serde_json::to_vec(&meta).unwrap_or_default(),
-        ) {
-            tracing::warn!(error = %e, "playlist index not persisted");
-        }
+        self.persist_index(&mut disk, &meta);
         for old in expired {
             for extension in ["ts", "m4s"] {
-                let _ = std::fs::remove_file(self.dir.join(format!("{old}.{extension}")));
+                self.unpersist(&mut disk, &format!("{old}.{extension}"));
             }
         }
+        for id in dropped_inits {
+            self.unpersist(&mut disk, &format!("init_{id}.mp4"));
+        }
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
         sequence
+    }
+
+    /// Drops the oldest segment if more than `keep` are held, in memory and on disk;
+    /// returns the bytes freed in memory.
+    fn evict_front(&self, keep: usize) -> u64 {
+        let mut disk = locked(&self.disk);
+        let mut state = locked(&self.state);
+        if state.segments.len() <= keep {
+            return 0;
+        }
+        let Some(old) = state.pop_front() else {
+            return 0;
+        };
+        let meta = state.sync_meta();
+        self.ram.store(state.ram_bytes(), Ordering::Relaxed);
+        drop(state);
+        let sequence = old.entry.sequence;
+        self.unpersist(&mut disk, &format!("{sequence}.ts"));
+        self.unpersist(&mut disk, &format!("{sequence}.m4s"));
+        self.persist_index(&mut disk, &meta);
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
+        (old.ts.len() + old.m4s.len()) as u64
+    }
+
+    /// Age (program date-time) of the oldest segment and how many segments are held.
+    fn front(&self) -> Option<(i64, usize)> {
+        let state = locked(&self.state);
+        let first = state.segments.front()?;
+        Some((first.entry.program_date_time_ms, state.segments.len()))
+    }
+
+    fn persist(&self, disk: &mut Disk, name: String, bytes: &[u8]) {
+        if disk.removed {
+            return;
+        }
+        let path = self.dir.join(&name);
+        match write_file(&path, bytes) {
+            Ok(()) => {
+                disk.files.insert(name, bytes.len() as u64);
+            }
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "hls file not persisted"),
+        }
+    }
+
+    fn persist_index(&self, disk: &mut Disk, meta: &StreamMeta) {
+        self.persist(
+            disk,
+            INDEX.to_owned(),
+            &serde_json::to_vec(meta).unwrap_or_default(),
+        );
+    }
+
+    fn unpersist(&self, disk: &mut Disk, name: &str) {
+        if disk.files.remove(name).is_some() {
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
+    }
+
+    /// The stream has no producer any more (its grace time starts), or has one again.
+    fn set_ended(&self, ended: bool) {
+        let mut state = locked(&self.state);
+        state.ended = match (ended, state.ended) {
+            (true, Some(since)) => Some(since),
+            (true, None) => Some(Instant::now()),
+            (false, _) => None,
+        };
+    }
+
+    fn ended_for(&self) -> Option<Duration> {
+        locked(&self.state).ended.map(|since| since.elapsed())
     }
 
     pub fn has_segments(&self) -> bool {
@@ -165,50 +325,39 @@ impl HlsStream {
     }
 
     pub fn ram_bytes(&self) -> u64 {
-        let state = locked(&self.state);
-        state
-            .segments
-            .iter()
-            .map(|s| (s.ts.len() + s.m4s.len()) as u64)
-            .sum::<u64>()
-            + state.inits.values().map(|b| b.len() as u64).sum::<u64>()
+        self.ram.load(Ordering::Relaxed)
     }
 
-    /// The master playlist for the TS (`fmp4 == false`) or fMP4 variant.
-    pub fn master(&self, fmp4: bool, session: u64) -> String {
+    pub fn disk_bytes(&self) -> u64 {
+        self.disk_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The master playlist for the TS (`fmp4 == false`) or fMP4 variant; `session`
+    /// `None`: the viewer has no session and its URLs carry none.
+    pub fn master(&self, fmp4: bool, session: Option<u64>) -> String {
         let state = locked(&self.state);
         let meta = &state.meta;
-        let chunklist = if fmp4 {
-            "chunks_fmp4.m3u8"
-        } else {
-            "chunks.m3u8"
-        };
         let variant = Variant {
             bandwidth: meta.bandwidth,
             resolution: Some((meta.width, meta.height)),
             codecs: meta.codecs.clone(),
-            uri: format!("{chunklist}?sid={session}"),
+            uri: format!("{}{}", chunklist(fmp4), session_query(session)),
         };
         master_playlist(&[variant], if fmp4 { 7 } else { 3 })
     }
 
     /// A variant entry pointing at this stream from an ABR master elsewhere.
-    pub fn variant(&self, uri_prefix: &str, fmp4: bool, session: u64) -> Variant {
+    pub fn variant(&self, uri_prefix: &str, fmp4: bool, session: Option<u64>) -> Variant {
         let state = locked(&self.state);
-        let chunklist = if fmp4 {
-            "chunks_fmp4.m3u8"
-        } else {
-            "chunks.m3u8"
-        };
         Variant {
             bandwidth: state.meta.bandwidth,
             resolution: Some((state.meta.width, state.meta.height)),
             codecs: state.meta.codecs.clone(),
-            uri: format!("{uri_prefix}{chunklist}?sid={session}"),
+            uri: format!("{uri_prefix}{}{}", chunklist(fmp4), session_query(session)),
         }
     }
 
-    pub fn media(&self, fmp4: bool, session: u64) -> String {
+    pub fn media(&self, fmp4: bool, session: Option<u64>) -> String {
         let mut state = locked(&self.state);
         let slot = usize::from(fmp4);
         let template = match &state.rendered[slot] {
@@ -218,7 +367,10 @@ impl HlsStream {
                 state.rendered[slot].insert(rendered)
             }
         };
-        template.replace(SESSION_PLACEHOLDER, &session.to_string())
+        match session {
+            Some(session) => template.replace(SESSION_PLACEHOLDER, &session.to_string()),
+            None => template.replace(SESSION_QUERY, ""),
+        }
     }
 
     pub fn segment(&self, sequence: u64, fmp4: bool) -> Option<Bytes> {
@@ -238,21 +390,34 @@ impl HlsStream {
         locked(&self.state).inits.get(&id).cloned()
     }
 
-    /// Reloads what a previous packager process left on disk.
+    /// Reloads what a previous packager process left on disk, and deletes what the index
+    /// does not list (files of a crash between writing a segment and the index).
     fn restore(&self) -> std::io::Result<()> {
-        let meta: StreamMeta = serde_json::from_slice(&std::fs::read(self.dir.join("index.json"))?)
+        let mut disk = locked(&self.disk);
+        let index = std::fs::read(self.dir.join(INDEX))?;
+        let meta: StreamMeta = serde_json::from_slice(&index)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let mut kept: HashMap<String, u64> = HashMap::new();
         let mut state = locked(&self.state);
         for entry in &meta.segments {
-            let read = |ext: &str| {
-                std::fs::read(self.dir.join(format!("{}.{ext}", entry.sequence))).map(Bytes::from)
-            };
-            let (Ok(ts), Ok(m4s)) = (read("ts"), read("m4s")) else {
+            let read = |name: &str| std::fs::read(self.dir.join(name)).map(Bytes::from);
+            let names = [
+                format!("{}.ts", entry.sequence),
+                format!("{}.m4s", entry.sequence),
+            ];
+            let (Ok(ts), Ok(m4s)) = (read(&names[0]), read(&names[1])) else {
                 continue;
             };
-            if let Ok(init) = std::fs::read(self.dir.join(format!("init_{}.mp4", entry.init_id))) {
-                state.inits.insert(entry.init_id, Bytes::from(init));
+            let init_name = format!("init_{}.mp4", entry.init_id);
+            if !state.inits.contains_key(&entry.init_id)
+                && let Ok(init) = read(&init_name)
+            {
+                kept.insert(init_name, init.len() as u64);
+                state.inits.insert(entry.init_id, init);
             }
+            let [ts_name, m4s_name] = names;
+            kept.insert(ts_name, ts.len() as u64);
+            kept.insert(m4s_name, m4s.len() as u64);
             state.segments.push_back(Segment {
                 entry: entry.clone(),
                 ts,
@@ -260,15 +425,75 @@ impl HlsStream {
             });
         }
         state.meta = meta;
+        state.sync_meta();
         state.rendered = [None, None];
         // Whatever comes next was produced by a different process: a new timeline.
         state.pending_discontinuity = true;
+        self.ram.store(state.ram_bytes(), Ordering::Relaxed);
+        drop(state);
+        kept.insert(INDEX.to_owned(), index.len() as u64);
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let listed = entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| kept.contains_key(n));
+                if !listed && entry.file_type().is_ok_and(|t| t.is_file()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        disk.files = kept;
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Frees the stream: nothing more is written, memory is released and its directory
+    /// is moved to `trash` (deleted by the caller, outside the store's lock).
+    fn detach(&self, trash: &Path) -> Option<PathBuf> {
+        let mut disk = locked(&self.disk);
+        disk.removed = true;
+        let had_files = !disk.files.is_empty();
+        disk.files = HashMap::new();
+        self.disk_bytes.store(0, Ordering::Relaxed);
+        {
+            let mut state = locked(&self.state);
+            state.segments = VecDeque::new();
+            state.inits = HashMap::new();
+            state.rendered = [None, None];
+            self.ram.store(0, Ordering::Relaxed);
+        }
+        match std::fs::rename(&self.dir, trash) {
+            Ok(()) => Some(trash.to_owned()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                if had_files {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "hls directory not moved away; deleting it in place");
+                }
+                let _ = std::fs::remove_dir_all(&self.dir);
+                None
+            }
+        }
     }
 }
 
 /// Stands for the viewer's session id in a cached media playlist.
 const SESSION_PLACEHOLDER: &str = "{sid}";
+/// The query that carries it; removed for a viewer without a session.
+const SESSION_QUERY: &str = "?sid={sid}";
+
+fn chunklist(fmp4: bool) -> &'static str {
+    if fmp4 {
+        "chunks_fmp4.m3u8"
+    } else {
+        "chunks.m3u8"
+    }
+}
+
+fn session_query(session: Option<u64>) -> String {
+    session.map(|id| format!("?sid={id}")).unwrap_or_default()
+}
 
 fn render_media(state: &StreamState, fmp4: bool) -> String {
     let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
@@ -290,10 +515,9 @@ fn render_media(state: &StreamState, fmp4: bool) -> String {
             duration_secs: s.entry.duration_secs,
             program_date_time_ms: s.entry.program_date_time_ms,
             discontinuity: s.entry.discontinuity,
-            map_uri: fmp4
-                .then(|| format!("init_{}.mp4?sid={SESSION_PLACEHOLDER}", s.entry.init_id)),
+            map_uri: fmp4.then(|| format!("init_{}.mp4{SESSION_QUERY}", s.entry.init_id)),
             uri: format!(
-                "seg_{}.{}?sid={SESSION_PLACEHOLDER}",
+                "seg_{}.{}{SESSION_QUERY}",
                 s.entry.sequence,
                 if fmp4 { "m4s" } else { "ts" }
             ),
@@ -316,56 +540,115 @@ fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
+/// What the store may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of segments in memory across all streams (`max_ram_cache_size`).
+    pub max_ram_bytes: u64,
+    /// How long an unpublished stream stays served (`hls_stream_grace`).
+    pub grace: Duration,
+}
+
+type StreamKey = (String, String);
+
 /// Every packaged stream of the worker.
 #[derive(Debug)]
 pub struct Store {
     root: PathBuf,
-    streams: Mutex<HashMap<(String, String), Arc<HlsStream>>>,
+    limits: Limits,
+    streams: Mutex<HashMap<StreamKey, Arc<HlsStream>>>,
+    /// One eviction pass at a time (passes run after every segment and periodically).
+    enforcing: Mutex<()>,
+    trash_counter: AtomicU64,
+    over_limit_warned: Mutex<Option<Instant>>,
 }
 
 impl Store {
-    pub fn new(run_dir: &Path) -> Self {
+    pub fn new(run_dir: &Path, limits: Limits) -> Self {
         Self {
             root: run_dir.join("hls"),
+            limits,
             streams: Mutex::new(HashMap::new()),
+            enforcing: Mutex::new(()),
+            trash_counter: AtomicU64::new(0),
+            over_limit_warned: Mutex::new(None),
         }
     }
 
-    fn dir_for(&self, app: &str, stream: &str) -> PathBuf {
-        self.root.join(app).join(stream)
-    }
-
+    /// The stream, for a request; a name that fails the check is not looked up.
     pub fn get(&self, app: &str, stream: &str) -> Option<Arc<HlsStream>> {
+        names::check_pair(app, stream).ok()?;
         locked(&self.streams)
             .get(&(app.to_owned(), stream.to_owned()))
             .cloned()
     }
 
-    pub fn get_or_create(&self, app: &str, stream: &str) -> Arc<HlsStream> {
-        Arc::clone(
+    /// The stream to package into (live again if it had ended); `None` for a name that
+    /// fails the check (logged): such a stream is never packaged or written.
+    pub fn get_or_create(&self, app: &str, stream: &str) -> Option<Arc<HlsStream>> {
+        let dir = match stream_dir(&self.root, app, stream) {
+            Ok(dir) => dir,
+            Err(e) => {
+                tracing::warn!(app = ?app, stream = ?stream, error = %e, "stream not packaged: bad name");
+                return None;
+            }
+        };
+        let created = Arc::clone(
             locked(&self.streams)
                 .entry((app.to_owned(), stream.to_owned()))
-                .or_insert_with(|| Arc::new(HlsStream::new(self.dir_for(app, stream)))),
-        )
+                .or_insert_with(|| Arc::new(HlsStream::new(app, stream, dir))),
+        );
+        created.set_ended(false);
+        Some(created)
     }
 
-    /// Loads every stream a previous process left in `run_dir/hls`.
+    /// The stream's producer is gone: its grace time starts.
+    pub fn mark_ended(&self, app: &str, stream: &str) {
+        if let Some(hls) = self.get(app, stream) {
+            hls.set_ended(true);
+        }
+    }
+
+    /// Loads every stream a previous process left in `run_dir/hls`. They count as ended
+    /// until the registry names them again.
     pub fn restore_all(&self) {
         let Ok(apps) = std::fs::read_dir(&self.root) else {
             return;
         };
         for app in apps.flatten() {
+            let app_name = app.file_name();
+            let Some(app_name) = app_name.to_str() else {
+                tracing::warn!(dir = %app.path().display(), "not restored: not a UTF-8 name");
+                continue;
+            };
+            if app_name.starts_with(TRASH_PREFIX) {
+                let _ = std::fs::remove_dir_all(app.path());
+                continue;
+            }
+            if let Err(e) = names::check_app(app_name) {
+                tracing::warn!(dir = %app.path().display(), error = %e, "not restored: bad name");
+                continue;
+            }
+            // Real directories only: a symbolic link could lead anywhere.
+            if !app.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
             let Ok(streams) = std::fs::read_dir(app.path()) else {
                 continue;
             };
             for stream in streams.flatten() {
-                let (Some(app_name), Some(stream_name)) = (
-                    app.file_name().to_str().map(str::to_owned),
-                    stream.file_name().to_str().map(str::to_owned),
-                ) else {
+                let stream_name = stream.file_name();
+                let Some(stream_name) = stream_name.to_str() else {
+                    tracing::warn!(dir = %stream.path().display(), "not restored: not a UTF-8 name");
                     continue;
                 };
-                let restored = self.get_or_create(&app_name, &stream_name);
+                if !stream.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let Some(restored) = self.get_or_create(app_name, stream_name) else {
+                    continue;
+                };
+                restored.set_ended(true);
                 match restored.restore() {
                     Ok(()) => {
                         tracing::info!(app = %app_name, stream = %stream_name, "restored HLS segments from disk")
@@ -376,9 +659,499 @@ impl Store {
                 }
             }
         }
+        self.enforce_ram_limit();
     }
 
+    /// Frees the streams whose grace time has passed, in memory and on disk; returns
+    /// how many.
+    pub fn expire_ended(&self) -> usize {
+        let grace = self.limits.grace;
+        self.remove_where(
+            |hls| hls.ended_for().is_some_and(|d| d >= grace),
+            usize::MAX,
+        )
+    }
+
+    /// Removes up to `limit` streams that `doomed` picks (the oldest-ended first).
+    fn remove_where(&self, doomed: impl Fn(&HlsStream) -> bool, limit: usize) -> usize {
+        let mut trash = Vec::new();
+        {
+            let mut streams = locked(&self.streams);
+            let mut picked: Vec<(Duration, StreamKey)> = streams
+                .iter()
+                .filter(|(_, hls)| doomed(hls))
+                .map(|(key, hls)| (hls.ended_for().unwrap_or_default(), key.clone()))
+                .collect();
+            picked.sort_by_key(|(ended_for, _)| std::cmp::Reverse(*ended_for));
+            for (_, key) in picked.into_iter().take(limit) {
+                let Some(hls) = streams.remove(&key) else {
+                    continue;
+                };
+                let n = self.trash_counter.fetch_add(1, Ordering::Relaxed);
+                let to = self
+                    .root
+                    .join(format!("{TRASH_PREFIX}{}-{n}", std::process::id()));
+                // Moved while the map is locked: a stream of the same name created right
+                // after cannot have its new files swept away with the old ones.
+                let moved = hls.detach(&to);
+                tracing::info!(app = %hls.app, stream = %hls.stream, "hls stream freed");
+                trash.push((hls, moved));
+            }
+            if streams.capacity() > 64 && streams.len() * 4 < streams.capacity() {
+                streams.shrink_to_fit();
+            }
+        }
+        let removed = trash.len();
+        for (hls, moved) in trash {
+            if let Some(moved) = moved
+                && let Err(e) = std::fs::remove_dir_all(&moved)
+            {
+                tracing::warn!(dir = %moved.display(), error = %e, "freed hls directory not deleted");
+            }
+            // The application's directory goes when its last stream does.
+            if let Ok(dir) = app_dir(&self.root, &hls.app) {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        removed
+    }
+
+    /// Keeps the segments held in memory within `max_ram_cache_size`, evicting (in
+    /// memory and on disk) in the order that hurts players least:
+    /// 1. segments no playlist lists any more (kept for players behind), oldest first;
+    /// 2. streams that ended (within their grace time), the longest-ended first;
+    /// 3. live playlists' oldest segments, oldest first across streams, down to
+    ///    [`MIN_LIVE_SEGMENTS`] each, then down to the newest segment alone.
+    ///
+    /// The newest segment of a live stream is never evicted: if that is not enough, the
+    /// limit is exceeded and a warning logged.
+    pub fn enforce_ram_limit(&self) {
+        let Ok(_pass) = self.enforcing.try_lock() else {
+            return;
+        };
+        let limit = self.limits.max_ram_bytes;
+        if self.ram_bytes() <= limit {
+            return;
+        }
+        self.evict_oldest(PLAYLIST_WINDOW, limit);
+        while self.ram_bytes() > limit {
+            if self.remove_where(|hls| hls.ended_for().is_some(), 1) == 0 {
+                break;
+            }
+        }
+        self.evict_oldest(MIN_LIVE_SEGMENTS, limit);
+        self.evict_oldest(1, limit);
+        let held = self.ram_bytes();
+        if held > limit {
+            let mut warned = locked(&self.over_limit_warned);
+            if warned.is_none_or(|at| at.elapsed() >= OVER_LIMIT_WARNING) {
+                *warned = Some(Instant::now());
+                tracing::warn!(
+                    held,
+                    limit,
+                    "hls segments exceed max_ram_cache_size with only each live stream's newest segment left"
+                );
+            }
+        }
+    }
+
+    /// Evicts the oldest segment across streams holding more than `keep`, until the
+    /// total is within `limit` or no stream holds more than `keep`.
+    fn evict_oldest(&self, keep: usize, limit: u64) {
+        let streams: Vec<Arc<HlsStream>> = locked(&self.streams).values().cloned().collect();
+        let mut total: u64 = streams.iter().map(|s| s.ram_bytes()).sum();
+        while total > limit {
+            let oldest = streams
+                .iter()
+                .filter_map(|hls| {
+                    let (age, held) = hls.front()?;
+                    (held > keep).then_some((age, hls))
+                })
+                .min_by_key(|(age, _)| *age);
+            let Some((_, hls)) = oldest else {
+                return;
+            };
+            let freed = hls.evict_front(keep);
+            if freed == 0 {
+                return;
+            }
+            total = total.saturating_sub(freed);
+        }
+    }
+
+    /// Bytes of segments and init segments held in memory, all streams.
     pub fn ram_bytes(&self) -> u64 {
         locked(&self.streams).values().map(|s| s.ram_bytes()).sum()
+    }
+
+    /// Bytes of the disk mirror, all streams.
+    pub fn disk_bytes(&self) -> u64 {
+        locked(&self.streams).values().map(|s| s.disk_bytes()).sum()
+    }
+
+    /// The periodic part: frees ended streams, enforces the memory limit.
+    pub fn maintain(&self) {
+        self.expire_ended();
+        self.enforce_ram_limit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    const BIG: Limits = Limits {
+        max_ram_bytes: u64::MAX,
+        grace: Duration::from_secs(3600),
+    };
+
+    fn facts() -> (String, u32, u32, u32) {
+        ("avc1.42c01e".to_owned(), 320, 240, 1)
+    }
+
+    /// Adds a segment of `size` bytes in each format, `pdt` as its age.
+    fn add(hls: &HlsStream, pdt: i64, size: usize) -> u64 {
+        if hls.init(1).is_none() {
+            hls.add_init(1, Bytes::from_static(b"init"));
+        }
+        hls.add_segment(
+            1.0,
+            pdt,
+            1,
+            Bytes::from(vec![0x47; size]),
+            Bytes::from(vec![1; size]),
+            facts(),
+        )
+    }
+
+    fn sequences(hls: &HlsStream) -> Vec<u64> {
+        locked(&hls.state)
+            .segments
+            .iter()
+            .map(|s| s.entry.sequence)
+            .collect()
+    }
+
+    fn listed(hls: &HlsStream) -> Vec<String> {
+        hls.media(false, None)
+            .lines()
+            .filter(|l| l.starts_with("seg_"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Every path under `dir`, relative, sorted.
+    fn tree(dir: &Path) -> Vec<String> {
+        fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                out.push(path.strip_prefix(base).unwrap().display().to_string());
+                if entry.file_type().unwrap().is_dir() {
+                    walk(base, &path, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn paths_are_built_from_checked_names_only() {
+        let root = Path::new("/run/strom/hls");
+        assert_eq!(
+            stream_dir(root, "live", "cam-1.hd").unwrap(),
+            Path::new("/run/strom/hls/live/cam-1.hd")
+        );
+        assert_eq!(
+            app_dir(root, "live").unwrap(),
+            Path::new("/run/strom/hls/live")
+        );
+        for (app, stream) in [
+            ("live", "../../x"),
+            ("..", "x"),
+            ("live", ".."),
+            ("live", "."),
+            ("live", "a/b"),
+            ("live", "/etc"),
+            ("/tmp", "x"),
+            ("live", ""),
+            ("", "x"),
+            ("live", ".hidden"),
+            ("live", "a\0b"),
+            ("live", "a\\b"),
+            ("live", "a%2f"),
+            ("live", &"x".repeat(129)),
+        ] {
+            assert!(
+                stream_dir(root, app, stream).is_err(),
+                "{app:?}/{stream:?} must get no path"
+            );
+        }
+        assert!(app_dir(root, "../x").is_err());
+        assert!(
+            app_dir(root, ".gone-1").is_err(),
+            "trash names are not apps"
+        );
+    }
+
+    #[test]
+    fn hostile_names_are_neither_created_nor_looked_up() {
+        let run = tempfile::tempdir().unwrap();
+        let run_dir = run.path().join("run");
+        let store = Store::new(&run_dir, BIG);
+        for (app, stream) in [("live", "../../x"), ("..", ".."), ("live", "a/b")] {
+            assert!(store.get_or_create(app, stream).is_none());
+            assert!(store.get(app, stream).is_none());
+            store.mark_ended(app, stream);
+        }
+        assert!(store.streams.lock().unwrap().is_empty());
+        assert_eq!(tree(run.path()), Vec::<String>::new(), "nothing written");
+    }
+
+    #[test]
+    fn segments_are_mirrored_and_restored_with_orphans_removed() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "cam").unwrap();
+        for i in 0..3 {
+            add(&hls, i, 100);
+        }
+        let dir = run.path().join("hls/live/cam");
+        assert!(dir.join("2.ts").exists() && dir.join(INDEX).exists());
+        assert_eq!(
+            hls.disk_bytes(),
+            4 + 3 * 200 + std::fs::metadata(dir.join(INDEX)).unwrap().len()
+        );
+        assert_eq!(hls.ram_bytes(), 4 + 3 * 200);
+        std::fs::write(dir.join("9.ts"), b"left over by a crash").unwrap();
+        std::fs::write(dir.join("9.part"), b"half written").unwrap();
+
+        let again = Store::new(run.path(), BIG);
+        again.restore_all();
+        let restored = again.get("live", "cam").unwrap();
+        assert_eq!(sequences(&restored), vec![0, 1, 2]);
+        assert_eq!(restored.ram_bytes(), hls.ram_bytes());
+        assert!(!dir.join("9.ts").exists() && !dir.join("9.part").exists());
+        assert!(
+            restored.ended_for().is_some(),
+            "ended until the registry names it"
+        );
+        assert!(
+            again
+                .get_or_create("live", "cam")
+                .unwrap()
+                .ended_for()
+                .is_none()
+        );
+        // The media sequence goes on, after a discontinuity.
+        assert_eq!(add(&restored, 3, 100), 3);
+        assert!(
+            restored
+                .media(false, Some(7))
+                .contains("#EXT-X-DISCONTINUITY\n")
+        );
+    }
+
+    #[test]
+    fn restore_skips_hostile_directories_and_links() {
+        let run = tempfile::tempdir().unwrap();
+        let root = run.path().join("hls");
+        let outside = run.path().join("outside");
+        std::fs::create_dir_all(outside.join("s")).unwrap();
+        std::fs::write(outside.join("s/index.json"), b"{}").unwrap();
+        std::fs::create_dir_all(root.join("live/bad name")).unwrap();
+        std::fs::create_dir_all(root.join(".hidden/s")).unwrap();
+        std::fs::create_dir_all(root.join(".gone-1-0/s")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("linked")).unwrap();
+        std::os::unix::fs::symlink(outside.join("s"), root.join("live/s")).unwrap();
+        let store = Store::new(run.path(), BIG);
+        store.restore_all();
+        assert!(store.streams.lock().unwrap().is_empty());
+        assert!(
+            !root.join(".gone-1-0").exists(),
+            "trash of a previous run deleted"
+        );
+        assert!(outside.join("s/index.json").exists());
+    }
+
+    #[test]
+    fn ended_streams_are_freed_after_the_grace_time_and_revived_before() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(
+            run.path(),
+            Limits {
+                max_ram_bytes: u64::MAX,
+                grace: Duration::from_millis(50),
+            },
+        );
+        let gone = store.get_or_create("live", "gone").unwrap();
+        let back = store.get_or_create("live", "back").unwrap();
+        let other = store.get_or_create("other", "x").unwrap();
+        for hls in [&gone, &back, &other] {
+            add(hls, 0, 100);
+        }
+        store.mark_ended("live", "gone");
+        store.mark_ended("live", "back");
+        store.mark_ended("other", "x");
+        assert_eq!(store.expire_ended(), 0, "within the grace time");
+        assert!(store.get("live", "gone").is_some_and(|s| s.has_segments()));
+        let revived = store.get_or_create("live", "back").unwrap();
+        assert!(Arc::ptr_eq(&revived, &back), "same stream, same sequence");
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(store.expire_ended(), 2);
+        assert!(store.get("live", "gone").is_none());
+        assert!(store.get("other", "x").is_none());
+        assert!(store.get("live", "back").is_some());
+        let root = run.path().join("hls");
+        assert!(!root.join("live/gone").exists());
+        assert!(!root.join("other").exists(), "empty app directory removed");
+        assert!(root.join("live/back/0.ts").exists());
+        assert_eq!(
+            tree(&root)
+                .iter()
+                .filter(|p| p.starts_with(".gone"))
+                .count(),
+            0
+        );
+        assert_eq!(gone.ram_bytes(), 0, "memory released even while referenced");
+        assert_eq!(store.ram_bytes(), back.ram_bytes());
+        // A late segment of a freed stream writes nothing.
+        add(&gone, 1, 100);
+        assert!(!root.join("live/gone").exists());
+        // The same name published again starts afresh.
+        let fresh = store.get_or_create("live", "gone").unwrap();
+        assert_eq!(add(&fresh, 2, 100), 0);
+        assert!(root.join("live/gone/0.ts").exists());
+    }
+
+    #[test]
+    fn ram_limit_evicts_unlisted_tail_first_then_ended_streams_then_live_windows() {
+        let run = tempfile::tempdir().unwrap();
+        let size = 1000;
+        let per_segment = 2 * size as u64;
+        // Streams a (older) and b, 10 segments each (6 listed + 4 tail), and ended c.
+        let store = Store::new(run.path(), BIG);
+        let a = store.get_or_create("live", "a").unwrap();
+        let b = store.get_or_create("live", "b").unwrap();
+        let c = store.get_or_create("live", "c").unwrap();
+        for i in 0..10 {
+            add(&a, i, size);
+            add(&b, 100 + i, size);
+            add(&c, 50 + i, size);
+        }
+        store.mark_ended("live", "c");
+        let inits = 3 * 4;
+        assert_eq!(store.ram_bytes(), 30 * per_segment + inits);
+        let listed_a = listed(&a);
+
+        // 1. Only the unlisted tails go, oldest first across streams (a's, then c's).
+        let mut limited = Store::new(
+            run.path(),
+            Limits {
+                max_ram_bytes: 24 * per_segment + inits,
+                grace: Duration::from_secs(3600),
+            },
+        );
+        limited.streams = Mutex::new(std::mem::take(&mut *store.streams.lock().unwrap()));
+        limited.enforce_ram_limit();
+        assert_eq!(sequences(&a), (4..10).collect::<Vec<_>>());
+        assert_eq!(sequences(&c), (2..10).collect::<Vec<_>>());
+        assert_eq!(sequences(&b), (0..10).collect::<Vec<_>>());
+        assert_eq!(
+            listed(&a),
+            listed_a,
+            "what players were told is still there"
+        );
+        assert!(!run.path().join("hls/live/a/0.ts").exists());
+        assert!(run.path().join("hls/live/a/4.ts").exists());
+        assert!(limited.ram_bytes() <= 24 * per_segment + inits);
+
+        // 2. Then the stream that ended goes whole (before any listed live segment).
+        limited.limits.max_ram_bytes = 14 * per_segment + inits;
+        limited.enforce_ram_limit();
+        assert!(limited.get("live", "c").is_none());
+        assert!(!run.path().join("hls/live/c").exists());
+        assert_eq!(sequences(&a), (4..10).collect::<Vec<_>>());
+        assert_eq!(
+            sequences(&b),
+            (4..10).collect::<Vec<_>>(),
+            "b's tail went first"
+        );
+        assert_eq!(listed(&b).len(), PLAYLIST_WINDOW);
+
+        // 3. Then live windows shrink, oldest segments first, to three each...
+        limited.limits.max_ram_bytes = 8 * per_segment + 2 * 4;
+        limited.enforce_ram_limit();
+        assert_eq!(sequences(&a), vec![7, 8, 9]);
+        assert_eq!(sequences(&b), vec![5, 6, 7, 8, 9]);
+        assert_eq!(limited.ram_bytes(), 8 * per_segment + 2 * 4);
+        assert_eq!(listed(&a).len(), 3);
+        assert!(listed(&a)[0].starts_with("seg_7.ts"));
+
+        // ...and never below the newest segment of a live stream.
+        limited.limits.max_ram_bytes = 1;
+        limited.enforce_ram_limit();
+        assert_eq!(sequences(&a), vec![9]);
+        assert_eq!(sequences(&b), vec![9]);
+        assert_eq!(limited.ram_bytes(), 2 * per_segment + 2 * 4);
+        let dir_a = run.path().join("hls/live/a");
+        let files: Vec<String> = tree(&dir_a);
+        assert_eq!(files, vec!["9.m4s", "9.ts", "index.json", "init_1.mp4"]);
+        let index: StreamMeta =
+            serde_json::from_slice(&std::fs::read(dir_a.join(INDEX)).unwrap()).unwrap();
+        assert_eq!(index.segments.len(), 1);
+        assert_eq!(
+            limited.disk_bytes(),
+            2 * (per_segment + 4)
+                + std::fs::metadata(dir_a.join(INDEX)).unwrap().len()
+                + std::fs::metadata(run.path().join("hls/live/b").join(INDEX))
+                    .unwrap()
+                    .len()
+        );
+    }
+
+    #[test]
+    fn evicting_a_discontinuity_keeps_the_playlist_count_right() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "d").unwrap();
+        add(&hls, 0, 10);
+        hls.mark_discontinuity();
+        add(&hls, 1, 10);
+        add(&hls, 2, 10);
+        let before = hls.media(false, None);
+        assert!(
+            before.contains("#EXT-X-DISCONTINUITY-SEQUENCE:0"),
+            "{before}"
+        );
+        hls.evict_front(1);
+        hls.evict_front(1);
+        let after = hls.media(false, None);
+        assert!(after.contains("#EXT-X-DISCONTINUITY-SEQUENCE:1"), "{after}");
+        assert!(!after.contains("#EXT-X-DISCONTINUITY\n"), "{after}");
+    }
+
+    #[test]
+    fn playlists_without_a_session_carry_no_session_query() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "s").unwrap();
+        add(&hls, 0, 10);
+        assert!(hls.master(false, None).contains("\nchunks.m3u8\n"));
+        assert!(
+            hls.master(true, Some(5))
+                .contains("\nchunks_fmp4.m3u8?sid=5\n")
+        );
+        let media = hls.media(true, None);
+        assert!(!media.contains("sid"), "{media}");
+        assert!(
+            media.contains("seg_0.m4s\n") && media.contains("init_1.mp4\""),
+            "{media}"
+        );
+        assert!(hls.media(false, Some(9)).contains("seg_0.ts?sid=9\n"));
     }
 }

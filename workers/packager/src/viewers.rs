@@ -1,19 +1,43 @@
 //! HLS viewer sessions: created by a master playlist request, carried in chunklist and
 //! segment URLs (`?sid=`), listed by the API, ended by `sessions/delete` (the viewer's
 //! next request gets 403) or by idling out.
+//!
+//! What a client can make the packager hold is bounded: a session stores at most
+//! [`MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
+//! /64) holds at most [`MAX_SESSIONS_PER_CLIENT`] sessions and all clients together
+//! [`MAX_VIEWERS`]. A viewer who would pass a cap still plays: its playlist is served
+//! without a session id (it is not listed, cannot be ended through the API, and counts
+//! no bytes). Refusing with 429 instead would stop the player, and evicting the client's
+//! older sessions would let one address churn the list; at [`MAX_VIEWERS`] only
+//! sessions idle for [`EVICTABLE_IDLE`] or longer are evicted, one per new session.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strom_ipc::messages::WorkerReply;
+use strom_ipc::paging::{MAX_PAGE_SESSIONS, sessions_page};
 use strom_ipc::status::SessionInfo;
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 
 /// Deleted ids are remembered this long, so their requests keep getting 403.
 const REVOKED_MEMORY: Duration = Duration::from_secs(600);
-/// Live viewer sessions at most; past that the oldest idle ones go first.
-const MAX_VIEWERS: usize = 200_000;
+/// Deleted ids remembered at most (those of the oldest sessions are forgotten first).
+const MAX_REVOKED: usize = 100_000;
+/// Live viewer sessions at most, all clients together.
+pub const MAX_VIEWERS: usize = 200_000;
+/// Live viewer sessions at most per client address (IPv4 address or IPv6 /64).
+pub const MAX_SESSIONS_PER_CLIENT: usize = 64;
+/// Bytes of User-Agent kept with a session (cut at a character boundary).
+pub const MAX_USER_AGENT_BYTES: usize = 256;
+/// At [`MAX_VIEWERS`], a session idle this long may be evicted for a new one (a
+/// playing viewer asks for its chunklist at least every target duration).
+const EVICTABLE_IDLE: Duration = Duration::from_secs(30);
+/// Sessions looked at for an evictable one, per new session at [`MAX_VIEWERS`].
+const EVICTION_SCAN: usize = 64;
 
 pub use strom_worker_runtime::clock::unix_now;
 
@@ -22,7 +46,7 @@ pub struct Viewer {
     pub id: u64,
     pub app: String,
     pub stream: String,
-    pub client_ip: String,
+    pub client_ip: IpAddr,
     pub user_agent: String,
     pub created: i64,
     pub last_access: AtomicI64,
@@ -36,6 +60,10 @@ impl Viewer {
         self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
         *locked(&self.touched) = Instant::now();
     }
+
+    fn idle_for(&self) -> Duration {
+        locked(&self.touched).elapsed()
+    }
 }
 
 /// What a request's session id resolves to.
@@ -47,56 +75,196 @@ pub enum Lookup {
     Unknown,
 }
 
+/// The key sessions are counted under: the address, or for IPv6 its /64 (one
+/// subscriber's network).
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn truncated(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// B-trees give their memory back as entries go, so the maps shrink after a flood.
+#[derive(Debug, Default)]
+struct Live {
+    by_id: BTreeMap<u64, Arc<Viewer>>,
+    per_client: BTreeMap<IpAddr, usize>,
+    /// Where the next eviction scan starts (ids are handed out in increasing order).
+    cursor: u64,
+}
+
+impl Live {
+    fn insert(&mut self, viewer: Arc<Viewer>) {
+        *self
+            .per_client
+            .entry(client_key(viewer.client_ip))
+            .or_default() += 1;
+        self.by_id.insert(viewer.id, viewer);
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Arc<Viewer>> {
+        let viewer = self.by_id.remove(&id)?;
+        self.forget_client(viewer.client_ip);
+        Some(viewer)
+    }
+
+    fn forget_client(&mut self, ip: IpAddr) {
+        let key = client_key(ip);
+        if let Some(count) = self.per_client.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_client.remove(&key);
+            }
+        }
+    }
+
+    fn sessions_of(&self, ip: IpAddr) -> usize {
+        self.per_client
+            .get(&client_key(ip))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn expire(&mut self, idle: Duration) {
+        let per_client = &mut self.per_client;
+        self.by_id.retain(|_, viewer| {
+            let keep = viewer.idle_for() < idle;
+            if !keep {
+                let key = client_key(viewer.client_ip);
+                if let Some(count) = per_client.get_mut(&key) {
+                    *count -= 1;
+                    if *count == 0 {
+                        per_client.remove(&key);
+                    }
+                }
+            }
+            keep
+        });
+    }
+
+    /// Evicts the longest-idle session among the next [`EVICTION_SCAN`] from the
+    /// cursor (wrapping around), if it has been idle for `evictable` or longer.
+    fn evict_one_idle(&mut self, evictable: Duration) -> bool {
+        let scanned: Vec<(u64, Duration)> = self
+            .by_id
+            .range(self.cursor..)
+            .chain(self.by_id.range(..self.cursor))
+            .take(EVICTION_SCAN)
+            .map(|(id, viewer)| (*id, viewer.idle_for()))
+            .collect();
+        if let Some((last, _)) = scanned.last() {
+            self.cursor = last.wrapping_add(1);
+        }
+        match scanned.into_iter().max_by_key(|(_, idle)| *idle) {
+            Some((id, idle)) if idle >= evictable => self.remove(id).is_some(),
+            _ => false,
+        }
+    }
+}
+
+fn session_info(v: &Viewer) -> SessionInfo {
+    SessionInfo {
+        id: v.id,
+        app: v.app.clone(),
+        stream: v.stream.clone(),
+        protocol: "HLS".to_owned(),
+        bytes_recv: 0,
+        bytes_sent: v.bytes_sent.load(Ordering::Relaxed),
+        created: v.created,
+        last_access: v.last_access.load(Ordering::Relaxed),
+        client_ip: v.client_ip.to_string(),
+        user_agent: v.user_agent.clone(),
+        ppv_id: None,
+    }
+}
+
 #[derive(Debug)]
 pub struct Viewers {
     ids: Arc<SessionIds>,
     /// A viewer that asks for nothing for this long is forgotten (`hls_session_timeout`).
     idle: Duration,
-    live: Mutex<HashMap<u64, Arc<Viewer>>>,
-    revoked: Mutex<HashMap<u64, Instant>>,
+    live: Mutex<Live>,
+    revoked: Mutex<BTreeMap<u64, Instant>>,
+    /// Master playlists served without a session since the last sweep (for the log).
+    refused: AtomicU64,
+    max_viewers: usize,
+    max_per_client: usize,
 }
 
 impl Viewers {
     pub fn new(ids: Arc<SessionIds>, idle: Duration) -> Self {
+        Self::with_caps(ids, idle, MAX_VIEWERS, MAX_SESSIONS_PER_CLIENT)
+    }
+
+    fn with_caps(
+        ids: Arc<SessionIds>,
+        idle: Duration,
+        max_viewers: usize,
+        max_per_client: usize,
+    ) -> Self {
         Self {
             ids,
             idle,
-            live: Mutex::new(HashMap::new()),
-            revoked: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::default()),
+            revoked: Mutex::new(BTreeMap::new()),
+            refused: AtomicU64::new(0),
+            max_viewers,
+            max_per_client,
         }
     }
 
+    /// A new session; `None` when a cap is reached (the viewer plays without one).
     pub fn open(
         &self,
         app: &str,
         stream: &str,
-        client_ip: String,
-        user_agent: String,
-    ) -> Arc<Viewer> {
+        client_ip: IpAddr,
+        user_agent: &str,
+    ) -> Option<Arc<Viewer>> {
+        let mut live = locked(&self.live);
+        let full = live.sessions_of(client_ip) >= self.max_per_client
+            || (live.by_id.len() >= self.max_viewers
+                && !live.evict_one_idle(EVICTABLE_IDLE.min(self.idle)));
+        if full {
+            drop(live);
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let viewer = Arc::new(Viewer {
             id: self.ids.next_id(),
             app: app.to_owned(),
             stream: stream.to_owned(),
-            client_ip,
-            user_agent,
+            client_ip: client_ip.to_canonical(),
+            user_agent: truncated(user_agent, MAX_USER_AGENT_BYTES).to_owned(),
             created: unix_now(),
             last_access: AtomicI64::new(unix_now()),
             bytes_sent: AtomicU64::new(0),
             touched: Mutex::new(Instant::now()),
         });
-        let mut live = locked(&self.live);
-        if live.len() >= MAX_VIEWERS {
-            Self::expire(&mut live, Duration::ZERO);
-        }
-        live.insert(viewer.id, Arc::clone(&viewer));
-        viewer
+        live.insert(Arc::clone(&viewer));
+        Some(viewer)
     }
 
     pub fn lookup(&self, id: u64) -> Lookup {
         if locked(&self.revoked).contains_key(&id) {
             return Lookup::Revoked;
         }
-        match locked(&self.live).get(&id) {
+        match locked(&self.live).by_id.get(&id) {
             Some(viewer) => Lookup::Live(Arc::clone(viewer)),
             None => Lookup::Unknown,
         }
@@ -108,43 +276,242 @@ impl Viewers {
         let mut revoked = locked(&self.revoked);
         let now = Instant::now();
         revoked.retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
-        ids.iter()
-            .filter(|id| live.remove(id).is_some())
-            .map(|id| {
-                revoked.insert(*id, now);
-                *id
-            })
-            .collect()
+        let ended: Vec<u64> = ids
+            .iter()
+            .filter(|id| live.remove(**id).is_some())
+            .copied()
+            .collect();
+        for id in &ended {
+            revoked.insert(*id, now);
+        }
+        // Past the bound, the deletions of the oldest sessions are forgotten first.
+        while revoked.len() > MAX_REVOKED {
+            revoked.pop_first();
+        }
+        ended
     }
 
     pub fn list(&self) -> Vec<SessionInfo> {
         let mut live = locked(&self.live);
-        Self::expire(&mut live, self.idle);
-        let mut sessions: Vec<SessionInfo> = live
-            .values()
-            .map(|v| SessionInfo {
-                id: v.id,
-                app: v.app.clone(),
-                stream: v.stream.clone(),
-                protocol: "HLS".to_owned(),
-                bytes_recv: 0,
-                bytes_sent: v.bytes_sent.load(Ordering::Relaxed),
-                created: v.created,
-                last_access: v.last_access.load(Ordering::Relaxed),
-                client_ip: v.client_ip.clone(),
-                user_agent: v.user_agent.clone(),
-                ppv_id: None,
+        live.expire(self.idle);
+        // Ordered by id already (a B-tree).
+        live.by_id.values().map(|v| session_info(v)).collect()
+    }
+
+    /// One page of the sessions (ids above `after_id`, ascending) for
+    /// `WorkerRequest::ListSessionsPage`; idle sessions are expired on the first page.
+    pub fn page(&self, after_id: u64, limit: u32) -> WorkerReply {
+        let mut live = locked(&self.live);
+        if after_id == 0 {
+            live.expire(self.idle);
+        }
+        // One more than a page can hold tells whether more follow; the B-tree yields
+        // them in order, so nothing beyond is visited.
+        let room = limit.clamp(1, MAX_PAGE_SESSIONS) as usize + 1;
+        let entries = live
+            .by_id
+            .range((Bound::Excluded(after_id), Bound::Unbounded))
+            .take(room)
+            .map(|(id, viewer)| (*id, viewer));
+        sessions_page(entries, after_id, limit, |viewer| session_info(viewer))
+    }
+
+    /// Ends idle sessions and forgets old deletions.
+    pub fn sweep(&self) {
+        locked(&self.live).expire(self.idle);
+        let now = Instant::now();
+        locked(&self.revoked).retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
+        let refused = self.refused.swap(0, Ordering::Relaxed);
+        if refused > 0 {
+            tracing::info!(
+                refused,
+                per_client = self.max_per_client,
+                total = self.max_viewers,
+                "hls viewers served without a session: session caps reached"
+            );
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        locked(&self.live).by_id.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn viewers(max_viewers: usize, max_per_client: usize) -> Viewers {
+        Viewers::with_caps(
+            Arc::new(SessionIds::new(1)),
+            Duration::from_secs(60),
+            max_viewers,
+            max_per_client,
+        )
+    }
+
+    fn age(viewer: &Viewer, by: Duration) {
+        *locked(&viewer.touched) = Instant::now() - by;
+    }
+
+    #[test]
+    fn user_agents_are_cut_at_a_character_boundary() {
+        let viewers = viewers(10, 10);
+        let long = "é".repeat(40_000);
+        let viewer = viewers.open("live", "s", ip("10.0.0.1"), &long).unwrap();
+        assert_eq!(viewer.user_agent.len(), MAX_USER_AGENT_BYTES);
+        assert!(long.starts_with(&viewer.user_agent));
+        assert_eq!(truncated("abc", 2), "ab");
+        assert_eq!(truncated("aé", 2), "a");
+        assert_eq!(truncated("short", 256), "short");
+        let listed = viewers.list();
+        assert_eq!(listed[0].user_agent.len(), MAX_USER_AGENT_BYTES);
+    }
+
+    #[test]
+    fn one_client_gets_its_cap_and_others_are_unaffected() {
+        let viewers = viewers(1_000, 4);
+        let first = viewers.open("live", "s", ip("10.0.0.2"), "other").unwrap();
+        for _ in 0..4 {
+            assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
+        }
+        for _ in 0..100 {
+            assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_none());
+        }
+        // The same IPv4 address seen through a dual-stack socket counts as itself.
+        assert!(
+            viewers
+                .open("live", "s", ip("::ffff:10.0.0.1"), "a")
+                .is_none()
+        );
+        // An IPv6 /64 is one client.
+        for host in 1..=4 {
+            assert!(
+                viewers
+                    .open("live", "s", ip(&format!("2001:db8::{host}")), "a")
+                    .is_some()
+            );
+        }
+        assert!(
+            viewers
+                .open("live", "s", ip("2001:db8::ffff"), "a")
+                .is_none()
+        );
+        assert!(
+            viewers
+                .open("live", "s", ip("2001:db8:0:1::1"), "a")
+                .is_some()
+        );
+        assert_eq!(viewers.len(), 10);
+        assert!(matches!(viewers.lookup(first.id), Lookup::Live(_)));
+        let listed = viewers.list();
+        assert_eq!(
+            listed.iter().filter(|s| s.client_ip == "10.0.0.1").count(),
+            4
+        );
+        assert!(
+            listed
+                .iter()
+                .any(|s| s.id == first.id && s.client_ip == "10.0.0.2")
+        );
+        // Ending sessions frees the client's places.
+        let ids: Vec<u64> = listed
+            .iter()
+            .filter(|s| s.client_ip == "10.0.0.1")
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(viewers.revoke(&ids[..2]).len(), 2);
+        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
+        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
+        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_none());
+    }
+
+    #[test]
+    fn at_the_total_cap_only_idle_sessions_are_evicted_one_at_a_time() {
+        let viewers = viewers(10, 100);
+        let all: Vec<Arc<Viewer>> = (0..10)
+            .map(|i| {
+                viewers
+                    .open("live", "s", ip(&format!("10.0.1.{i}")), "a")
+                    .unwrap()
             })
             .collect();
-        sessions.sort_by_key(|s| s.id);
-        sessions
+        // Nobody idle: the newcomer plays without a session, nobody is dropped.
+        assert!(viewers.open("live", "s", ip("10.0.2.1"), "a").is_none());
+        assert_eq!(viewers.len(), 10);
+        // Two idle ones: each newcomer replaces one, the longest idle first.
+        age(&all[3], Duration::from_secs(40));
+        age(&all[7], Duration::from_secs(50));
+        let newcomer = viewers.open("live", "s", ip("10.0.2.1"), "a").unwrap();
+        assert_eq!(viewers.len(), 10);
+        assert!(matches!(viewers.lookup(all[7].id), Lookup::Unknown));
+        assert!(matches!(viewers.lookup(all[3].id), Lookup::Live(_)));
+        assert!(viewers.open("live", "s", ip("10.0.2.2"), "a").is_some());
+        assert!(matches!(viewers.lookup(all[3].id), Lookup::Unknown));
+        assert!(viewers.open("live", "s", ip("10.0.2.3"), "a").is_none());
+        assert_eq!(viewers.len(), 10);
+        for (i, viewer) in all.iter().enumerate() {
+            if i != 3 && i != 7 {
+                assert!(matches!(viewers.lookup(viewer.id), Lookup::Live(_)), "{i}");
+            }
+        }
+        assert!(matches!(viewers.lookup(newcomer.id), Lookup::Live(_)));
+        // The evicted ones' places per client were given back.
+        let live = locked(&viewers.live);
+        assert_eq!(live.sessions_of(ip("10.0.1.7")), 0);
+        assert_eq!(live.per_client.len(), 10);
     }
 
-    pub fn sweep(&self) {
-        Self::expire(&mut locked(&self.live), self.idle);
+    #[test]
+    fn expired_sessions_give_their_memory_back() {
+        let viewers = viewers(100_000, 100_000);
+        let mut opened = Vec::new();
+        for i in 0..20_000u32 {
+            let address = IpAddr::V4(std::net::Ipv4Addr::from(0x0A00_0000 + i));
+            opened.push(viewers.open("live", "s", address, "agent").unwrap());
+        }
+        for viewer in &opened {
+            age(viewer, Duration::from_secs(120));
+        }
+        drop(opened);
+        viewers.sweep();
+        let live = locked(&viewers.live);
+        assert!(live.by_id.is_empty());
+        assert!(live.per_client.is_empty());
     }
 
-    fn expire(live: &mut HashMap<u64, Arc<Viewer>>, idle: Duration) {
-        live.retain(|_, viewer| locked(&viewer.touched).elapsed() < idle);
+    #[test]
+    fn pages_walk_the_sessions_in_order() {
+        let viewers = viewers(100, 100);
+        let ids: Vec<u64> = (0..5)
+            .map(|_| viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap().id)
+            .collect();
+        let page = |after, limit| match viewers.page(after, limit) {
+            WorkerReply::SessionsPage { sessions, more } => {
+                (sessions.iter().map(|s| s.id).collect::<Vec<_>>(), more)
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(page(0, 2), (ids[..2].to_vec(), true));
+        assert_eq!(page(ids[1], 2), (ids[2..4].to_vec(), true));
+        assert_eq!(page(ids[3], 2), (ids[4..].to_vec(), false));
+        assert_eq!(page(ids[4], 2), (vec![], false));
+    }
+
+    #[test]
+    fn revoked_sessions_get_403_and_are_remembered_within_bounds() {
+        let viewers = viewers(100, 100);
+        let viewer = viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap();
+        assert_eq!(viewers.revoke(&[viewer.id, 12345]), vec![viewer.id]);
+        assert!(matches!(viewers.lookup(viewer.id), Lookup::Revoked));
+        assert!(matches!(viewers.lookup(12345), Lookup::Unknown));
+        assert_eq!(locked(&viewers.live).sessions_of(ip("10.0.0.1")), 0);
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::bus::{BusTrack, MediaHeader};
 use strom_worker_runtime::bus::{read_subscribe, write_media};
+use tokio::io::AsyncReadExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +26,7 @@ pub async fn serve(listener: UnixListener, shared: Arc<Shared>, shutdown: Cancel
                 tokio::spawn(subscriber(socket, Arc::clone(&shared), shutdown.clone()));
             }
             Err(e) => {
-                tracing::warn!(error = %e, "bus accept failed");
+                strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); error = %e, "bus accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -44,6 +45,10 @@ async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: Cance
             return;
         }
     };
+    if let Err(e) = strom_ipc::names::check_pair(&request.app, &request.stream) {
+        tracing::warn!(error = %e, "bus subscription refused");
+        return;
+    }
     let key = StreamKey {
         app: request.app,
         stream: request.stream,
@@ -51,9 +56,21 @@ async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: Cance
     let id = shared.ids.next_id();
     let (mut frames, _dropped) = shared.streams.subscribe(&key, id);
     tracing::info!(stream = %key, subscriber = id, "bus subscriber attached");
+    // A subscriber only reads; anything it sends after its subscription, or its hanging
+    // up, ends the link. Without this a subscriber whose stream went quiet would hold its
+    // descriptor, task and hub entry forever.
+    let (mut peer_reader, mut socket) = socket.into_split();
+    let mut scratch = [0u8; 64];
     loop {
         let frame = tokio::select! {
             () = shutdown.cancelled() => break,
+            read = peer_reader.read(&mut scratch) => {
+                match read {
+                    Ok(0) | Err(_) => tracing::debug!(stream = %key, "bus subscriber hung up"),
+                    Ok(_) => tracing::warn!(stream = %key, "bus subscriber sent unexpected bytes"),
+                }
+                break;
+            }
             frame = frames.recv() => frame,
         };
         let Some(frame) = frame else { break };

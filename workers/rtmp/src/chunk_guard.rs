@@ -1,27 +1,120 @@
-//! Enforces `max_message_bytes` before `rml_rtmp` sees the bytes.
+//! Checks the chunk stream a peer sends before `rml_rtmp` sees the bytes.
 //!
-//! `rml_rtmp`'s chunk deserializer reserves room for a whole message as soon as its first
-//! chunk arrives (up to the 16 MiB a header can announce), so a client could make the
-//! server reserve far more than it sends. This guard follows the chunk stream the way the
-//! deserializer does (header formats, per-chunk-stream header state, extended timestamps,
-//! the client's chunk size), keeps no payload, and refuses a header announcing a message
-//! over the limit.
+//! `rml_rtmp` 0.8.0 trusts its input in ways a hostile peer can exploit:
+//!
+//! - its chunk deserializer reserves room for a whole message as soon as the first chunk
+//!   arrives (up to the 16 MiB a header can announce);
+//! - it keeps one message in progress for the whole connection, not one per chunk
+//!   stream: a chunk of another chunk stream (or a new type 0/1 header) in the middle of
+//!   a message is appended to it, and when the new header announces fewer bytes than are
+//!   already buffered, `length - buffered` underflows and the reservation panics;
+//! - a type 1/2/3 header whose extended timestamp is below `0xFFFFFF` underflows
+//!   `timestamp - 0xFFFFFF` (a panic where overflow checks are on);
+//! - commands (types 20 and 17) are decoded with `rml_amf0`, which recurses without a
+//!   depth limit (a stack overflow aborts the process), and then split with
+//!   `drain(..3)`, which panics when the command has fewer than three values; data
+//!   messages (18 and 15) go through the same decoder, and the server session indexes
+//!   the values of an `@setDataFrame` without checking that there are any.
+//!
+//! The guard follows the chunk stream exactly as the deserializer does (header formats,
+//! per-chunk-stream header state, extended timestamps, the peer's chunk size, one
+//! message at a time) and refuses, before the bytes go any further: a message over
+//! `max_message_bytes`; any chunk other than the continuation (type 3, same chunk
+//! stream) of a message in progress; such extended timestamps. It reassembles only the
+//! messages `rml_rtmp` decodes as AMF (and SetChunkSize), at most
+//! `max_amf_message_bytes` each, checks them with the non-recursive
+//! [`amf_guard::scan`](crate::amf_guard::scan), and counts `createStream` commands
+//! (each makes the server session keep a stream). Media payloads are never buffered.
 
+use crate::amf_guard::{self, AmfError, AmfLimits, Top};
 use std::collections::HashMap;
 
 const EXTENDED: u32 = 0x00FF_FFFF;
 const TYPE_SET_CHUNK_SIZE: u8 = 1;
-/// Chunk streams a client may use (each costs a few bytes of state here).
+const TYPE_AMF3_DATA: u8 = 15;
+const TYPE_AMF3_COMMAND: u8 = 17;
+const TYPE_AMF0_DATA: u8 = 18;
+const TYPE_AMF0_COMMAND: u8 = 20;
+/// Chunk streams a peer may use (each costs a few bytes of state here and in rml_rtmp).
 const MAX_CHUNK_STREAMS: usize = 1024;
+/// The largest chunk size `rml_rtmp` accepts.
+const MAX_CHUNK_SIZE: u32 = 0x7FFF_FFFF;
+/// Commands and data messages larger than this are refused (encoders send a few hundred
+/// bytes; `onMetaData` with every field is about 1 KB).
+pub const MAX_AMF_MESSAGE_BYTES: u32 = 64 * 1024;
+/// `createStream` commands a client may send on one connection (ffmpeg and OBS send one).
+pub const MAX_CREATE_STREAM: u32 = 8;
 
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuardLimits {
+    /// Any message larger than this is refused at its header.
+    pub max_message_bytes: u32,
+    /// Commands, data messages and SetChunkSize larger than this are refused.
+    pub max_amf_message_bytes: u32,
+    pub amf: AmfLimits,
+    /// `createStream` commands allowed; `None` for a server's input (a client's guard).
+    pub max_create_stream: Option<u32>,
+    /// Refuse an `@setDataFrame` data message with fewer than three values (the server
+    /// session indexes them unchecked).
+    pub set_data_frame: bool,
+}
+
+impl GuardLimits {
+    /// What a client may send to strom's RTMP server.
+    pub fn server(max_message_bytes: u32) -> Self {
+        Self {
+            max_message_bytes,
+            max_amf_message_bytes: MAX_AMF_MESSAGE_BYTES.min(max_message_bytes),
+            amf: AmfLimits::default(),
+            max_create_stream: Some(MAX_CREATE_STREAM),
+            set_data_frame: true,
+        }
+    }
+
+    /// What a remote server may send to strom's pushes and pulls.
+    pub fn client(max_message_bytes: u32) -> Self {
+        Self {
+            max_create_stream: None,
+            set_data_frame: false,
+            ..Self::server(max_message_bytes)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuardError {
     #[error("message of {length} bytes is over the limit of {limit} bytes")]
     TooLarge { length: u32, limit: u32 },
+    #[error(
+        "message of type {type_id} and {length} bytes is over the limit of {limit} bytes for commands and data"
+    )]
+    TooLargeToCheck {
+        type_id: u8,
+        length: u32,
+        limit: u32,
+    },
     #[error("chunk header continues chunk stream {0}, which never started")]
     NoPreviousHeader(u32),
     #[error("more than {MAX_CHUNK_STREAMS} chunk streams")]
     TooManyChunkStreams,
+    #[error(
+        "a type {format} chunk on chunk stream {csid} interrupts the message in progress on chunk stream {current} (interleaved messages are not supported)"
+    )]
+    Interleaved { format: u8, csid: u32, current: u32 },
+    #[error("extended timestamp {0:#x} below 0xFFFFFF on a compressed chunk header")]
+    ExtendedTimestamp(u32),
+    #[error("SetChunkSize without a size")]
+    ShortChunkSize,
+    #[error("SetChunkSize to {0} bytes")]
+    BadChunkSize(u32),
+    #[error("malformed AMF in a message of type {type_id}: {error}")]
+    Amf { type_id: u8, error: AmfError },
+    #[error("command with {0} values (name, transaction id and command object are required)")]
+    CommandTooShort(usize),
+    #[error("@setDataFrame with {0} values (a name and the values are required)")]
+    DataFrameTooShort(usize),
+    #[error("more than {0} createStream commands")]
+    TooManyStreams(u32),
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,18 +131,29 @@ enum Stage {
 }
 
 pub struct ChunkGuard {
-    limit: u32,
+    limits: GuardLimits,
     chunk_size: usize,
     headers: HashMap<u32, Header>,
+    /// The chunk stream of the chunk being read (or read last).
     csid: u32,
     current: Header,
-    /// Bytes of the message in progress (one at a time, as in `rml_rtmp`).
+    /// Bytes of the message in progress (one at a time, as in `rml_rtmp`); 0 between
+    /// messages.
     progress: usize,
     stage: Stage,
     /// The header being collected (at most 3 + 11 + 4 bytes).
     head: Vec<u8>,
-    /// The payload of a SetChunkSize in progress.
-    chunk_size_bytes: Vec<u8>,
+    /// Whether the message in progress is kept in `payload` to be checked.
+    buffering: bool,
+    payload: Vec<u8>,
+    create_streams: u32,
+    /// The AMF0 values of the first `connect` command, until taken.
+    connect: Option<Vec<u8>>,
+    connect_seen: bool,
+    /// Once refused, always refused.
+    failed: Option<GuardError>,
+    #[cfg(test)]
+    messages: Vec<(u8, usize)>,
 }
 
 fn basic_len(first: u8) -> usize {
@@ -69,10 +173,21 @@ fn message_header_len(format: u8) -> usize {
     }
 }
 
+fn checked_type(type_id: u8) -> bool {
+    matches!(
+        type_id,
+        TYPE_SET_CHUNK_SIZE
+            | TYPE_AMF3_DATA
+            | TYPE_AMF3_COMMAND
+            | TYPE_AMF0_DATA
+            | TYPE_AMF0_COMMAND
+    )
+}
+
 impl ChunkGuard {
-    pub fn new(limit: u32) -> Self {
+    pub fn new(limits: GuardLimits) -> Self {
         Self {
-            limit,
+            limits,
             chunk_size: 128,
             headers: HashMap::new(),
             csid: 0,
@@ -80,28 +195,50 @@ impl ChunkGuard {
             progress: 0,
             stage: Stage::Header,
             head: Vec::with_capacity(18),
-            chunk_size_bytes: Vec::with_capacity(4),
+            buffering: false,
+            payload: Vec::new(),
+            create_streams: 0,
+            connect: None,
+            connect_seen: false,
+            failed: None,
+            #[cfg(test)]
+            messages: Vec::new(),
         }
     }
 
-    /// Follows `bytes`; an error means the connection must be closed.
-    pub fn inspect(&mut self, mut input: &[u8]) -> Result<(), GuardError> {
+    /// Follows `input`; an error means the connection must be closed (and every later
+    /// call fails the same way).
+    pub fn inspect(&mut self, input: &[u8]) -> Result<(), GuardError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        let outcome = self.follow(input);
+        if let Err(error) = &outcome {
+            self.failed = Some(error.clone());
+            self.payload = Vec::new();
+        }
+        outcome
+    }
+
+    /// The AMF0 values of the first `connect` command, once it has been seen.
+    pub fn take_connect(&mut self) -> Option<Vec<u8>> {
+        self.connect.take()
+    }
+
+    fn follow(&mut self, mut input: &[u8]) -> Result<(), GuardError> {
         while !input.is_empty() {
             match self.stage {
                 Stage::Payload { left } => {
                     let take = left.min(input.len());
-                    if self.current.type_id == TYPE_SET_CHUNK_SIZE
-                        && self.chunk_size_bytes.len() < 4
-                    {
-                        let wanted = (4 - self.chunk_size_bytes.len()).min(take);
-                        self.chunk_size_bytes.extend_from_slice(&input[..wanted]);
+                    if self.buffering {
+                        self.payload.extend_from_slice(&input[..take]);
                     }
                     input = &input[take..];
                     self.progress += take;
                     if left > take {
                         self.stage = Stage::Payload { left: left - take };
                     } else {
-                        self.end_chunk();
+                        self.end_chunk()?;
                     }
                 }
                 Stage::Header => loop {
@@ -158,6 +295,14 @@ impl ChunkGuard {
         let basic = basic_len(self.head[0]);
         let format = self.head[0] >> 6;
         let csid = self.parse_csid();
+        let continuing = self.progress > 0;
+        if continuing && (format != 3 || csid != self.csid) {
+            return Err(GuardError::Interleaved {
+                format,
+                csid,
+                current: self.csid,
+            });
+        }
         let mut header = if format == 0 {
             Header::default()
         } else {
@@ -170,16 +315,33 @@ impl ChunkGuard {
             let m = &self.head[basic..];
             header.timestamp_field = u32::from_be_bytes([0, m[0], m[1], m[2]]);
             if format <= 1 {
-                let length = u32::from_be_bytes([0, m[3], m[4], m[5]]);
-                if length > self.limit {
-                    return Err(GuardError::TooLarge {
-                        length,
-                        limit: self.limit,
-                    });
-                }
-                header.length = length;
+                header.length = u32::from_be_bytes([0, m[3], m[4], m[5]]);
                 header.type_id = m[6];
             }
+        }
+        if !continuing {
+            if format != 0 && header.timestamp_field >= EXTENDED {
+                let e = &self.head[self.head.len() - 4..];
+                let extended = u32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                if extended < EXTENDED {
+                    return Err(GuardError::ExtendedTimestamp(extended));
+                }
+            }
+            if header.length > self.limits.max_message_bytes {
+                return Err(GuardError::TooLarge {
+                    length: header.length,
+                    limit: self.limits.max_message_bytes,
+                });
+            }
+            self.buffering = checked_type(header.type_id);
+            if self.buffering && header.length > self.limits.max_amf_message_bytes {
+                return Err(GuardError::TooLargeToCheck {
+                    type_id: header.type_id,
+                    length: header.length,
+                    limit: self.limits.max_amf_message_bytes,
+                });
+            }
+            self.payload.clear();
         }
         if !self.headers.contains_key(&csid) && self.headers.len() >= MAX_CHUNK_STREAMS {
             return Err(GuardError::TooManyChunkStreams);
@@ -191,34 +353,102 @@ impl ChunkGuard {
             .saturating_sub(self.progress)
             .min(self.chunk_size);
         if left == 0 {
-            self.end_chunk();
+            self.end_chunk()
         } else {
             self.stage = Stage::Payload { left };
+            Ok(())
         }
-        Ok(())
     }
 
-    fn end_chunk(&mut self) {
+    fn end_chunk(&mut self) -> Result<(), GuardError> {
         self.headers.insert(self.csid, self.current);
         self.stage = Stage::Header;
-        if self.progress >= self.current.length as usize {
-            if self.current.type_id == TYPE_SET_CHUNK_SIZE
-                && let Ok(bytes) = <[u8; 4]>::try_from(self.chunk_size_bytes.as_slice())
-            {
-                self.chunk_size = (u32::from_be_bytes(bytes) & 0x7FFF_FFFF).max(1) as usize;
-            }
-            self.progress = 0;
-            self.chunk_size_bytes.clear();
+        if self.progress < self.current.length as usize {
+            return Ok(());
         }
+        #[cfg(test)]
+        self.messages.push((self.current.type_id, self.progress));
+        self.progress = 0;
+        if !self.buffering {
+            return Ok(());
+        }
+        self.buffering = false;
+        let payload = std::mem::take(&mut self.payload);
+        let checked = self.message(self.current.type_id, &payload);
+        self.payload = payload;
+        self.payload.clear();
+        checked
+    }
+
+    /// Checks one complete message of a [`checked_type`].
+    fn message(&mut self, type_id: u8, payload: &[u8]) -> Result<(), GuardError> {
+        let amf = |bytes| {
+            amf_guard::scan(bytes, self.limits.amf)
+                .map_err(|error| GuardError::Amf { type_id, error })
+        };
+        match type_id {
+            TYPE_SET_CHUNK_SIZE => {
+                let size = payload
+                    .first_chunk::<4>()
+                    .map(|b| u32::from_be_bytes(*b))
+                    .ok_or(GuardError::ShortChunkSize)?;
+                if size == 0 || size > MAX_CHUNK_SIZE {
+                    return Err(GuardError::BadChunkSize(size));
+                }
+                self.chunk_size = size as usize;
+            }
+            TYPE_AMF0_DATA | TYPE_AMF3_DATA => {
+                let scanned = amf(payload)?;
+                if self.limits.set_data_frame
+                    && scanned.first == Some(Top::String(b"@setDataFrame"))
+                    && scanned.values < 3
+                {
+                    return Err(GuardError::DataFrameTooShort(scanned.values));
+                }
+            }
+            _ => {
+                // rml_rtmp drops the leading 0 of an AMF3 command and reads AMF0.
+                let values = match payload {
+                    [0, rest @ ..] if type_id == TYPE_AMF3_COMMAND => rest,
+                    _ => payload,
+                };
+                let scanned = amf(values)?;
+                if scanned.values < 3 {
+                    return Err(GuardError::CommandTooShort(scanned.values));
+                }
+                match scanned.first {
+                    Some(Top::String(b"createStream")) => {
+                        if let Some(limit) = self.limits.max_create_stream {
+                            self.create_streams += 1;
+                            if self.create_streams > limit {
+                                return Err(GuardError::TooManyStreams(limit));
+                            }
+                        }
+                    }
+                    Some(Top::String(b"connect")) if !self.connect_seen => {
+                        self.connect_seen = true;
+                        self.connect = Some(values.to_vec());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rml_rtmp::chunk_io::ChunkSerializer;
+    use rml_amf0::Amf0Value;
+    use rml_rtmp::chunk_io::{ChunkDeserializer, ChunkSerializer};
     use rml_rtmp::messages::{MessagePayload, RtmpMessage};
     use rml_rtmp::time::RtmpTimestamp;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    fn server(limit: u32) -> ChunkGuard {
+        ChunkGuard::new(GuardLimits::server(limit))
+    }
 
     fn payload(type_id: u8, timestamp: u32, len: usize, stream: u32) -> MessagePayload {
         let mut message = MessagePayload::new();
@@ -229,12 +459,46 @@ mod tests {
         message
     }
 
-    /// What ffmpeg sends: a chunk size change, then media of every size, with compressed
-    /// headers and extended timestamps; fed in awkward pieces.
-    #[test]
-    fn follows_real_chunk_streams_and_stops_only_oversized_messages() {
+    fn command(name: &str, arguments: Vec<Amf0Value>) -> MessagePayload {
+        RtmpMessage::Amf0Command {
+            command_name: name.to_owned(),
+            transaction_id: 2.0,
+            command_object: Amf0Value::Null,
+            additional_arguments: arguments,
+        }
+        .into_message_payload(RtmpTimestamp::new(0), 0)
+        .unwrap()
+    }
+
+    /// A type 0 chunk header (csid 2..=63, no extended timestamp).
+    fn full_header(csid: u8, length: u32, type_id: u8) -> Vec<u8> {
+        let l = length.to_be_bytes();
+        vec![csid, 0, 0, 0, l[1], l[2], l[3], type_id, 1, 0, 0, 0]
+    }
+
+    /// `body` as one message on chunk stream `csid` in 128-byte chunks.
+    fn chunked(csid: u8, type_id: u8, body: &[u8]) -> Vec<u8> {
+        let mut bytes = full_header(csid, body.len() as u32, type_id);
+        for (i, piece) in body.chunks(128).enumerate() {
+            if i > 0 {
+                bytes.push(0xC0 | csid);
+            }
+            bytes.extend(piece);
+        }
+        bytes
+    }
+
+    /// What ffmpeg sends: a chunk size change, commands, then media of every size, with
+    /// compressed headers and extended timestamps.
+    fn encoder_stream() -> Vec<u8> {
         let mut serializer = ChunkSerializer::new();
         let mut wire = Vec::new();
+        wire.extend(
+            serializer
+                .serialize(&command("connect", vec![]), false, false)
+                .unwrap()
+                .bytes,
+        );
         let chunk_size = RtmpMessage::SetChunkSize { size: 4096 }
             .into_message_payload(RtmpTimestamp::new(0), 0)
             .unwrap();
@@ -247,6 +511,20 @@ mod tests {
         serializer
             .set_max_chunk_size(4096, RtmpTimestamp::new(0))
             .unwrap();
+        for name in ["releaseStream", "FCPublish", "createStream"] {
+            let message = command(name, vec![Amf0Value::Utf8String("cam".into())]);
+            wire.extend(serializer.serialize(&message, false, false).unwrap().bytes);
+        }
+        let metadata = RtmpMessage::Amf0Data {
+            values: vec![
+                Amf0Value::Utf8String("@setDataFrame".into()),
+                Amf0Value::Utf8String("onMetaData".into()),
+                Amf0Value::Object(Default::default()),
+            ],
+        }
+        .into_message_payload(RtmpTimestamp::new(0), 1)
+        .unwrap();
+        wire.extend(serializer.serialize(&metadata, false, false).unwrap().bytes);
         let mut timestamp = 0xFF_FF00u32;
         for i in 0..200usize {
             timestamp = timestamp.wrapping_add(40);
@@ -255,15 +533,64 @@ mod tests {
                 wire.extend(serializer.serialize(&message, false, false).unwrap().bytes);
             }
         }
+        wire
+    }
+
+    /// The messages (type, length) `rml_rtmp`'s deserializer yields for `input`, fed in
+    /// `piece`-sized reads, applying chunk size changes as the sessions do; `Err` when it
+    /// fails or panics.
+    fn rml_messages(input: &[u8], piece: usize) -> Result<Vec<(u8, usize)>, String> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut deserializer = ChunkDeserializer::new();
+            let mut messages = Vec::new();
+            for mut part in input.chunks(piece) {
+                while let Some(message) = deserializer
+                    .get_next_message(part)
+                    .map_err(|e| e.to_string())?
+                {
+                    part = &[];
+                    messages.push((message.type_id, message.data.len()));
+                    if let Ok(RtmpMessage::SetChunkSize { size }) = message.to_rtmp_message() {
+                        deserializer
+                            .set_max_chunk_size(size as usize)
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+            Ok(messages)
+        }))
+        .unwrap_or_else(|_| Err("panicked".to_owned()))
+    }
+
+    fn guard_messages(input: &[u8], piece: usize) -> Result<Vec<(u8, usize)>, GuardError> {
+        let mut guard = server(1 << 24);
+        for part in input.chunks(piece) {
+            guard.inspect(part)?;
+        }
+        Ok(guard.messages)
+    }
+
+    #[test]
+    fn follows_real_chunk_streams_and_stops_only_oversized_messages() {
+        let wire = encoder_stream();
+        let expected = rml_messages(&wire, 1 << 20).unwrap();
+        // (rml_rtmp's serializer sends nothing for the empty media messages.)
+        assert_eq!(expected.len(), 6 + 400 - 25);
         for piece in [1usize, 3, 7, 64, 1000, 1 << 20] {
-            let mut guard = ChunkGuard::new(20_000);
+            let mut guard = server(20_000);
             for part in wire.chunks(piece) {
                 guard.inspect(part).unwrap();
             }
             assert!(matches!(guard.stage, Stage::Header));
             assert!(guard.head.is_empty());
+            assert_eq!(
+                guard.messages, expected,
+                "same message boundaries as rml_rtmp"
+            );
+            assert_eq!(guard.chunk_size, 4096);
+            assert!(guard.take_connect().is_some());
         }
-        let mut strict = ChunkGuard::new(10_000);
+        let mut strict = server(10_000);
         assert_eq!(
             strict.inspect(&wire),
             Err(GuardError::TooLarge {
@@ -271,26 +598,264 @@ mod tests {
                 limit: 10_000
             })
         );
+        assert!(strict.inspect(&[]).is_err(), "stays refused");
     }
 
     #[test]
     fn an_announced_giant_is_refused_before_its_payload() {
-        let mut guard = ChunkGuard::new(8 * 1024 * 1024);
+        let mut guard = server(8 * 1024 * 1024);
         let header = [0x04, 0, 0, 0, 0xFF, 0xFF, 0xFF, 9, 1, 0, 0, 0];
         assert!(matches!(
             guard.inspect(&header),
             Err(GuardError::TooLarge { .. })
         ));
-        let mut guard = ChunkGuard::new(1000);
+        let mut guard = server(1000);
         assert_eq!(guard.inspect(&[0xC5]), Err(GuardError::NoPreviousHeader(5)));
+        // Commands are reassembled only up to their own limit.
+        let mut guard = server(8 * 1024 * 1024);
+        assert!(matches!(
+            guard.inspect(&full_header(3, 70_000, 20)),
+            Err(GuardError::TooLargeToCheck { type_id: 20, .. })
+        ));
+    }
+
+    /// A chunk of another chunk stream in the middle of a message: rml_rtmp appends it to
+    /// the message in progress, and panics when its header announces fewer bytes than
+    /// are buffered. The guard refuses every interleaving first.
+    #[test]
+    fn interleaved_chunks_are_refused_where_rml_rtmp_breaks() {
+        // 300 bytes of video on csid 6 (128-byte chunks): first chunk only.
+        let mut first = full_header(6, 300, 9);
+        first.extend(std::iter::repeat_n(0x17, 128));
+
+        // A 50-byte message on csid 4: rml_rtmp underflows and panics.
+        let mut short = first.clone();
+        short.extend(full_header(4, 50, 9));
+        short.extend(std::iter::repeat_n(0xAA, 50));
+        assert_eq!(rml_messages(&short, 1 << 20), Err("panicked".to_owned()));
+        assert_eq!(
+            guard_messages(&short, 1 << 20),
+            Err(GuardError::Interleaved {
+                format: 0,
+                csid: 4,
+                current: 6
+            })
+        );
+
+        // A longer one: rml_rtmp silently mixes the two messages.
+        let mut long = first.clone();
+        long.extend(full_header(4, 500, 8));
+        long.extend(std::iter::repeat_n(0xAA, 128));
+        long.push(0xC6);
+        long.extend(std::iter::repeat_n(0x17, 44));
+        let mixed = rml_messages(&long, 1 << 20).unwrap();
+        assert_eq!(mixed, vec![(9, 300)], "rml: one message of mixed bytes");
+        assert!(matches!(
+            guard_messages(&long, 7),
+            Err(GuardError::Interleaved { csid: 4, .. })
+        ));
+
+        // A new type 0 header on the same chunk stream mid-message.
+        let mut restart = first.clone();
+        restart.extend(full_header(6, 20, 20));
+        restart.extend(std::iter::repeat_n(0x05, 20));
+        assert_eq!(rml_messages(&restart, 1 << 20), Err("panicked".to_owned()));
+        assert!(matches!(
+            guard_messages(&restart, 1),
+            Err(GuardError::Interleaved {
+                format: 0,
+                csid: 6,
+                ..
+            })
+        ));
+
+        // Type 1 and 2 headers mid-message are refused too.
+        for format in [1u8, 2] {
+            let mut compressed = first.clone();
+            compressed.push((format << 6) | 6);
+            compressed.extend([0, 0, 0, 0, 0, 0x10, 9][..if format == 1 { 7 } else { 3 }].iter());
+            assert!(matches!(
+                guard_messages(&compressed, 1 << 20),
+                Err(GuardError::Interleaved { .. })
+            ));
+        }
+
+        // Whole messages on alternating chunk streams are fine for both.
+        let mut alternating = Vec::new();
+        for (csid, type_id) in [(6u8, 9u8), (4, 8), (6, 9), (5, 8)] {
+            alternating.extend(full_header(csid, 300, type_id));
+            for (i, piece) in [128usize, 128, 44].into_iter().enumerate() {
+                if i > 0 {
+                    alternating.push(0xC0 | csid);
+                }
+                alternating.extend(std::iter::repeat_n(0x11, piece));
+            }
+        }
+        for piece in [1, 5, 1 << 20] {
+            assert_eq!(
+                guard_messages(&alternating, piece).unwrap(),
+                rml_messages(&alternating, piece).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_small_extended_timestamp_on_a_compressed_header_is_refused() {
+        let mut input = full_header(6, 1, 9);
+        input.push(0x27);
+        // Type 1: delta 0xFFFFFF, extended 5.
+        input.extend([0x46, 0xFF, 0xFF, 0xFF, 0, 0, 1, 9, 0, 0, 0, 5, 0x27]);
+        assert_eq!(
+            guard_messages(&input, 1 << 20),
+            Err(GuardError::ExtendedTimestamp(5))
+        );
+        let mut fine = full_header(6, 1, 9);
+        fine.push(0x27);
+        fine.extend([0x46, 0xFF, 0xFF, 0xFF, 0, 0, 1, 9, 0x01, 0, 0, 5, 0x27]);
+        assert_eq!(guard_messages(&fine, 1 << 20).unwrap().len(), 2);
+        assert_eq!(rml_messages(&fine, 1 << 20).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn chunk_sizes_rml_rtmp_would_not_follow_are_refused() {
+        for (size, error) in [
+            (0u32, GuardError::BadChunkSize(0)),
+            (0x8000_0000, GuardError::BadChunkSize(0x8000_0000)),
+        ] {
+            let mut input = full_header(2, 4, 1);
+            input.extend(size.to_be_bytes());
+            assert_eq!(guard_messages(&input, 1 << 20), Err(error));
+        }
+        let mut short = full_header(2, 2, 1);
+        short.extend([0, 1]);
+        assert_eq!(
+            guard_messages(&short, 1 << 20),
+            Err(GuardError::ShortChunkSize)
+        );
+    }
+
+    /// Commands rml_rtmp would panic on: fewer than three values, and values nested
+    /// deeper than a thread's stack.
+    #[test]
+    fn commands_are_checked_before_rml_rtmp_decodes_them() {
+        let two_values = rml_amf0::serialize(&vec![
+            Amf0Value::Utf8String("play".into()),
+            Amf0Value::Number(1.0),
+        ])
+        .unwrap();
+        for (type_id, body) in [
+            (20u8, two_values.clone()),
+            (17, [&[0u8][..], &two_values].concat()),
+            (20, vec![]),
+        ] {
+            let mut message = payload(type_id, 0, 0, 0);
+            message.data = body.clone().into();
+            let decoded = catch_unwind(AssertUnwindSafe(|| message.to_rtmp_message()));
+            assert!(decoded.is_err(), "rml_rtmp panics on {body:?}");
+            let input = chunked(3, type_id, &body);
+            assert!(matches!(
+                guard_messages(&input, 1 << 20),
+                Err(GuardError::CommandTooShort(_))
+            ));
+        }
+        let mut deep = rml_amf0::serialize(&vec![
+            Amf0Value::Utf8String("connect".into()),
+            Amf0Value::Number(1.0),
+        ])
+        .unwrap();
+        for _ in 0..10_000 {
+            deep.extend([3, 0, 1, b'a']);
+        }
+        let input = chunked(3, 20, &deep);
+        assert!(matches!(
+            guard_messages(&input, 1 << 20),
+            Err(GuardError::Amf {
+                type_id: 20,
+                error: AmfError::TooDeep(32)
+            })
+        ));
+    }
+
+    #[test]
+    fn set_data_frame_needs_its_values() {
+        let short = rml_amf0::serialize(&vec![
+            Amf0Value::Utf8String("@setDataFrame".into()),
+            Amf0Value::Utf8String("onMetaData".into()),
+        ])
+        .unwrap();
+        let mut input = full_header(4, short.len() as u32, 18);
+        input.extend(&short);
+        assert_eq!(
+            guard_messages(&input, 1 << 20),
+            Err(GuardError::DataFrameTooShort(2))
+        );
+        let mut client = ChunkGuard::new(GuardLimits::client(1 << 20));
+        client.inspect(&input).unwrap();
+    }
+
+    #[test]
+    fn create_stream_is_capped() {
+        let mut serializer = ChunkSerializer::new();
+        let mut guard = server(1 << 20);
+        for i in 0..MAX_CREATE_STREAM + 1 {
+            let packet = serializer
+                .serialize(&command("createStream", vec![]), false, false)
+                .unwrap();
+            let outcome = guard.inspect(&packet.bytes);
+            if i < MAX_CREATE_STREAM {
+                outcome.unwrap();
+            } else {
+                assert_eq!(outcome, Err(GuardError::TooManyStreams(MAX_CREATE_STREAM)));
+            }
+        }
+        let mut client = ChunkGuard::new(GuardLimits::client(1 << 20));
+        let mut serializer = ChunkSerializer::new();
+        for _ in 0..100 {
+            let packet = serializer
+                .serialize(&command("createStream", vec![]), false, false)
+                .unwrap();
+            client.inspect(&packet.bytes).unwrap();
+        }
     }
 
     #[test]
     fn random_bytes_never_panic() {
         let mut noise = crate::test_noise::Noise::new(0x2545_f491);
         for _ in 0..200 {
-            let mut guard = ChunkGuard::new(1 << 20);
+            let mut guard = server(1 << 20);
             let _ = guard.inspect(&noise.bytes(4096));
         }
+    }
+
+    /// Mutations of a real stream: whatever the guard lets through, rml_rtmp's
+    /// deserializer reads without panicking and splits into the same messages.
+    #[test]
+    fn whatever_passes_the_guard_rml_rtmp_reads_the_same_way() {
+        let wire = encoder_stream();
+        let wire = &wire[..wire.len().min(30_000)];
+        let mut noise = crate::test_noise::Noise::new(0x0bad_cafe);
+        let mut passed = 0;
+        for round in 0..600 {
+            let mut input = wire.to_vec();
+            let edits = noise.bytes(8);
+            for pair in edits.chunks(2).take(1 + round % 4) {
+                let at = (usize::from(pair[0]) << 8 | usize::from(pair[1])) * 7 % input.len();
+                input[at] = pair[1].rotate_left(3);
+            }
+            let piece = [1usize, 13, 4096][round % 3];
+            let mut guard = server(1 << 24);
+            let (mut accepted, mut seen) = (0, 0);
+            for part in input.chunks(piece) {
+                if guard.inspect(part).is_err() {
+                    break;
+                }
+                accepted += part.len();
+                seen = guard.messages.len();
+            }
+            let rml = rml_messages(&input[..accepted], piece);
+            assert_eq!(rml.as_deref(), Ok(&guard.messages[..seen]), "round {round}");
+            passed += usize::from(accepted == input.len());
+        }
+        assert!(passed > 50, "only {passed} mutated streams passed whole");
     }
 }

@@ -152,13 +152,13 @@ impl Drop for TestServer {
 
 /// A media message as a player received it.
 #[derive(Debug, Clone, PartialEq)]
-enum Media {
+pub(crate) enum Media {
     Video(u32, Bytes),
     Audio(u32, Bytes),
     Metadata(StreamMetadata),
 }
 
-struct TestClient {
+pub(crate) struct TestClient {
     socket: TcpStream,
     session: ClientSession,
     /// Session events other than media, in arrival order.
@@ -296,7 +296,7 @@ impl TestClient {
         .await
     }
 
-    async fn next_media(&mut self) -> Media {
+    pub(crate) async fn next_media(&mut self) -> Media {
         within("a media message", WAIT, async {
             loop {
                 if let Some(media) = self.media.pop_front() {
@@ -366,19 +366,19 @@ impl TestClient {
         client
     }
 
-    async fn publisher(addr: SocketAddr, stream: &str) -> Self {
+    pub(crate) async fn publisher(addr: SocketAddr, stream: &str) -> Self {
         let mut client = Self::connected(addr).await;
         client.publish(stream).await;
         client
     }
 
-    async fn player(addr: SocketAddr, stream: &str) -> Self {
+    pub(crate) async fn player(addr: SocketAddr, stream: &str) -> Self {
         let mut client = Self::connected(addr).await;
         client.play(stream).await;
         client
     }
 
-    async fn send_media(&mut self, media: &Media) {
+    pub(crate) async fn send_media(&mut self, media: &Media) {
         let sent = match media {
             Media::Video(ts, data) => {
                 self.session

@@ -3,15 +3,13 @@
 //! publisher: ffmpeg, OBS and librtmp send it only when publishing, which lets the
 //! server challenge publishers for credentials while players connect freely).
 //!
-//! A second chunk deserializer reads the first messages of the connection until the
-//! connect command is seen, then the sniffer switches itself off.
+//! The chunk guard reassembles and checks every command before `rml_rtmp` sees it, and
+//! keeps the values of the first `connect` ([`ChunkGuard::take_connect`]); they are read
+//! here.
+//!
+//! [`ChunkGuard::take_connect`]: crate::chunk_guard::ChunkGuard::take_connect
 
 use rml_amf0::Amf0Value;
-use rml_rtmp::chunk_io::ChunkDeserializer;
-use rml_rtmp::messages::RtmpMessage;
-
-/// Stop looking after this many bytes (no client sends its connect that late).
-const SNIFF_LIMIT: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnectInfo {
@@ -19,57 +17,13 @@ pub struct ConnectInfo {
     pub publisher: bool,
 }
 
-pub struct ConnectSniffer {
-    deserializer: Option<ChunkDeserializer>,
-    seen: usize,
-}
-
-impl Default for ConnectSniffer {
-    fn default() -> Self {
-        Self {
-            deserializer: Some(ChunkDeserializer::new()),
-            seen: 0,
-        }
-    }
-}
-
-impl ConnectSniffer {
-    /// Feeds bytes read after the handshake; returns the connect facts once they are known.
-    pub fn feed(&mut self, bytes: &[u8]) -> Option<ConnectInfo> {
-        let deserializer = self.deserializer.as_mut()?;
-        self.seen += bytes.len();
-        if self.seen > SNIFF_LIMIT {
-            self.deserializer = None;
-            return None;
-        }
-        let mut input = bytes;
-        loop {
-            let payload = match deserializer.get_next_message(input) {
-                Ok(Some(payload)) => payload,
-                Ok(None) => return None,
-                Err(_) => {
-                    self.deserializer = None;
-                    return None;
-                }
-            };
-            input = &[];
-            match payload.to_rtmp_message() {
-                Ok(RtmpMessage::SetChunkSize { size })
-                    if deserializer.set_max_chunk_size(size as usize).is_err() =>
-                {
-                    self.deserializer = None;
-                    return None;
-                }
-                Ok(RtmpMessage::Amf0Command {
-                    command_name,
-                    command_object,
-                    ..
-                }) if command_name == "connect" => {
-                    self.deserializer = None;
-                    return Some(info_from(&command_object));
-                }
-                _ => {}
-            }
+impl ConnectInfo {
+    /// Reads the AMF0 values of a `connect` command (name, transaction id, command
+    /// object, ...). Only for values the AMF guard has bounded: `rml_amf0` recurses.
+    pub fn from_command(values: &[u8]) -> Self {
+        match rml_amf0::deserialize(&mut std::io::Cursor::new(values)) {
+            Ok(values) => values.get(2).map(info_from).unwrap_or_default(),
+            Err(_) => Self::default(),
         }
     }
 }
@@ -91,7 +45,9 @@ fn info_from(command_object: &Amf0Value) -> ConnectInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunk_guard::{ChunkGuard, GuardLimits};
     use rml_rtmp::chunk_io::ChunkSerializer;
+    use rml_rtmp::messages::RtmpMessage;
     use rml_rtmp::time::RtmpTimestamp;
     use std::collections::HashMap;
 
@@ -122,29 +78,35 @@ mod tests {
             .unwrap();
         let mut serializer = ChunkSerializer::new();
         let packet = serializer.serialize(&payload, false, false).unwrap();
-        let mut sniffer = ConnectSniffer::default();
+        let mut guard = ChunkGuard::new(GuardLimits::server(1 << 20));
         let mut found = None;
         for byte in packet.bytes.chunks(7) {
-            if let Some(info) = sniffer.feed(byte) {
-                found = Some(info);
+            guard.inspect(byte).unwrap();
+            if let Some(values) = guard.take_connect() {
+                found = Some(ConnectInfo::from_command(&values));
             }
         }
         let info = found.expect("connect found");
         assert!(info.publisher);
         assert!(info.flash_ver.starts_with("FMLE/3.0"));
-        assert_eq!(
-            sniffer.feed(&[1, 2, 3]),
-            None,
-            "switched off after the connect"
-        );
+        let again = serializer.serialize(&payload, false, false).unwrap();
+        guard.inspect(&again.bytes).unwrap();
+        assert_eq!(guard.take_connect(), None, "only the first connect");
     }
 
     #[test]
-    fn garbage_switches_the_sniffer_off_without_panicking() {
-        let mut sniffer = ConnectSniffer::default();
-        let mut noise = crate::test_noise::Noise::new(0x1234_5678);
-        for _ in 0..1000 {
-            let _ = sniffer.feed(&noise.bytes(64));
+    fn odd_command_objects_give_no_facts() {
+        for values in [
+            vec![
+                Amf0Value::Utf8String("connect".into()),
+                Amf0Value::Number(1.0),
+                Amf0Value::Null,
+            ],
+            vec![Amf0Value::Utf8String("connect".into())],
+        ] {
+            let bytes = rml_amf0::serialize(&values).unwrap();
+            assert_eq!(ConnectInfo::from_command(&bytes), ConnectInfo::default());
         }
+        assert_eq!(ConnectInfo::from_command(&[0x0B]), ConnectInfo::default());
     }
 }

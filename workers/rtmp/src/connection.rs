@@ -1,13 +1,14 @@
 //! One RTMP connection: handshake, the `rml_rtmp` server session, and what its events
 //! mean for strom (authentication, publish control, publishing into a stream, playing).
 
+use crate::admission::{Place, PlaceKind};
 use crate::auth::adobe::Verdict;
 use crate::auth::{handler, param, publish_sign, split_query};
-use crate::chunk_guard::ChunkGuard;
 use crate::chunking::OUTGOING_CHUNK_SIZE;
-use crate::connect_info::{ConnectInfo, ConnectSniffer};
+use crate::connect_info::ConnectInfo;
 use crate::hub::{PublisherInfo, Stream, StreamKey};
 use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
+use crate::server_input::{InputError, ServerInput};
 use crate::service::Shared;
 use crate::sessions::{Role, SessionEntry, unix_now};
 use crate::status_message::{RML_DATA_CSID, on_status, play_start_data};
@@ -22,11 +23,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::messages::WorkerEvent;
+use strom_ipc::names;
+use strom_ipc::rules::RtmpLimits;
 use strom_worker_runtime::counters::ConnectionGuard;
+use strom_worker_runtime::limited_log;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Time a client has to send its first command after the handshake.
@@ -34,6 +38,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 const READ_BUFFER: usize = 16 * 1024;
 /// How long a refused client gets to read the refusal and hang up.
 const LINGER: Duration = Duration::from_secs(3);
+/// Window of the rate limits on log lines a client can cause.
+const LOG_WINDOW: Duration = Duration::from_secs(10);
 
 /// Why a connection ended early.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,8 @@ pub enum ConnectionError {
     Idle(Duration),
     #[error("publisher sent no media for {0:?}")]
     PublisherIdle(Duration),
+    #[error("no publisher on {0} for {1:?}")]
+    NoPublisher(String, Duration),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -57,11 +65,35 @@ struct Publishing {
     stream: Arc<Stream>,
     session: Arc<SessionEntry>,
     last_media: Instant,
+    _place: Place,
 }
 
 struct Playing {
     key: StreamKey,
     session: Arc<SessionEntry>,
+    /// The message stream the player plays on (for status messages).
+    stream_id: u32,
+    /// Whether the stream has a publisher, followed without a per-frame cost.
+    live: Option<watch::Receiver<bool>>,
+    /// A publisher was seen since the player started (then the wait is the unpublish
+    /// grace; otherwise it is the time a stream gets to appear).
+    had_publisher: bool,
+    /// Since when the stream has had no publisher.
+    unpublished_since: Option<Instant>,
+    place: Place,
+}
+
+impl Playing {
+    /// How long the player may still wait for a publisher; `None` while one publishes.
+    fn patience(&self, limits: &RtmpLimits) -> Option<Duration> {
+        let since = self.unpublished_since?;
+        let limit = if self.had_publisher {
+            Duration::from_secs(u64::from(limits.unpublish_grace_secs))
+        } else {
+            Duration::from_secs(u64::from(limits.player_wait_timeout_secs))
+        };
+        Some(limit.saturating_sub(since.elapsed()))
+    }
 }
 
 struct Connection {
@@ -71,9 +103,9 @@ struct Connection {
     out: mpsc::Sender<Outgoing>,
     kill: CancellationToken,
     connect: ConnectInfo,
-    sniffer: ConnectSniffer,
-    /// Refuses messages over `max_message_bytes` before rml_rtmp reserves room for them.
-    guard: ChunkGuard,
+    /// Checks what the client sends (chunk stream, message sizes, AMF, createStream count)
+    /// before rml_rtmp parses it, and reads the connect facts.
+    guard: ServerInput,
     app: String,
     app_params: Vec<(String, String)>,
     authenticated: bool,
@@ -82,6 +114,7 @@ struct Connection {
     bytes_in: u64,
     /// Close after the queued packets are written (a rejected client).
     closing: bool,
+    _ip_place: Place,
 }
 
 pub async fn serve(
@@ -93,9 +126,16 @@ pub async fn serve(
 ) {
     let limits = shared.rules().rtmp.limits;
     if shared.counters.snapshot().connections > u64::from(limits.max_connections) {
-        tracing::warn!(%peer, max = limits.max_connections, "rtmp connection refused: connection limit reached");
+        limited_log!(warn, 5, LOG_WINDOW; %peer, max = limits.max_connections, "rtmp connection refused: connection limit reached");
         return;
     }
+    let Some(ip_place) = shared
+        .admission
+        .take(PlaceKind::Ip(peer.ip()), limits.max_connections_per_ip)
+    else {
+        limited_log!(warn, 5, LOG_WINDOW; %peer, max = limits.max_connections_per_ip, "rtmp connection refused: connections per address limit reached");
+        return;
+    };
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
     let handshake_limit = Duration::from_secs(u64::from(limits.handshake_timeout_secs));
@@ -104,11 +144,11 @@ pub async fn serve(
     {
         Ok(Ok(leftover)) => leftover,
         Ok(Err(e)) => {
-            tracing::info!(%peer, error = %e, "rtmp connection dropped");
+            limited_log!(info, 10, LOG_WINDOW; %peer, error = %e, "rtmp connection dropped before its handshake ended");
             return;
         }
         Err(_) => {
-            tracing::info!(%peer, error = %ConnectionError::HandshakeTimeout(handshake_limit), "rtmp connection dropped");
+            limited_log!(info, 10, LOG_WINDOW; %peer, error = %ConnectionError::HandshakeTimeout(handshake_limit), "rtmp connection dropped before its handshake ended");
             return;
         }
     };
@@ -137,8 +177,7 @@ pub async fn serve(
         out,
         kill: kill.clone(),
         connect: ConnectInfo::default(),
-        sniffer: ConnectSniffer::default(),
-        guard: ChunkGuard::new(limits.max_message_bytes),
+        guard: ServerInput::new(limits.max_message_bytes),
         app: String::new(),
         app_params: Vec::new(),
         authenticated: false,
@@ -146,11 +185,12 @@ pub async fn serve(
         playing: None,
         bytes_in: 0,
         closing: false,
+        _ip_place: ip_place,
     };
     let result = connection.run(&mut reader, initial, leftover).await;
     match &result {
         Ok(()) => tracing::debug!(%peer, "rtmp connection closed"),
-        Err(e) => tracing::info!(%peer, error = %e, "rtmp connection dropped"),
+        Err(e) => limited_log!(info, 20, LOG_WINDOW; %peer, error = %e, "rtmp connection dropped"),
     }
     connection.finish();
     drop(connection);
@@ -204,17 +244,23 @@ impl Connection {
             self.input(&leftover).await?;
         }
         let mut buffer = vec![0u8; READ_BUFFER];
-        let idle_limit = Duration::from_secs(u64::from(
-            self.shared.rules().rtmp.limits.publisher_idle_timeout_secs,
-        ));
+        let limits = self.shared.rules().rtmp.limits;
+        let idle_limit = Duration::from_secs(u64::from(limits.publisher_idle_timeout_secs));
+        let kill = self.kill.clone();
         while !self.closing {
             let wait = match (&self.publishing, &self.playing) {
                 (Some(publishing), _) => idle_limit.saturating_sub(publishing.last_media.elapsed()),
-                (None, Some(_)) => Duration::from_secs(24 * 3600),
+                (None, Some(playing)) => playing
+                    .patience(&limits)
+                    .unwrap_or(Duration::from_secs(24 * 3600)),
                 (None, None) => COMMAND_TIMEOUT,
             };
             let read = tokio::select! {
-                () = self.kill.cancelled() => return Ok(()),
+                () = kill.cancelled() => return Ok(()),
+                live = publisher_change(self.playing.as_mut()) => {
+                    self.publisher_changed(live).await;
+                    continue;
+                }
                 read = tokio::time::timeout(wait.max(Duration::from_millis(10)), reader.read(&mut buffer)) => read,
             };
             match read {
@@ -226,7 +272,18 @@ impl Connection {
                         if publishing.last_media.elapsed() >= idle_limit {
                             return Err(ConnectionError::PublisherIdle(idle_limit));
                         }
-                    } else if self.playing.is_none() {
+                    } else if let Some(playing) = &self.playing {
+                        if playing.patience(&limits) == Some(Duration::ZERO) {
+                            let waited = playing
+                                .unpublished_since
+                                .map(|since| since.elapsed())
+                                .unwrap_or_default();
+                            return Err(ConnectionError::NoPublisher(
+                                playing.key.to_string(),
+                                waited,
+                            ));
+                        }
+                    } else {
                         return Err(ConnectionError::Idle(COMMAND_TIMEOUT));
                     }
                 }
@@ -234,6 +291,36 @@ impl Connection {
         }
         self.linger(reader, &mut buffer).await;
         Ok(())
+    }
+
+    /// A publisher came or went on the stream being played: a player learns that its
+    /// publisher left (`NetStream.Play.UnpublishNotify`, as nginx-rtmp says it) and is
+    /// closed if none comes back within the grace; a new publisher ends the wait.
+    async fn publisher_changed(&mut self, live: Option<bool>) {
+        let Some(playing) = self.playing.as_mut() else {
+            return;
+        };
+        match live {
+            None => playing.live = None,
+            Some(true) => {
+                playing.had_publisher = true;
+                playing.unpublished_since = None;
+            }
+            Some(false) => {
+                playing.unpublished_since.get_or_insert_with(Instant::now);
+                if playing.had_publisher {
+                    let (stream_id, key) = (playing.stream_id, playing.key.to_string());
+                    tracing::info!(peer = %self.peer, stream = %key, "publisher left; telling the player");
+                    self.send(on_status(
+                        stream_id,
+                        "status",
+                        "NetStream.Play.UnpublishNotify",
+                        &format!("{key} is now unpublished."),
+                    ))
+                    .await;
+                }
+            }
+        }
     }
 
     /// After a refusal the client must get to read the reason: closing at once races with
@@ -263,17 +350,19 @@ impl Connection {
                 .bytes_recv
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
-        self.guard
-            .inspect(bytes)
-            .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
-        if let Some(info) = self.sniffer.feed(bytes) {
+        // The guard sees the bytes before rml_rtmp does; a refusal closes this connection
+        // (logged with the reason as it is dropped).
+        let handled = self
+            .guard
+            .handle(&mut self.session, bytes)
+            .map_err(|e| match e {
+                InputError::Refused(_) => ConnectionError::Protocol(e.to_string()),
+                InputError::Session(e) => ConnectionError::Protocol(format!("{e:?}")),
+            })?;
+        if let Some(info) = handled.connect {
             self.connect = info;
         }
-        let results = self
-            .session
-            .handle_input(bytes)
-            .map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
-        self.results(results).await
+        self.results(handled.results).await
     }
 
     async fn results(&mut self, results: Vec<ServerSessionResult>) -> Result<(), ConnectionError> {
@@ -367,6 +456,16 @@ impl Connection {
 
     async fn on_connect(&mut self, request_id: u32, app_name: &str) -> Result<(), ConnectionError> {
         let (app, params) = split_query(app_name);
+        if let Err(e) = names::check_app(app) {
+            tracing::warn!(peer = %self.peer, error = %e, "rtmp connect refused");
+            let outcome = self.session.reject_request(
+                request_id,
+                "NetConnection.Connect.Rejected",
+                &e.to_string(),
+            );
+            self.closing = true;
+            return self.answer(outcome).await;
+        }
         self.app = app.to_owned();
         self.app_params = params;
         let (login, password) = self.credentials();
@@ -429,11 +528,31 @@ impl Connection {
                 )
                 .await;
         }
-        if stream_name.is_empty() {
+        if let Some(publishing) = &self.publishing {
+            // One connection publishes one stream: a second claim would outlive the
+            // session the API can end.
+            let why = format!("this connection already publishes {}", publishing.key);
             return self
-                .refuse_publish(stream_id, "NetStream.Publish.BadName", "empty stream name")
+                .refuse_publish(stream_id, "NetStream.Publish.BadName", &why)
                 .await;
         }
+        if let Err(e) = names::check_stream(&stream_name) {
+            return self
+                .refuse_publish(stream_id, "NetStream.Publish.BadName", &e.to_string())
+                .await;
+        }
+        let Some(place) = self.shared.admission.take(
+            PlaceKind::Publisher,
+            self.shared.rules().rtmp.limits.max_publishers,
+        ) else {
+            return self
+                .refuse_publish(
+                    stream_id,
+                    "NetStream.Publish.Rejected",
+                    "the server's publisher limit is reached",
+                )
+                .await;
+        };
         let key = StreamKey {
             app: self.app.clone(),
             stream: stream_name.clone(),
@@ -540,6 +659,7 @@ impl Connection {
             stream,
             session: entry,
             last_media: Instant::now(),
+            _place: place,
         });
         let outcome = self.session.accept_request(request_id);
         self.answer(outcome).await
@@ -575,6 +695,37 @@ impl Connection {
             app: self.app.clone(),
             stream: stream_name.to_owned(),
         };
+        let limits = self.shared.rules().rtmp.limits;
+        let refusal = match names::check_stream(stream_name) {
+            Err(e) => Some(("NetStream.Play.StreamNotFound", e.to_string())),
+            Ok(()) if self.publishing.is_some() => Some((
+                "NetStream.Play.Failed",
+                "a publishing connection cannot play".to_owned(),
+            )),
+            Ok(()) => None,
+        };
+        let place = match refusal {
+            Some(refusal) => Err(refusal),
+            None if self.playing.is_some() => Ok(None),
+            None => self
+                .shared
+                .admission
+                .take(PlaceKind::Player, limits.max_players)
+                .map(Some)
+                .ok_or((
+                    "NetStream.Play.Failed",
+                    "the server's player limit is reached".to_owned(),
+                )),
+        };
+        let place = match place {
+            Ok(place) => place,
+            Err((code, why)) => {
+                tracing::warn!(peer = %self.peer, stream = %key, code, reason = %why, "play refused");
+                self.send(on_status(stream_id, "error", code, &why)).await;
+                self.closing = true;
+                return Ok(());
+            }
+        };
         let results = self
             .session
             .accept_request(request_id)
@@ -595,7 +746,13 @@ impl Connection {
             .collect();
         Box::pin(self.results(results)).await?;
         self.send(play_start_data(stream_id)).await;
-        self.stop_playing().await;
+        // A second play on the connection keeps the place of the first.
+        let previous = self.stop_playing().await;
+        let Some(place) = place.or(previous) else {
+            return Err(ConnectionError::Protocol(
+                "play without a player place".into(),
+            ));
+        };
         let id = self.shared.ids.next_id();
         let entry = Arc::new(SessionEntry {
             id,
@@ -613,6 +770,8 @@ impl Connection {
         });
         self.shared.sessions.insert(Arc::clone(&entry));
         let (frames, _dropped) = self.shared.streams.subscribe(&key, id);
+        let mut live = self.shared.streams.watch_live(&key);
+        let publishing_now = live.as_mut().is_some_and(|live| *live.borrow_and_update());
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
         let _ = self
             .out
@@ -625,16 +784,22 @@ impl Connection {
         self.playing = Some(Playing {
             key,
             session: entry,
+            stream_id,
+            live,
+            had_publisher: publishing_now,
+            unpublished_since: (!publishing_now).then(Instant::now),
+            place,
         });
         Ok(())
     }
 
-    async fn stop_playing(&mut self) {
-        if let Some(playing) = self.playing.take() {
-            let _ = self.out.send(Outgoing::StopMedia).await;
-            self.shared.streams.leave(&playing.key, playing.session.id);
-            self.shared.sessions.remove(playing.session.id);
-        }
+    /// Ends the play in progress; its player place is handed back to the caller.
+    async fn stop_playing(&mut self) -> Option<Place> {
+        let playing = self.playing.take()?;
+        let _ = self.out.send(Outgoing::StopMedia).await;
+        self.shared.streams.leave(&playing.key, playing.session.id);
+        self.shared.sessions.remove(playing.session.id);
+        Some(playing.place)
     }
 
     fn stop_publishing(&mut self) {
@@ -662,5 +827,17 @@ impl Connection {
             self.shared.sessions.remove(playing.session.id);
             tracing::info!(peer = %self.peer, stream = %playing.key, "player left");
         }
+    }
+}
+
+/// Waits until the publisher of the played stream comes or goes: `Some(live)`, or `None`
+/// once the stream can no longer say; never returns when nothing is played.
+async fn publisher_change(playing: Option<&mut Playing>) -> Option<bool> {
+    let Some(live) = playing.and_then(|playing| playing.live.as_mut()) else {
+        return std::future::pending().await;
+    };
+    match live.changed().await {
+        Ok(()) => Some(*live.borrow_and_update()),
+        Err(_) => None,
     }
 }

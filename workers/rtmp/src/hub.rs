@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strom_worker_runtime::sync::locked;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// Frames a player may have queued: a few seconds of 60 fps video plus audio.
 pub const PLAYER_QUEUE_FRAMES: usize = 1024;
@@ -95,6 +95,9 @@ struct StreamState {
 pub struct Stream {
     pub key: StreamKey,
     state: Mutex<StreamState>,
+    /// Whether a publisher is on the stream, for players waiting for one (changes only
+    /// on publish and unpublish, so watching it costs players nothing per frame).
+    live: watch::Sender<bool>,
 }
 
 /// Why a publisher could not take a stream.
@@ -106,7 +109,13 @@ impl Stream {
         Self {
             key,
             state: Mutex::new(StreamState::default()),
+            live: watch::Sender::new(false),
         }
+    }
+
+    /// Follows whether the stream has a publisher.
+    pub fn watch_live(&self) -> watch::Receiver<bool> {
+        self.live.subscribe()
     }
 
     pub fn publisher(&self) -> Option<PublisherInfo> {
@@ -206,6 +215,7 @@ impl Stream {
         // Fold the 64-bit session id so a restarted worker's new ids still differ.
         state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
         state.publisher = Some(publisher);
+        self.live.send_replace(true);
         Ok(())
     }
 
@@ -215,6 +225,7 @@ impl Stream {
             state.publisher = None;
             state.gop.clear();
             state.gop_bytes = 0;
+            self.live.send_replace(false);
             return true;
         }
         false
@@ -367,6 +378,17 @@ impl Streams {
         subscribed
     }
 
+    /// Follows whether `key` has a publisher; `None` when nobody publishes or plays it.
+    pub fn watch_live(&self, key: &StreamKey) -> Option<watch::Receiver<bool>> {
+        locked(&self.map).get(key).map(|stream| stream.watch_live())
+    }
+
+    /// Streams known to the hub (with a publisher or readers) right now.
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        locked(&self.map).len()
+    }
+
     /// Players (RTMP players, bus subscribers, pushes) of `key` right now.
     pub fn player_count(&self, key: &StreamKey) -> usize {
         locked(&self.map)
@@ -452,6 +474,30 @@ mod tests {
         );
         assert!(streams.release(&key, 1));
         assert!(streams.claim(&key, publisher()).is_ok());
+    }
+
+    #[test]
+    fn streams_without_publisher_and_readers_leave_the_hub_and_players_see_it() {
+        let streams = Streams::default();
+        for i in 0..100 {
+            let key = StreamKey {
+                app: "live".into(),
+                stream: format!("s{i}"),
+            };
+            streams.claim(&key, publisher()).unwrap();
+            let _ = streams.subscribe(&key, 7);
+            let mut live = streams.watch_live(&key).unwrap();
+            assert!(*live.borrow_and_update());
+            assert!(streams.release(&key, 1));
+            assert!(live.has_changed().unwrap());
+            assert!(
+                !*live.borrow_and_update(),
+                "players learn the publisher left"
+            );
+            assert_eq!(streams.count(), 1, "a reader keeps the stream");
+            streams.leave(&key, 7);
+            assert_eq!(streams.count(), 0, "nothing left behind for {key}");
+        }
     }
 
     #[test]

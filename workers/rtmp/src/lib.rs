@@ -7,6 +7,8 @@
 //! The same hub feeds pushes to other servers ([`republish`]) and is fed by streams pulled
 //! from them ([`pull`]); both use the RTMP client in [`client`].
 
+mod admission;
+mod amf_guard;
 mod auth;
 mod bus_server;
 mod chunk_guard;
@@ -19,9 +21,13 @@ mod connection;
 mod frame;
 mod hub;
 mod hub_events;
+#[cfg(test)]
+mod input_tests;
 mod publish_frames;
 mod pull;
 mod republish;
+#[doc(hidden)]
+pub mod server_input;
 mod service;
 mod sessions;
 mod status_message;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 /// What every connection of the worker shares.
 pub struct Shared {
     pub streams: Streams,
+    pub admission: Arc<crate::admission::Admission>,
     pub sessions: SessionTable,
     pub adobe: AdobeAuth,
     pub counters: Arc<WorkerCounters>,
@@ -51,6 +52,7 @@ impl Shared {
     ) -> Self {
         Self {
             streams: Streams::default(),
+            admission: Arc::default(),
             sessions: SessionTable::default(),
             adobe: AdobeAuth::default(),
             counters,
@@ -221,6 +223,9 @@ impl WorkerService for RtmpWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.players()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                self.shared.sessions.players_page(after_id, limit)
+            }
             WorkerRequest::DeleteSessions(ids) => {
                 let found = self.shared.sessions.kill_players(&ids);
                 if !found.is_empty() {

@@ -77,6 +77,29 @@ impl SessionTable {
         players
     }
 
+    /// One page of [`Self::players`] (see `strom_ipc::paging`): only the page's entries
+    /// are copied, so walking a large table page by page stays cheap.
+    pub fn players_page(&self, after_id: u64, limit: u32) -> strom_ipc::messages::WorkerReply {
+        let entries = locked(&self.entries);
+        let players = entries
+            .values()
+            .filter(|e| e.role == Role::Player)
+            .map(|e| (e.id, e));
+        strom_ipc::paging::sessions_page(players, after_id, limit, |e| SessionInfo {
+            id: e.id,
+            app: e.app.clone(),
+            stream: e.stream.clone(),
+            protocol: "RTMP".to_owned(),
+            bytes_recv: e.bytes_recv.load(Ordering::Relaxed),
+            bytes_sent: e.bytes_sent.load(Ordering::Relaxed),
+            created: e.created,
+            last_access: e.last_access.load(Ordering::Relaxed),
+            client_ip: e.client_ip.clone(),
+            user_agent: e.user_agent.clone(),
+            ppv_id: None,
+        })
+    }
+
     pub fn publishers(&self) -> Vec<Publisher> {
         let mut publishers: Vec<Publisher> = locked(&self.entries)
             .values()

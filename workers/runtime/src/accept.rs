@@ -3,8 +3,10 @@
 use crate::counters::{ConnectionGuard, WorkerCounters};
 use crate::listeners::InheritedListener;
 use crate::sync::locked;
+use futures_util::FutureExt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strom_ipc::messages::ListenerSpec;
@@ -101,20 +103,45 @@ async fn accept_loop<H: ConnectionHandler>(
         };
         match accepted {
             Ok((stream, peer)) => {
+                counters.accept_health.accepted();
                 let guard = counters.open_connection();
                 let handler = Arc::clone(&handler);
                 let spec = spec.clone();
                 let shutdown = shutdown.clone();
                 connections.spawn(async move {
-                    handler.handle(stream, peer, &spec, guard, shutdown).await;
+                    // A panic in one connection's handler ends that connection only (its
+                    // guard is dropped while unwinding) and is logged; accepting goes on.
+                    let handled =
+                        AssertUnwindSafe(handler.handle(stream, peer, &spec, guard, shutdown))
+                            .catch_unwind()
+                            .await;
+                    if let Err(panic) = handled {
+                        tracing::error!(%peer, addr = %spec.addr, panic = panic_message(&*panic), "connection handler panicked; connection closed");
+                    }
                 });
             }
             Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                tracing::warn!(addr = %spec.addr, error = %e, "accept failed");
+                // EMFILE and friends: back off instead of spinning, and let the heartbeat
+                // report the worker unhealthy if it lasts.
+                counters.accept_health.failed(&e);
+                crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, error = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }
     tracing::debug!(addr = %spec.addr, "stopped accepting");
 }
+
+/// The text a panic was raised with (`panic!` with a literal or with formatting).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+// Connection handlers are contained by unwinding (see `accept_loop`); with panic=abort a
+// panic in one connection would take the whole worker down.
+#[cfg(panic = "abort")]
+compile_error!("strom workers must be built with panic = \"unwind\" (the default)");

@@ -137,7 +137,11 @@ async fn control_loop<S: WorkerService>(
             // Answered inline so that a worker whose control task is stuck misses
             // heartbeats and gets restarted.
             WorkerRequest::Heartbeat => {
-                reply(writer, id, WorkerReply::Counters(counters.snapshot())).await?;
+                let answer = match counters.accept_health.problem() {
+                    Some(problem) => WorkerReply::Failed(format!("unhealthy: {problem}")),
+                    None => WorkerReply::Counters(counters.snapshot()),
+                };
+                reply(writer, id, answer).await?;
             }
             WorkerRequest::Shutdown => {
                 tracing::info!("shutdown requested; draining");

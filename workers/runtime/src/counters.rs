@@ -10,6 +10,8 @@ pub struct WorkerCounters {
     bytes_received: AtomicU64,
     ram_cache_bytes: AtomicU64,
     file_cache_bytes: AtomicU64,
+    /// Whether the worker's accept loops work (reported through the heartbeat).
+    pub accept_health: crate::health::AcceptHealth,
 }
 
 impl WorkerCounters {

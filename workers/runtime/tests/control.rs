@@ -76,6 +76,7 @@ fn hello(kind: WorkerKind, listeners: Vec<ListenerSpec>) -> SupervisorToWorker {
             max_file_cache_bytes: 1 << 20,
             cors_origin: "*".to_owned(),
             hls_session_timeout_secs: 60,
+            hls_stream_grace_secs: 30,
         },
         rules: Rules::default(),
         tls: None,

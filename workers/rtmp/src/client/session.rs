@@ -8,6 +8,7 @@
 //! Media goes out with full (type 0) chunk headers: a timestamp that jumps (sequence
 //! headers repeated after a GOP drop) can never confuse the peer's header decompression.
 
+use crate::chunk_guard::{ChunkGuard, GuardLimits};
 use crate::client::endpoint::Endpoint;
 use crate::client::error::ClientError;
 use crate::client::handshake::handshake;
@@ -36,6 +37,8 @@ const CHUNK_SIZE: u32 = 4096;
 /// Session events held until the caller takes them; beyond this the oldest are dropped
 /// (only a server flooding commands gets there: media is taken as it arrives).
 const MAX_EVENTS: usize = 4096;
+/// Largest message a remote server may send (the server's default `max_message_bytes`).
+const MAX_MESSAGE_BYTES: u32 = 8 * 1024 * 1024;
 /// What pushes announce themselves as (encoders send `FMLE/3.0`).
 pub const PUBLISHER_FLASH_VERSION: &str = "FMLE/3.0 (compatible; strom)";
 pub const PLAYER_FLASH_VERSION: &str = "LNX 9,0,124,2";
@@ -80,6 +83,9 @@ pub struct RtmpClient {
     reader: ReadHalf<BoxedIo>,
     writer: WriteHalf<BoxedIo>,
     session: ClientSession,
+    /// Checks what the server sends before the session parses it: message sizes, the
+    /// chunk stream as rml_rtmp follows it, AMF depth and shape (see `chunk_guard`).
+    guard: ChunkGuard,
     buffer: Vec<u8>,
     events: VecDeque<ClientSessionEvent>,
     setup: Setup,
@@ -122,6 +128,7 @@ impl RtmpClient {
             reader,
             writer,
             session,
+            guard: ChunkGuard::new(GuardLimits::client(MAX_MESSAGE_BYTES)),
             buffer: vec![0; READ_BUFFER],
             events: VecDeque::new(),
             setup,
@@ -280,6 +287,9 @@ impl RtmpClient {
     }
 
     async fn handle(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        self.guard
+            .inspect(bytes)
+            .map_err(|e| ClientError::Protocol(format!("input refused: {e}")))?;
         let results = self
             .session
             .handle_input(bytes)

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets (fuzz/) on stable Rust and runs each for a bounded time:
+# `rtmp_server_input` (everything a client sends to the RTMP server) for FUZZ_SECONDS
+# (default 60) over the committed seeds in fuzz/corpus/rtmp_server_input, the other
+# targets for FUZZ_OTHER_SECONDS each (default 10; 0 skips them).
+#
+# No nightly and no cargo-fuzz needed: the targets are built the way
+# `cargo fuzz build --sanitizer none` builds them (coverage instrumentation through
+# RUSTFLAGS, for the host target only so that build scripts and proc macros are left
+# alone). libFuzzer itself is compiled by libfuzzer-sys: a C++ compiler is required
+# (Debian package g++).
+#
+# Exits non-zero when a target crashes (panics, overflows, runs out of memory or time),
+# printing the input that crashed it and the command that replays it.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+seconds="${FUZZ_SECONDS:-60}"
+other_seconds="${FUZZ_OTHER_SECONDS:-10}"
+host="$(rustc -vV | sed -n 's/^host: //p')"
+work="target/fuzz-ci"
+
+export RUSTFLAGS="-Cpasses=sancov-module \
+-Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
+-Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares \
+--cfg fuzzing -Cdebug-assertions -Coverflow-checks"
+export RUST_BACKTRACE=1
+
+command -v c++ >/dev/null 2>&1 || {
+  echo "fuzz-ci: no C++ compiler for libFuzzer: install the Debian package g++" >&2
+  exit 2
+}
+
+started=$SECONDS
+cargo build --release --locked --target "$host" --bins
+echo "fuzz-ci: built in $((SECONDS - started)) s"
+
+# run TARGET SECONDS [SEED_DIR]: new inputs go to a scratch corpus (the committed seeds
+# are only read), crashes to $work/artifacts/TARGET/.
+run() {
+  local target="$1" limit="$2" seeds="${3:-}"
+  local corpus="$work/corpus/$target" artifacts="$work/artifacts/$target"
+  rm -rf "$artifacts"
+  mkdir -p "$corpus" "$artifacts"
+  local binary="target/$host/release/$target"
+  echo "fuzz-ci: $target for ${limit} s"
+  local status=0
+  # shellcheck disable=SC2086 # $seeds is empty or one directory
+  "$binary" "$corpus" $seeds \
+    -max_total_time="$limit" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 \
+    >"$work/$target.log" 2>&1 || status=$?
+  if [ "$status" -ne 0 ]; then
+    tail -n 60 "$work/$target.log" >&2
+    echo "fuzz-ci: $target FAILED (exit $status); crashing input(s):" >&2
+    local found=0
+    for input in "$artifacts"/*; do
+      [ -e "$input" ] || continue
+      found=1
+      echo "  $PWD/$input" >&2
+      echo "  replay: (cd fuzz && $binary $input)" >&2
+    done
+    [ "$found" -eq 1 ] || echo "  (none written; see $PWD/$work/$target.log)" >&2
+    exit 1
+  fi
+  grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$work/$target.log" | sed 's/^/  /'
+}
+
+run rtmp_server_input "$seconds" corpus/rtmp_server_input
+if [ "$other_seconds" -gt 0 ]; then
+  for target in flv_tags codec_configs control_frames bus_headers; do
+    run "$target" "$other_seconds"
+  done
+fi
+echo "fuzz-ci: no crashes ($((SECONDS - started)) s in all)"

@@ -1,0 +1,31 @@
+//! Workers show under their own names in `ps` (and so in `top`, `ss -p` and
+//! `/proc/PID/comm`), so process monitoring can tell them apart.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Server, require_tool};
+use std::process::Command;
+
+#[test]
+fn ps_shows_every_worker_by_name() {
+    require_tool("ps", "procps");
+    let server = Server::start("");
+    server.wait_ready();
+    for kind in ["rtmp", "ingest", "packager", "dvr"] {
+        let pid = server.worker_pid(kind);
+        let output = Command::new("ps")
+            .args(["-o", "comm=", "-p", &pid.to_string()])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        assert_eq!(
+            shown,
+            format!("strom-{kind}"),
+            "ps names worker {kind} {shown:?}"
+        );
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+        assert_eq!(comm.trim(), format!("strom-{kind}"));
+    }
+}
