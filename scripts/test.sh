@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real clients the end-to-end tests use; a test whose tool is missing fails and names it.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps openssl chromium)
+# g++ builds libFuzzer for the fuzz run at the end.
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.
@@ -36,3 +37,7 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+
+# Every fuzz target for a bounded time on stable Rust (rtmp_server_input 60 s, the others
+# 10 s each); a crash fails the run and prints the input (see fuzz/README.md).
+bash scripts/fuzz-ci.sh
