@@ -30,6 +30,12 @@ if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.installe
 fi
 
 cargo fmt --all -- --check
+# The packager decides what to package from the delivery settings only, never from the
+# RTMP listener settings (stream core, issue 8).
+if grep -rnE '\b(RtmpSettings|RtmpInterface|RtmpLimits|OutputProtocol|AppSettings)\b|\.rtmp\b' workers/packager/src; then
+  echo "workers/packager reads RTMP listener settings; use rules.delivery" >&2
+  exit 1
+fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --all-targets --locked
 if cargo nextest --version >/dev/null 2>&1; then

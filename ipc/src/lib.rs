@@ -3,12 +3,14 @@
 //! Everything that crosses a process boundary is typed here: the control messages between
 //! the supervisor and a worker ([`messages`]), the shared status records the API renders
 //! ([`status`]), the run-time rules every worker receives ([`rules`]), the wire framing
-//! ([`frame`]), descriptor passing ([`fd_passing`]) and the async channel that combines
+//! ([`frame`]), the constants both sides must agree on ([`contract`]), descriptor passing ([`fd_passing`]) and the async channel that combines
 //! them ([`channel`]). This crate depends on nothing else in the workspace.
 
 pub mod bus;
 pub mod channel;
+pub mod contract;
 pub mod error;
+pub mod failure;
 pub mod fd_passing;
 pub mod frame;
 pub mod kind;
@@ -17,7 +19,9 @@ pub mod names;
 pub mod paging;
 pub mod rules;
 pub mod status;
+pub mod sync;
 
 pub use channel::{ControlChannel, Received};
 pub use error::IpcError;
+pub use failure::FailureKind;
 pub use kind::WorkerKind;

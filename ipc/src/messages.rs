@@ -95,6 +95,24 @@ pub enum ListenerRole {
     Http,
     /// HTTPS delivery; the certificate comes with [`TlsMaterial`].
     Https,
+    // Datagram sockets from here on (bound, not listening). Appended after the TCP roles:
+    // bincode encodes the variant index.
+    /// MPEG-TS over UDP, unicast or a joined multicast group (`Cameras`, protocol `udp`).
+    Udp,
+    /// An SRT listener's UDP socket (`Cameras`, protocol `srt`, receive mode `listen`).
+    Srt,
+    /// A RIST listener's UDP socket (`Cameras`, protocol `rist`, receive mode `listen`).
+    Rist,
+}
+
+impl ListenerRole {
+    /// Whether the socket is a UDP socket rather than a listening TCP socket.
+    pub fn is_datagram(self) -> bool {
+        match self {
+            ListenerRole::Rtmp | ListenerRole::Http | ListenerRole::Https => false,
+            ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => true,
+        }
+    }
 }
 
 /// A certificate chain and its private key, PEM-encoded, already validated by the
@@ -251,6 +269,32 @@ pub enum WorkerReply {
         sessions: Vec<SessionInfo>,
         more: bool,
     },
+    /// The request failed for a typed reason (see [`crate::failure`]); replaces
+    /// `NotFound` and `Failed`, which stay decodable for older workers.
+    Error {
+        kind: crate::failure::FailureKind,
+        message: String,
+    },
+}
+
+impl WorkerReply {
+    /// A typed failure reply.
+    pub fn error(kind: crate::failure::FailureKind, message: impl Into<String>) -> Self {
+        Self::Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The failure this reply carries, if it is one, whichever encoding the worker used.
+    pub fn failure(&self) -> Option<(crate::failure::FailureKind, &str)> {
+        match self {
+            Self::Error { kind, message } => Some((*kind, message)),
+            Self::NotFound => Some((crate::failure::FailureKind::NotFound, "")),
+            Self::Failed(message) => Some((crate::failure::FailureKind::Internal, message)),
+            _ => None,
+        }
+    }
 }
 
 /// Things a worker tells the supervisor without being asked.

@@ -3,6 +3,12 @@
 //! The supervisor parses the JSON file into its own raw structs, validates it and builds
 //! these types; workers trust them. They carry no serde attributes that would break
 //! bincode (no skipping, no flattening).
+//!
+//! What a stream is delivered as ([`DeliverySettings`]) is kept apart from how RTMP is
+//! listened to ([`RtmpSettings`]): the packager and the other output workers read only
+//! `delivery`. Old `rules.conf` files put outputs, segment duration and ABR groups under
+//! `RtmpSettings`; the supervisor translates them into `delivery` when it validates, and
+//! keeps `rtmp` as written because the management API echoes it.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +19,8 @@ pub struct Rules {
     pub cameras: Vec<CameraSettings>,
     /// Streams the rtmp worker pulls from other servers (`RtmpPullSources`).
     pub pull_sources: Vec<PullSource>,
+    /// Which outputs each stream gets, segment durations and ABR groups.
+    pub delivery: DeliverySettings,
 }
 
 /// Output protocols a stream can be packaged into.
@@ -271,4 +279,191 @@ pub struct PullSource {
     pub mode: PullMode,
     /// On demand: how long the pull outlives its last player.
     pub idle_grace_secs: u32,
+}
+
+/// An output a stream can be delivered as. Only [`DeliveryOutput::Hls`] is produced
+/// today; the others are accepted and carried so that configurations written for the
+/// coming outputs validate now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DeliveryOutput {
+    Hls,
+    Dash,
+    LlHls,
+    Icecast,
+    MpegTs,
+    Dvr,
+    Scte35,
+}
+
+impl DeliveryOutput {
+    pub const ALL: [DeliveryOutput; 7] = [
+        DeliveryOutput::Hls,
+        DeliveryOutput::Dash,
+        DeliveryOutput::LlHls,
+        DeliveryOutput::Icecast,
+        DeliveryOutput::MpegTs,
+        DeliveryOutput::Dvr,
+        DeliveryOutput::Scte35,
+    ];
+
+    /// The name used in `rules.conf`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryOutput::Hls => "HLS",
+            DeliveryOutput::Dash => "DASH",
+            DeliveryOutput::LlHls => "LLHLS",
+            DeliveryOutput::Icecast => "ICECAST",
+            DeliveryOutput::MpegTs => "MPEGTS",
+            DeliveryOutput::Dvr => "DVR",
+            DeliveryOutput::Scte35 => "SCTE35",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
+    /// The delivery output a legacy `RtmpSettings` protocol stands for; `RTMP` is
+    /// playback over the RTMP listener, not a delivery output.
+    pub fn from_protocol(protocol: OutputProtocol) -> Option<Self> {
+        match protocol {
+            OutputProtocol::Hls => Some(DeliveryOutput::Hls),
+            OutputProtocol::Icecast => Some(DeliveryOutput::Icecast),
+            OutputProtocol::MpegTs => Some(DeliveryOutput::MpegTs),
+            OutputProtocol::Rtmp => None,
+        }
+    }
+}
+
+/// Delivery for every stream: global defaults, per-app and per-stream overrides (a
+/// stream's entry beats its app's, which beats the defaults; each field separately).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliverySettings {
+    pub outputs: Vec<DeliveryOutput>,
+    /// Target segment duration in seconds.
+    pub segment_duration_secs: u32,
+    pub apps: Vec<AppDelivery>,
+    pub streams: Vec<StreamDelivery>,
+    pub abr: Vec<AbrGroup>,
+}
+
+impl Default for DeliverySettings {
+    /// What an empty `rules.conf` means: HLS in 6-second segments (the defaults of
+    /// [`RtmpSettings`], from which old files take their delivery).
+    fn default() -> Self {
+        Self {
+            outputs: vec![DeliveryOutput::Hls],
+            segment_duration_secs: 6,
+            apps: Vec::new(),
+            streams: Vec::new(),
+            abr: Vec::new(),
+        }
+    }
+}
+
+/// Overrides for one app; `None` keeps the global value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppDelivery {
+    pub app: String,
+    pub outputs: Option<Vec<DeliveryOutput>>,
+    pub segment_duration_secs: Option<u32>,
+}
+
+/// Overrides for one stream; `None` keeps its app's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamDelivery {
+    pub app: String,
+    pub stream: String,
+    pub outputs: Option<Vec<DeliveryOutput>>,
+    pub segment_duration_secs: Option<u32>,
+}
+
+/// The delivery in force for one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOutputs<'a> {
+    pub outputs: &'a [DeliveryOutput],
+    pub segment_duration_secs: u32,
+}
+
+impl StreamOutputs<'_> {
+    pub fn has(&self, output: DeliveryOutput) -> bool {
+        self.outputs.contains(&output)
+    }
+}
+
+impl DeliverySettings {
+    /// The outputs and segment duration of `app/stream`.
+    pub fn for_stream(&self, app: &str, stream: &str) -> StreamOutputs<'_> {
+        let app_entry = self.apps.iter().find(|a| a.app == app);
+        let stream_entry = self
+            .streams
+            .iter()
+            .find(|s| s.app == app && s.stream == stream);
+        let outputs = stream_entry
+            .and_then(|s| s.outputs.as_deref())
+            .or_else(|| app_entry.and_then(|a| a.outputs.as_deref()))
+            .unwrap_or(&self.outputs);
+        let segment_duration_secs = stream_entry
+            .and_then(|s| s.segment_duration_secs)
+            .or_else(|| app_entry.and_then(|a| a.segment_duration_secs))
+            .unwrap_or(self.segment_duration_secs);
+        StreamOutputs {
+            outputs,
+            segment_duration_secs,
+        }
+    }
+
+    /// The ABR group published as `app/stream`, if any.
+    pub fn abr_group(&self, app: &str, stream: &str) -> Option<&AbrGroup> {
+        self.abr.iter().find(|g| g.app == app && g.stream == stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_overrides_its_app_which_overrides_the_defaults() {
+        let delivery = DeliverySettings {
+            outputs: vec![DeliveryOutput::Hls],
+            segment_duration_secs: 6,
+            apps: vec![AppDelivery {
+                app: "live".into(),
+                outputs: Some(vec![DeliveryOutput::Dash]),
+                segment_duration_secs: Some(4),
+            }],
+            streams: vec![StreamDelivery {
+                app: "live".into(),
+                stream: "s".into(),
+                outputs: None,
+                segment_duration_secs: Some(2),
+            }],
+            abr: Vec::new(),
+        };
+        let other = delivery.for_stream("other", "s");
+        assert_eq!(
+            (other.outputs, other.segment_duration_secs),
+            (&[DeliveryOutput::Hls][..], 6)
+        );
+        let app = delivery.for_stream("live", "t");
+        assert_eq!(
+            (app.outputs, app.segment_duration_secs),
+            (&[DeliveryOutput::Dash][..], 4)
+        );
+        let stream = delivery.for_stream("live", "s");
+        assert_eq!(
+            (stream.outputs, stream.segment_duration_secs),
+            (&[DeliveryOutput::Dash][..], 2)
+        );
+        assert!(!stream.has(DeliveryOutput::Hls));
+    }
+
+    #[test]
+    fn output_names_round_trip() {
+        for output in DeliveryOutput::ALL {
+            assert_eq!(DeliveryOutput::from_name(output.as_str()), Some(output));
+        }
+        assert_eq!(DeliveryOutput::from_protocol(OutputProtocol::Rtmp), None);
+    }
 }

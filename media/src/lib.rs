@@ -3,7 +3,10 @@
 //! Protocol cores live here so they can be unit-tested and fuzzed on bytes alone.
 //! Every parser returns [`ParseError`] instead of panicking, on any input.
 //!
+//! - [`frame`]: the protocol-neutral [`frame::Frame`] every producer and reader shares.
+//! - [`track_info`]: learning a track's codec string, size and rate from its frames.
 //! - [`flv`]: RTMP audio/video message payloads (legacy FLV and Enhanced RTMP).
+//! - [`flv_adapter`]: FLV bodies to frames and back, byte for byte.
 //! - [`avc`], [`sps`]: H.264 `avcC` records and SPS (picture size).
 //! - [`hevc`]: H.265 `hvcC` records and SPS.
 //! - [`aac`]: AudioSpecificConfig and ADTS headers.
@@ -20,11 +23,14 @@ pub mod codec_string;
 mod cursor;
 mod error;
 pub mod flv;
+pub mod flv_adapter;
 pub mod fmp4;
+pub mod frame;
 pub mod hevc;
 pub mod hls;
 pub mod sample;
 pub mod sps;
+pub mod track_info;
 pub mod ts;
 
 pub use error::ParseError;

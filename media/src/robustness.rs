@@ -8,9 +8,11 @@ use crate::aac::{AacConfig, write_adts_header};
 use crate::annexb::{contains_hevc_irap, contains_idr, to_annexb};
 use crate::avc::AvcDecoderConfig;
 use crate::flv::{AudioTag, VideoTag};
+use crate::flv_adapter::{audio_frame, to_body, video_frame};
 use crate::hevc::{HevcDecoderConfig, HevcSpsInfo};
 use crate::sps::SpsInfo;
 use crate::test_vectors::{ASC, AVCC, HVCC, SPS_HIGH_720P, hex};
+use crate::track_info;
 
 /// xorshift64: deterministic, good enough to spray bytes.
 struct Rng(u64);
@@ -33,6 +35,13 @@ fn feed_all(data: &[u8], rng: &mut Rng) {
     let _ =
         VideoTag::parse(&bytes, ts).map(|t| (t.is_keyframe(), t.is_sequence_header(), t.pts_ms()));
     let _ = AudioTag::parse(&bytes, ts).map(|t| t.is_sequence_header());
+    let dts = rng.next() as i64;
+    for frame in [video_frame(&bytes, dts), audio_frame(&bytes, dts)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = (to_body(&frame), track_info::learn(&frame));
+    }
     if let Ok(c) = AvcDecoderConfig::parse(&bytes) {
         let _ = (c.codec_string(), c.sps_info());
         c.write_annexb_parameter_sets(&mut Vec::new());

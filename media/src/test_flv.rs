@@ -2,18 +2,16 @@
 //! directory, a check that names the Debian package when a tool is missing, the
 //! ffmpeg command that makes a short H.264+AAC FLV, and a tiny FLV *file* reader
 //! (9-byte header, then tags) that turns the file into [`Tracks`] and [`Sample`]s
-//! with the crate's own tag parsers.
+//! with the crate's own FLV adapter and track learner.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bytes::Bytes;
 
-use crate::aac::AacConfig;
-use crate::avc::AvcDecoderConfig;
-use crate::flv::{AudioPacket, AudioTag, VideoCodec, VideoPacket, VideoTag};
-use crate::hevc::HevcDecoderConfig;
-use crate::sample::{AudioTrack, Sample, TrackKind, Tracks, VideoConfig, VideoTrack};
+use crate::flv_adapter::{audio_frame, video_frame};
+use crate::sample::{Sample, TrackKind, Tracks, VideoConfig};
+use crate::track_info::{self, TrackInfo};
 
 /// A directory under the system temp dir, removed on drop.
 pub(crate) struct TempDir(PathBuf);
@@ -96,75 +94,60 @@ pub(crate) fn make_h264_aac_flv(dir: &Path) -> PathBuf {
 }
 
 /// Reads an FLV file into tracks (from the sequence headers) and samples in file
-/// order: dts = timestamp × 90, pts = (timestamp + composition time) × 90,
-/// keyframe from the video tag's frame type. Script tags are skipped.
+/// order through the FLV adapter and the track learner: dts = timestamp × 90,
+/// pts = (timestamp + composition time) × 90, keyframe from the video tag's frame
+/// type. Script tags are skipped.
 pub(crate) fn read_flv(path: impl AsRef<Path>) -> (Tracks, Vec<Sample>) {
+    let mut tracks = Tracks::default();
+    let mut samples = Vec::new();
+    for (tag_type, timestamp_ms, body) in flv_tags(path) {
+        let dts = i64::from(timestamp_ms) * 90;
+        let (frame, kind) = match tag_type {
+            8 => (audio_frame(&body, dts).unwrap(), TrackKind::Audio),
+            9 => (video_frame(&body, dts).unwrap(), TrackKind::Video),
+            _ => continue,
+        };
+        if frame.config {
+            match track_info::learn(&frame).expect("a codec configuration") {
+                TrackInfo::Video(info) => {
+                    if let Some(track) = info.into_track() {
+                        tracks.video = Some(track);
+                    }
+                }
+                TrackInfo::Audio(info) => tracks.audio = info.decoder,
+            }
+        } else if frame.is_sample() {
+            samples.push(Sample {
+                kind,
+                dts: frame.dts,
+                pts: frame.pts,
+                keyframe: frame.keyframe,
+                data: frame.payload,
+            });
+        }
+    }
+    (tracks, samples)
+}
+
+/// Every tag of an FLV file in file order: (tag type, timestamp ms, body as a slice
+/// of the file).
+pub(crate) fn flv_tags(path: impl AsRef<Path>) -> Vec<(u8, u32, Bytes)> {
     let data = Bytes::from(std::fs::read(path.as_ref()).unwrap());
     assert_eq!(&data[..3], b"FLV", "not an FLV file");
     let header_size = u32::from_be_bytes(data[5..9].try_into().unwrap()) as usize;
     let mut pos = header_size + 4; // PreviousTagSize0
-    let mut tracks = Tracks::default();
-    let mut samples = Vec::new();
+    let mut tags = Vec::new();
     while pos + 11 <= data.len() {
-        let tag_type = data[pos] & 0x1f;
         let size = u24(&data[pos + 1..pos + 4]) as usize;
         let timestamp_ms = u24(&data[pos + 4..pos + 7]) | (u32::from(data[pos + 7]) << 24);
-        let body = data.slice(pos + 11..pos + 11 + size);
+        tags.push((
+            data[pos] & 0x1f,
+            timestamp_ms,
+            data.slice(pos + 11..pos + 11 + size),
+        ));
         pos += 11 + size + 4; // tag header, body, PreviousTagSize
-        match tag_type {
-            8 => {
-                let tag = AudioTag::parse(&body, timestamp_ms).unwrap();
-                match tag.packet {
-                    AudioPacket::AacSequenceHeader(record) => {
-                        let config = AacConfig::parse(&record).unwrap();
-                        tracks.audio = Some(AudioTrack { config, record });
-                    }
-                    AudioPacket::Frame(data) => samples.push(Sample {
-                        kind: TrackKind::Audio,
-                        dts: i64::from(timestamp_ms) * 90,
-                        pts: i64::from(timestamp_ms) * 90,
-                        keyframe: false,
-                        data,
-                    }),
-                }
-            }
-            9 => {
-                let tag = VideoTag::parse(&body, timestamp_ms).unwrap();
-                let keyframe = tag.is_keyframe();
-                let pts = tag.pts_ms() * 90;
-                match (tag.codec, tag.packet) {
-                    (VideoCodec::H264, VideoPacket::SequenceHeader(record)) => {
-                        let config = AvcDecoderConfig::parse(&record).unwrap();
-                        let sps = config.sps_info().unwrap();
-                        tracks.video = Some(VideoTrack {
-                            config: VideoConfig::H264 { config, record },
-                            width: sps.width,
-                            height: sps.height,
-                        });
-                    }
-                    (VideoCodec::H265, VideoPacket::SequenceHeader(record)) => {
-                        let config = HevcDecoderConfig::parse(&record).unwrap();
-                        let sps = config.sps_info().unwrap();
-                        tracks.video = Some(VideoTrack {
-                            config: VideoConfig::H265 { config, record },
-                            width: sps.width,
-                            height: sps.height,
-                        });
-                    }
-                    (_, VideoPacket::Frame { data, .. }) => samples.push(Sample {
-                        kind: TrackKind::Video,
-                        dts: i64::from(timestamp_ms) * 90,
-                        pts,
-                        keyframe,
-                        data,
-                    }),
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
     }
-    (tracks, samples)
+    tags
 }
 
 fn u24(b: &[u8]) -> u32 {

@@ -4,12 +4,17 @@
 //! Because the supervisor holds every listening socket, a port keeps accepting into the
 //! kernel backlog while its worker restarts. A reload binds what is new, keeps what is
 //! unchanged (same socket, no gap) and closes what is gone.
+//!
+//! UDP inputs (`Cameras` that listen: `udp`, and `srt`/`rist` in `listen` mode) are lent
+//! the same way as bound UDP sockets: datagrams queue in the socket's receive buffer
+//! while the ingest worker restarts, and a multicast group stays joined because the
+//! supervisor's copy of the socket holds the membership.
 
 use crate::config::instance::{InstanceConfig, ListenAddress, socket_addrs};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::OwnedFd;
 use strom_ipc::WorkerKind;
 use strom_ipc::messages::{ListenerRole, ListenerSpec};
@@ -34,6 +39,18 @@ pub fn owner(role: ListenerRole) -> WorkerKind {
     match role {
         ListenerRole::Rtmp => WorkerKind::Rtmp,
         ListenerRole::Http | ListenerRole::Https => WorkerKind::Packager,
+        ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => WorkerKind::Ingest,
+    }
+}
+
+/// The datagram role of an input that receives on a local socket; `None` for inputs the
+/// ingest worker dials out to (`receive_mode` `pull`).
+fn camera_role(protocol: &str, receive_mode: &str) -> Option<ListenerRole> {
+    match (protocol, receive_mode) {
+        ("udp", _) => Some(ListenerRole::Udp),
+        ("srt", "listen") => Some(ListenerRole::Srt),
+        ("rist", "listen") => Some(ListenerRole::Rist),
+        _ => None,
     }
 }
 
@@ -52,6 +69,19 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
                 addr: SocketAddr::new(ip, interface.port),
             });
         }
+    }
+    for camera in &rules.cameras {
+        // Validation made `ip` an address for every input that listens.
+        let (Some(role), Ok(ip)) = (
+            camera_role(&camera.protocol, &camera.receive_mode),
+            camera.ip.parse::<IpAddr>(),
+        ) else {
+            continue;
+        };
+        wanted.insert(ListenerKey {
+            role,
+            addr: SocketAddr::new(ip, camera.port),
+        });
     }
     let http: &[ListenAddress] = &instance.listen_interfaces;
     for addr in socket_addrs(http, instance.port) {
@@ -87,10 +117,35 @@ impl ListenerKey {
     }
 }
 
+/// A socket the supervisor keeps: listening TCP or bound UDP, by the key's role.
+#[derive(Debug)]
+enum Bound {
+    Tcp(TcpListener),
+    Udp(UdpSocket),
+}
+
+impl Bound {
+    fn bind(key: ListenerKey) -> io::Result<Self> {
+        if key.role.is_datagram() {
+            bind_udp(key.addr).map(Bound::Udp)
+        } else {
+            bind_tcp(key.addr).map(Bound::Tcp)
+        }
+    }
+
+    /// A descriptor of the same socket to lend.
+    fn lend(&self) -> io::Result<OwnedFd> {
+        Ok(match self {
+            Bound::Tcp(listener) => OwnedFd::from(listener.try_clone()?),
+            Bound::Udp(socket) => OwnedFd::from(socket.try_clone()?),
+        })
+    }
+}
+
 /// The bound sockets, by identity.
 #[derive(Debug, Default)]
 pub struct ListenerTable {
-    bound: BTreeMap<ListenerKey, TcpListener>,
+    bound: BTreeMap<ListenerKey, Bound>,
 }
 
 impl ListenerTable {
@@ -102,7 +157,7 @@ impl ListenerTable {
     ) -> Result<BTreeSet<WorkerKind>, BindError> {
         let mut fresh = BTreeMap::new();
         for key in wanted.iter().filter(|key| !self.bound.contains_key(key)) {
-            let listener = bind_tcp(key.addr).map_err(|source| BindError {
+            let listener = Bound::bind(*key).map_err(|source| BindError {
                 addr: key.addr,
                 role: key.role,
                 source,
@@ -133,7 +188,7 @@ impl ListenerTable {
         for (key, listener) in &self.bound {
             if owner(key.role) == kind {
                 specs.push(key.spec());
-                fds.push(OwnedFd::from(listener.try_clone()?));
+                fds.push(listener.lend()?);
             }
         }
         Ok((specs, fds))
@@ -150,6 +205,33 @@ pub fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
     }
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Binds a UDP socket for an input. A multicast address is joined on the default
+/// interface and bound with the group's port, so several inputs (or other programs) can
+/// receive the same group; a unicast address is bound exclusively so that two inputs on
+/// one port fail loudly instead of splitting the datagrams.
+pub fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    match addr.ip() {
+        IpAddr::V4(group) if group.is_multicast() => {
+            socket.set_reuse_address(true)?;
+            // Bound to the group address, the socket receives only that group's datagrams
+            // on this port.
+            socket.bind(&addr.into())?;
+            socket.join_multicast_v4(&group, &Ipv4Addr::UNSPECIFIED)?;
+        }
+        IpAddr::V6(group) if group.is_multicast() => {
+            socket.set_reuse_address(true)?;
+            socket.bind(&SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), addr.port()).into())?;
+            socket.join_multicast_v6(&group, 0)?;
+        }
+        _ => socket.bind(&addr.into())?,
+    }
     Ok(socket.into())
 }
 
@@ -186,6 +268,66 @@ mod tests {
             [WorkerKind::Rtmp].into()
         );
         assert!(bind_tcp(SocketAddr::from(([127, 0, 0, 1], port))).is_ok());
+    }
+
+    #[test]
+    fn udp_inputs_are_bound_and_lent_to_the_ingest_worker() {
+        let free = bind_udp(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+        let addr = free.local_addr().unwrap();
+        drop(free);
+        let mut table = ListenerTable::default();
+        let wanted: BTreeSet<_> = [ListenerKey {
+            role: ListenerRole::Udp,
+            addr,
+        }]
+        .into();
+        assert_eq!(
+            table.reconcile(&wanted).unwrap(),
+            [WorkerKind::Ingest].into()
+        );
+        let (specs, fds) = table.for_worker(WorkerKind::Ingest).unwrap();
+        assert_eq!(specs[0].role, ListenerRole::Udp);
+        let lent = UdpSocket::from(fds.into_iter().next().unwrap());
+        UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .send_to(b"ts", addr)
+            .unwrap();
+        let mut buffer = [0u8; 8];
+        assert_eq!(lent.recv(&mut buffer).unwrap(), 2);
+        drop(lent);
+        // The table keeps the port after the worker's copy is gone.
+        assert!(bind_udp(addr).is_err());
+        table.reconcile(&BTreeSet::new()).unwrap();
+        assert!(bind_udp(addr).is_ok());
+    }
+
+    #[test]
+    fn cameras_that_listen_are_planned_for_the_ingest_worker() {
+        let text = r#"{"RtmpSettings": {"interfaces": []}, "Cameras": [
+            {"id": "u", "ip": "127.0.0.1", "port": 5000, "protocol": "udp"},
+            {"id": "m", "ip": "239.1.1.1", "port": 5001, "protocol": "udp"},
+            {"id": "s", "ip": "0.0.0.0", "port": 9000, "protocol": "srt"},
+            {"id": "r", "ip": "::", "port": 9002, "protocol": "rist", "receive_mode": "listen"},
+            {"id": "p", "ip": "src.example.com", "port": 9004, "protocol": "srt",
+             "receive_mode": "pull"}]}"#;
+        let rules = crate::config::rules::parse(text, std::path::Path::new("rules.conf")).unwrap();
+        let instance =
+            crate::config::instance::parse("", std::path::Path::new("/etc/strom/strom.conf"))
+                .unwrap();
+        let planned: Vec<_> = plan(&instance, &rules)
+            .into_iter()
+            .filter(|key| owner(key.role) == WorkerKind::Ingest)
+            .map(|key| (key.role, key.addr.to_string()))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                (ListenerRole::Udp, "127.0.0.1:5000".to_owned()),
+                (ListenerRole::Udp, "239.1.1.1:5001".to_owned()),
+                (ListenerRole::Srt, "0.0.0.0:9000".to_owned()),
+                (ListenerRole::Rist, "[::]:9002".to_owned()),
+            ]
+        );
     }
 
     #[test]

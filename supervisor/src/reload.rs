@@ -17,7 +17,7 @@ use std::time::Duration;
 use strom_ipc::WorkerKind;
 use strom_ipc::messages::{TlsMaterial, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_worker_runtime::sync::locked;
+use strom_ipc::sync::locked;
 use thiserror::Error;
 
 /// Largest rules document accepted from the control panel.
@@ -155,7 +155,7 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
                 || old.pull_sources != new.pull_sources
         }
         WorkerKind::Ingest => old.cameras != new.cameras,
-        WorkerKind::Packager => old.rtmp != new.rtmp,
+        WorkerKind::Packager => old.delivery != new.delivery,
         WorkerKind::Dvr => old != new,
     }
 }
@@ -250,8 +250,7 @@ fn read_certificate(
         certificate_chain_pem: read(certificate)?,
         private_key_pem: read(key)?,
     };
-    let certified =
-        strom_worker_packager::tls::certified_key(&material).map_err(ReloadError::Tls)?;
+    let certified = strom_tls::certified_key(&material).map_err(ReloadError::Tls)?;
     certified.keys_match().map_err(|e| {
         ReloadError::Tls(format!("certificate and key do not belong together: {e}"))
     })?;
@@ -287,7 +286,7 @@ pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadEr
         .get(WorkerKind::Packager)
         .request(WorkerRequest::SetTls(material.clone()))
         .await;
-    if let Ok(WorkerReply::Failed(why)) = answer {
+    if let Ok(WorkerReply::Failed(why) | WorkerReply::Error { message: why, .. }) = answer {
         return Err(ReloadError::Tls(why));
     }
     report(WorkerKind::Packager, "certificate", answer);

@@ -172,7 +172,7 @@ fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Mana
     let tls = match settings.ssl_certificate {
         Some(_) => {
             let certificate = Arc::clone(&state.management_certificate);
-            let config = strom_worker_packager::tls::server_config(certificate)
+            let config = strom_tls::server_config(certificate)
                 .map_err(|e| anyhow::anyhow!("management API TLS: {e}"))?;
             Some(tokio_rustls::TlsAcceptor::from(config))
         }

@@ -13,10 +13,10 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, RwLock};
 use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
+use strom_ipc::contract::bus_path;
 use strom_ipc::messages::{DrmSettings, TlsMaterial, WorkerEvent, WorkerHello, WorkerSettings};
 use strom_ipc::rules::Rules;
-use strom_worker_runtime::bus::bus_path;
-use strom_worker_runtime::sync::locked;
+use strom_ipc::sync::locked;
 
 #[derive(Debug)]
 pub struct SupervisorState {
@@ -38,7 +38,7 @@ pub struct SupervisorState {
     registry_version: tokio::sync::watch::Sender<u64>,
     /// The management API's certificate when it speaks HTTPS; swapped by
     /// `reload_ssl_certificates` and SIGHUP for new handshakes.
-    pub management_certificate: Arc<strom_worker_packager::tls::SwappableCertificate>,
+    pub management_certificate: Arc<strom_tls::SwappableCertificate>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {

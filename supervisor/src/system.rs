@@ -6,7 +6,7 @@
 
 use std::sync::Mutex;
 use std::time::Duration;
-use strom_worker_runtime::sync::locked;
+use strom_ipc::sync::locked;
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
 const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);

@@ -7,8 +7,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strom_ipc::WorkerKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use strom_ipc::{FailureKind, WorkerKind};
 
 #[derive(Debug, Deserialize)]
 pub struct StatusQuery {
@@ -107,7 +107,12 @@ pub async fn cleanup(
     };
     match state.workers.ask(WorkerKind::Dvr, request).await? {
         WorkerReply::Done => Ok(ok()),
-        WorkerReply::NotFound => Ok(Json(json!({"status": "Not found"}))),
+        // The spec answers a missing archive in the body, with 200.
+        WorkerReply::NotFound
+        | WorkerReply::Error {
+            kind: FailureKind::NotFound,
+            ..
+        } => Ok(Json(json!({"status": "Not found"}))),
         other => Err(super::unexpected(other)),
     }
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::management::BodyTimeout;
 use crate::process::RequestError;
+use strom_ipc::FailureKind;
 
 /// Body timeout when the connection did not say (requests built in tests).
 const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -74,6 +75,38 @@ impl ApiError {
             code: StatusCode::INTERNAL_SERVER_ERROR,
             status: "Error",
             error: error.into(),
+        }
+    }
+}
+
+impl ApiError {
+    /// A worker's typed failure as an HTTP answer. Statuses the spec puts in the body
+    /// (`{"status":"NotFound"}` with 200, for example) are answered by the handlers
+    /// before they get here.
+    pub fn from_worker(kind: FailureKind, message: &str) -> Self {
+        let (code, status, fallback) = match kind {
+            FailureKind::NotFound => (StatusCode::NOT_FOUND, "NotFound", "not found"),
+            FailureKind::Refused => (StatusCode::CONFLICT, "Conflict", "refused"),
+            FailureKind::Invalid => (StatusCode::UNPROCESSABLE_ENTITY, "Error", "invalid"),
+            FailureKind::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "worker unavailable",
+            ),
+            // A request routed to a worker that does not handle it is our bug, not the
+            // client's: the same 500 as a worker's internal failure.
+            FailureKind::Internal | FailureKind::Unsupported => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "Error", "worker failure")
+            }
+        };
+        Self {
+            code,
+            status,
+            error: if message.is_empty() {
+                fallback.to_owned()
+            } else {
+                message.to_owned()
+            },
         }
     }
 }
@@ -158,4 +191,38 @@ fn serde_urlencoded_from_str<T: DeserializeOwned>(query: &str) -> Result<T, Stri
     )
     .map(|axum::extract::Query(value)| value)
     .map_err(|e| e.body_text())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_failures_map_to_http_statuses() {
+        let cases = [
+            (FailureKind::NotFound, StatusCode::NOT_FOUND),
+            (FailureKind::Refused, StatusCode::CONFLICT),
+            (FailureKind::Invalid, StatusCode::UNPROCESSABLE_ENTITY),
+            (FailureKind::Internal, StatusCode::INTERNAL_SERVER_ERROR),
+            (FailureKind::Unavailable, StatusCode::SERVICE_UNAVAILABLE),
+            (FailureKind::Unsupported, StatusCode::INTERNAL_SERVER_ERROR),
+        ];
+        for (kind, code) in cases {
+            let error = ApiError::from_worker(kind, "why");
+            assert_eq!(error.code, code, "{kind:?}");
+            assert_eq!(error.error, "why");
+        }
+        assert_eq!(
+            ApiError::from_worker(FailureKind::NotFound, "").error,
+            "not found"
+        );
+    }
+
+    /// Older workers' untyped failures keep answering 500 with their message.
+    #[test]
+    fn untyped_failures_stay_internal_errors() {
+        let error = crate::api::unexpected(strom_ipc::messages::WorkerReply::Failed("x".into()));
+        assert_eq!(error.code, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(error.error, "x");
+    }
 }

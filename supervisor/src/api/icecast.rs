@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strom_ipc::WorkerKind;
 use strom_ipc::messages::{Scte35Cue, WorkerReply, WorkerRequest};
+use strom_ipc::{FailureKind, WorkerKind};
 
 async fn ask_packager(
     state: &ApiState,
@@ -15,7 +15,11 @@ async fn ask_packager(
     what: &str,
 ) -> Result<WorkerReply, ApiError> {
     match state.workers.ask(WorkerKind::Packager, request).await? {
-        WorkerReply::NotFound => Err(ApiError::not_found(format!("no such stream {what}"))),
+        WorkerReply::NotFound
+        | WorkerReply::Error {
+            kind: FailureKind::NotFound,
+            ..
+        } => Err(ApiError::not_found(format!("no such stream {what}"))),
         reply => Ok(reply),
     }
 }

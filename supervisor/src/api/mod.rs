@@ -126,14 +126,12 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// A reply that does not fit the request: a bug between supervisor and worker, or a
-/// worker's own failure message.
+/// A reply that does not fit the request: a worker's typed failure (mapped to its HTTP
+/// status), or a bug between supervisor and worker.
 pub(crate) fn unexpected(reply: strom_ipc::messages::WorkerReply) -> ApiError {
-    match reply {
-        strom_ipc::messages::WorkerReply::Failed(why) => ApiError::internal(why),
-        other => {
-            tracing::error!(?other, "unexpected worker reply");
-            ApiError::internal("unexpected worker reply")
-        }
+    if let Some((kind, message)) = reply.failure() {
+        return ApiError::from_worker(kind, message);
     }
+    tracing::error!(other = ?reply, "unexpected worker reply");
+    ApiError::internal("unexpected worker reply")
 }

@@ -176,7 +176,7 @@ mod tests {
             writer.send(&message, &[]).await.unwrap();
             writer
         });
-        // What a starting worker reads first (`strom_worker_runtime::control::serve_on`).
+        // What a starting worker reads first (`control::serve_on` in the worker runtime).
         let received = reader.recv::<SupervisorToWorker>().await.unwrap();
         assert_eq!(received.message, expected);
         let SupervisorToWorker::Hello(hello) = received.message else {

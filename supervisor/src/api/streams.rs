@@ -21,7 +21,7 @@ async fn live_streams(state: &ApiState) -> Result<Gathered<LiveStream>, Incomple
         |reply| match reply {
             WorkerReply::Streams(streams) => Some(streams),
             // Workers without streams of their own say so.
-            WorkerReply::Failed(_) => Some(Vec::new()),
+            WorkerReply::Failed(_) | WorkerReply::Error { .. } => Some(Vec::new()),
             _ => None,
         },
     )

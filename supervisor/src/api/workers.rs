@@ -1,4 +1,5 @@
-//! `GET /manage/workers` (strom's own addition): kind, pid, state, restarts, uptime.
+//! `GET /manage/workers` (strom's own addition): kind, pid, state, restarts, uptime, and
+//! bytes received from the last heartbeat.
 
 use crate::api::ApiState;
 use axum::Json;
@@ -14,6 +15,8 @@ pub struct WorkerEntry {
     restarts: u32,
     /// Seconds since the current process reported ready; 0 while not ready.
     uptime: u64,
+    /// Bytes the current process has received (ingest: UDP datagrams included).
+    bytes_received: u64,
 }
 
 pub async fn list(State(state): State<ApiState>) -> Json<Vec<WorkerEntry>> {
@@ -34,6 +37,7 @@ pub async fn list(State(state): State<ApiState>) -> Json<Vec<WorkerEntry>> {
                         .ready_since
                         .map(|t| t.elapsed().as_secs())
                         .unwrap_or_default(),
+                    bytes_received: status.counters.bytes_received,
                 }
             })
             .collect(),

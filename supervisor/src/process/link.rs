@@ -8,7 +8,7 @@ use std::time::Duration;
 use strom_ipc::IpcError;
 use strom_ipc::channel::ControlWriter;
 use strom_ipc::messages::{RequestId, SupervisorToWorker, WorkerReply, WorkerRequest};
-use strom_worker_runtime::sync::locked;
+use strom_ipc::sync::locked;
 use thiserror::Error;
 use tokio::sync::oneshot;
 

@@ -10,8 +10,8 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use strom_ipc::contract::CONTROL_FD;
 use strom_ipc::{ControlChannel, WorkerKind};
-use strom_worker_runtime::bootstrap::CONTROL_FD;
 use tokio::process::{Child, Command};
 
 /// Environment variable that carries the log filter to workers.

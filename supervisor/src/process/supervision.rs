@@ -12,6 +12,7 @@
 
 use crate::process::link::WorkerLink;
 use crate::process::spawn::{SpawnedWorker, spawn_worker};
+use crate::process::state::WorkerState;
 use crate::process::table::WorkerHandle;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -20,11 +21,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::channel::ControlReader;
+use strom_ipc::contract::generation_from_counter;
 use strom_ipc::messages::{
     SupervisorToWorker, WorkerEvent, WorkerHello, WorkerReply, WorkerRequest, WorkerToSupervisor,
 };
 use strom_ipc::{IpcError, WorkerKind};
-use strom_worker_runtime::session_ids::MAX_GENERATION;
 use tokio::sync::Notify;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,27 +40,6 @@ const STABLE_AFTER: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Largest message (all fragments) the supervisor accepts from a worker.
 const MAX_WORKER_MESSAGE: usize = 64 * 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerState {
-    Starting,
-    Ready,
-    BackingOff,
-    Stopping,
-    Stopped,
-}
-
-impl WorkerState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkerState::Starting => "starting",
-            WorkerState::Ready => "ready",
-            WorkerState::BackingOff => "backing_off",
-            WorkerState::Stopping => "stopping",
-            WorkerState::Stopped => "stopped",
-        }
-    }
-}
 
 /// What supervision needs from the rest of the supervisor.
 pub trait SupervisorHooks: Send + Sync + 'static {
@@ -145,8 +125,7 @@ pub async fn supervise(handle: Arc<WorkerHandle>, context: SupervisionContext) {
 }
 
 fn next_generation(generations: &AtomicU32) -> u32 {
-    let value = generations.fetch_add(1, Ordering::Relaxed);
-    value % MAX_GENERATION + 1
+    generation_from_counter(generations.fetch_add(1, Ordering::Relaxed))
 }
 
 async fn run_once(handle: &Arc<WorkerHandle>, context: &SupervisionContext) -> Outcome {
@@ -317,7 +296,13 @@ async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<N
                     s.out_rate_bps = rate;
                 });
             }
-            Ok(WorkerReply::Failed(problem)) => {
+            // Older workers report with `Failed`, current ones with a typed `Error`.
+            Ok(
+                WorkerReply::Failed(problem)
+                | WorkerReply::Error {
+                    message: problem, ..
+                },
+            ) => {
                 // The worker is alive but cannot do its job (e.g. out of descriptors):
                 // a restart gives it a clean process.
                 tracing::error!(worker = %handle.kind, %problem, "worker reports itself unhealthy; restarting it");
@@ -355,7 +340,7 @@ mod tests {
         let generations = AtomicU32::new(u32::MAX - 1);
         for _ in 0..4 {
             let generation = next_generation(&generations);
-            assert!((1..=MAX_GENERATION).contains(&generation));
+            assert!((1..=strom_ipc::contract::MAX_GENERATION).contains(&generation));
         }
     }
 }

@@ -1,14 +1,14 @@
 //! The set of workers, and what the rest of the supervisor may ask of each.
 
 use crate::process::link::{REQUEST_TIMEOUT, RequestError, WorkerLink};
-use crate::process::supervision::WorkerState;
+use crate::process::state::WorkerState;
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::status::Counters;
-use strom_worker_runtime::sync::locked;
+use strom_ipc::sync::locked;
 use tokio_util::sync::CancellationToken;
 
 /// What the API shows about one worker.

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use strom_ipc::FailureKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_worker_runtime::{InheritedListener, WorkerContext, WorkerService};
 
@@ -39,15 +40,21 @@ impl WorkerService for DvrWorker {
             WorkerRequest::DvrStatus { .. } => WorkerReply::DvrArchives(Vec::new()),
             WorkerRequest::DvrCleanup { app, stream, .. } => {
                 if self.archive_exists(&app, &stream) {
-                    WorkerReply::Failed(format!(
-                        "archive {app}/{stream} exists but this build cannot clean archives yet"
-                    ))
+                    WorkerReply::error(
+                        FailureKind::Internal,
+                        format!(
+                            "archive {app}/{stream} exists but this build cannot clean archives yet"
+                        ),
+                    )
                 } else {
-                    WorkerReply::NotFound
+                    WorkerReply::error(FailureKind::NotFound, format!("no archive {app}/{stream}"))
                 }
             }
             WorkerRequest::ApplyRules(_) => WorkerReply::Done,
-            other => WorkerReply::Failed(format!("the dvr worker does not handle {other:?}")),
+            other => WorkerReply::error(
+                FailureKind::Unsupported,
+                format!("the dvr worker does not handle {other:?}"),
+            ),
         }
     }
 

@@ -5,15 +5,20 @@
 //! configured input reports offline and the stats lists are empty because no SRT or RIST
 //! peer exists.
 
+mod udp;
+
 use std::sync::{Arc, Mutex};
+use strom_ipc::FailureKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_ipc::status::CameraStatus;
 use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{InheritedListener, WorkerContext, WorkerService};
+use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
+use udp::UdpReceivers;
 
 pub struct IngestWorker {
     rules: Mutex<Arc<Rules>>,
+    udp: UdpReceivers,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
@@ -23,8 +28,11 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
             context.listeners.len()
         ));
     }
+    let udp = UdpReceivers::new(context.counters, context.shutdown);
+    udp.replace(context.udp_sockets);
     Ok(Arc::new(IngestWorker {
         rules: Mutex::new(Arc::new(context.hello.rules)),
+        udp,
     }))
 }
 
@@ -66,7 +74,10 @@ impl WorkerService for IngestWorker {
                 *locked(&self.rules) = Arc::from(rules);
                 WorkerReply::Done
             }
-            other => WorkerReply::Failed(format!("the ingest worker does not handle {other:?}")),
+            other => WorkerReply::error(
+                FailureKind::Unsupported,
+                format!("the ingest worker does not handle {other:?}"),
+            ),
         }
     }
 
@@ -77,6 +88,10 @@ impl WorkerService for IngestWorker {
                 "ingest worker ignores TCP listeners"
             );
         }
+    }
+
+    fn replace_udp_sockets(&self, sockets: Vec<InheritedUdpSocket>) {
+        self.udp.replace(sockets);
     }
 
     async fn drain(&self) {}

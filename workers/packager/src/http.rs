@@ -242,11 +242,7 @@ impl Context {
         head: bool,
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
-        let abr = rules
-            .rtmp
-            .abr
-            .iter()
-            .find(|group| group.app == app && group.stream == stream);
+        let abr = rules.delivery.abr_group(app, stream);
         let store = &self.packaging.store;
         let members: Vec<_> = match abr {
             Some(group) => group

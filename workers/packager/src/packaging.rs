@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strom_ipc::IpcError;
 use strom_ipc::bus::StreamLocation;
-use strom_ipc::rules::{OutputProtocol, Rules};
+use strom_ipc::rules::{DeliveryOutput, Rules};
 use strom_media::fmp4::{Fragmenter, init_segment};
 use strom_media::hls::segmenter::{CutSegment, Segmenter};
 use strom_media::ts::TsMuxer;
@@ -28,17 +28,14 @@ use tokio_util::sync::CancellationToken;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
-/// Chunk duration and HLS switch for an app, from `RtmpSettings` and its app override.
-pub fn hls_settings(rules: &Rules, app: &str) -> (bool, u32) {
-    let settings = &rules.rtmp;
-    let app_settings = settings.apps.iter().find(|a| a.app == app);
-    let protocols = app_settings
-        .and_then(|a| a.protocols.as_ref())
-        .unwrap_or(&settings.protocols);
-    let duration = app_settings
-        .and_then(|a| a.duration)
-        .unwrap_or(settings.duration);
-    (protocols.contains(&OutputProtocol::Hls), duration)
+/// HLS switch and segment duration of a stream, from the delivery settings only, never
+/// the RTMP listener's settings (the supervisor translates those of old files).
+pub fn hls_settings(rules: &Rules, app: &str, stream: &str) -> (bool, u32) {
+    let delivery = rules.delivery.for_stream(app, stream);
+    (
+        delivery.has(DeliveryOutput::Hls),
+        delivery.segment_duration_secs,
+    )
 }
 
 struct Task {
@@ -77,7 +74,7 @@ impl Packaging {
         let mut tasks = locked(&self.tasks);
         let wanted: HashMap<(String, String), StreamLocation> = locations
             .into_iter()
-            .filter(|l| hls_settings(&rules, &l.app).0)
+            .filter(|l| hls_settings(&rules, &l.app, &l.stream).0)
             .filter(|l| match strom_ipc::names::check_pair(&l.app, &l.stream) {
                 Ok(()) => true,
                 Err(e) => {
@@ -101,7 +98,7 @@ impl Packaging {
             if tasks.contains_key(&key) {
                 continue;
             }
-            let (_, duration) = hls_settings(&rules, &location.app);
+            let (_, duration) = hls_settings(&rules, &location.app, &location.stream);
             let stop = self.shutdown.child_token();
             let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
                 continue;
@@ -302,6 +299,22 @@ mod tests {
         out
     }
 
+    /// A stream's delivery entry beats the defaults; other streams keep them.
+    #[test]
+    fn hls_follows_the_delivery_settings_of_each_stream() {
+        use strom_ipc::rules::StreamDelivery;
+        let mut rules = Rules::default();
+        assert_eq!(hls_settings(&rules, "live", "s"), (true, 6));
+        rules.delivery.streams.push(StreamDelivery {
+            app: "live".into(),
+            stream: "s".into(),
+            outputs: Some(vec![DeliveryOutput::Dash]),
+            segment_duration_secs: Some(2),
+        });
+        assert_eq!(hls_settings(&rules, "live", "s"), (false, 2));
+        assert_eq!(hls_settings(&rules, "live", "t"), (true, 6));
+    }
+
     /// A producer announcing hostile names (as the registry would pass them on) gets
     /// nothing packaged and nothing written, inside or outside `run_dir`.
     #[tokio::test]
@@ -319,7 +332,7 @@ mod tests {
             },
         ));
         let packaging = Packaging::new(Arc::clone(&store), Rules::default(), shutdown.clone());
-        assert!(hls_settings(&packaging.rules(), "live").0);
+        assert!(hls_settings(&packaging.rules(), "live", "good").0);
         let hostile = [
             ("live", "../../../../x"),
             ("live", "/tmp/x"),

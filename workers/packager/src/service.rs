@@ -8,6 +8,7 @@ use crate::viewers::Viewers;
 use hyper::header::HeaderValue;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strom_ipc::FailureKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::{DrmSettings, WorkerReply, WorkerRequest};
 use strom_worker_runtime::sync::locked;
@@ -127,7 +128,9 @@ impl WorkerService for PackagerWorker {
             }
             WorkerRequest::IcecastInfo { .. }
             | WorkerRequest::IcecastMetadata { .. }
-            | WorkerRequest::Scte35 { .. } => WorkerReply::NotFound,
+            | WorkerRequest::Scte35 { .. } => {
+                WorkerReply::error(FailureKind::NotFound, "no such stream")
+            }
             WorkerRequest::StreamRegistry(locations) => {
                 *locked(&self.registry) = locations.clone();
                 self.packaging.apply_registry(locations);
@@ -139,7 +142,7 @@ impl WorkerService for PackagerWorker {
                     tracing::info!("tls certificate replaced for new connections");
                     WorkerReply::Done
                 }
-                Err(e) => WorkerReply::Failed(e),
+                Err(e) => WorkerReply::error(FailureKind::Invalid, e),
             },
             WorkerRequest::SetDrm(settings) => {
                 tracing::info!(keys = settings.hls_aes128.len(), "drm settings replaced");
@@ -152,7 +155,10 @@ impl WorkerService for PackagerWorker {
                     .apply_registry(locked(&self.registry).clone());
                 WorkerReply::Done
             }
-            other => WorkerReply::Failed(format!("the packager does not handle {other:?}")),
+            other => WorkerReply::error(
+                FailureKind::Unsupported,
+                format!("the packager does not handle {other:?}"),
+            ),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use crate::frame::FrameKind;
 use crate::hub::StreamKey;
-use crate::service::Shared;
+use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::bus::{BusTrack, MediaHeader};

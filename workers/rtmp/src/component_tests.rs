@@ -3,7 +3,8 @@
 //! and players.
 
 use crate::hub::StreamKey;
-use crate::service::{RtmpWorker, Shared};
+use crate::service::RtmpWorker;
+use crate::shared::Shared;
 use bytes::{BufMut, Bytes, BytesMut};
 use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
 use rml_rtmp::sessions::{
@@ -537,6 +538,15 @@ async fn enhanced_rtmp_hevc_and_av1_pass_through_byte_identical() {
             .unwrap()
             .is_keyframe()
     );
+    // The neutral frame's FLV adapter rebuilds every body byte for byte: the guard for
+    // building player messages from frames instead of passing bodies through.
+    for (ts, body) in video_messages(&hevc)
+        .into_iter()
+        .chain(video_messages(&av1))
+    {
+        let frame = strom_media::flv_adapter::video_frame(&body, i64::from(ts) * 90).unwrap();
+        assert_eq!(strom_media::flv_adapter::to_body(&frame).unwrap(), body);
+    }
 
     // A player that joins now starts from the cache: metadata and sequence headers, then
     // the last GOP, byte-identical too.

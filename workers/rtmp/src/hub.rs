@@ -11,6 +11,8 @@
 
 use crate::frame::{FrameKind, MediaFrame};
 use crate::hub_events::{HubEvent, HubEvents};
+// Defined in a leaf so that `hub_events` can name streams without depending on the hub.
+pub use crate::stream_key::StreamKey;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,19 +28,6 @@ const MAX_GOP_BYTES: usize = 32 * 1024 * 1024;
 
 pub type FrameSender = mpsc::Sender<Arc<MediaFrame>>;
 pub type FrameReceiver = mpsc::Receiver<Arc<MediaFrame>>;
-
-/// `app/stream`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StreamKey {
-    pub app: String,
-    pub stream: String,
-}
-
-impl std::fmt::Display for StreamKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.app, self.stream)
-    }
-}
 
 /// Facts about the publisher that status queries report.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 //! A bounded `broadcast`: the hub never waits for a listener. A listener that falls
 //! behind gets `Lagged` and must re-read the hub's state instead of trusting events.
 
-use crate::hub::StreamKey;
+use crate::stream_key::StreamKey;
 use tokio::sync::broadcast;
 
 /// Events a listener may hold before it lags.

@@ -9,7 +9,7 @@ use crate::client::session::{PUBLISHER_FLASH_VERSION, RtmpClient, Setup};
 use crate::client::traffic::Traffic;
 use crate::component_tests::{Media, TestClient};
 use crate::hub::StreamKey;
-use crate::service::Shared;
+use crate::shared::Shared;
 use bytes::Bytes;
 use rml_amf0::Amf0Value;
 use rml_rtmp::chunk_io::{ChunkDeserializer, ChunkSerializer};

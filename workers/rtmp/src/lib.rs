@@ -30,7 +30,9 @@ mod republish;
 pub mod server_input;
 mod service;
 mod sessions;
+mod shared;
 mod status_message;
+mod stream_key;
 #[cfg(test)]
 mod test_noise;
 mod writer;

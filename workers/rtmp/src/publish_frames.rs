@@ -1,5 +1,6 @@
 //! Turning a publisher's RTMP messages into stream frames, and learning the codecs from
-//! their sequence headers (for `rtmp_status`: resolution, RFC 6381 codec strings).
+//! their sequence headers (for `rtmp_status`: resolution, RFC 6381 codec strings)
+//! through the FLV adapter and the shared track learner in `strom_media`.
 
 use crate::frame::{FrameKind, MediaFrame};
 use crate::hub::Stream;
@@ -8,27 +9,32 @@ use rml_amf0::Amf0Value;
 use rml_rtmp::sessions::StreamMetadata;
 use std::collections::HashMap;
 use strom_media::ParseError;
-use strom_media::aac::AacConfig;
-use strom_media::avc::AvcDecoderConfig;
-use strom_media::flv::{AudioCodec, AudioPacket, AudioTag, VideoCodec, VideoPacket, VideoTag};
-use strom_media::hevc::HevcDecoderConfig;
+use strom_media::flv_adapter;
+use strom_media::frame::Frame;
+use strom_media::track_info::{self, TrackInfo};
+
+/// FLV times are milliseconds; the neutral frame's are 90 kHz.
+const TICKS_PER_MS: i64 = 90;
 
 pub fn video_frame(
     stream: &Stream,
     payload: Bytes,
     timestamp: u32,
 ) -> Result<MediaFrame, ParseError> {
-    let tag = VideoTag::parse(&payload, timestamp)?;
-    let sequence_header = tag.is_sequence_header();
-    if let VideoPacket::SequenceHeader(record) = &tag.packet {
-        learn_video(stream, tag.codec, record);
-    }
-    let composition_ms = (tag.pts_ms() - i64::from(timestamp)).clamp(-0x80_0000, 0x7F_FFFF) as i32;
+    let frame = flv_adapter::video_frame(&payload, i64::from(timestamp) * TICKS_PER_MS)?;
+    learn(stream, &frame);
+    // Players get the composition time of coded frames only (sequence headers and
+    // control packets present at their decode time).
+    let composition_ms = if frame.is_sample() {
+        (frame.composition_offset() / TICKS_PER_MS).clamp(-0x80_0000, 0x7F_FFFF) as i32
+    } else {
+        0
+    };
     Ok(MediaFrame::new(
         FrameKind::Video,
         timestamp,
-        tag.is_keyframe(),
-        sequence_header,
+        frame.keyframe,
+        frame.config,
         payload,
     )
     .with_composition(composition_ms))
@@ -39,55 +45,34 @@ pub fn audio_frame(
     payload: Bytes,
     timestamp: u32,
 ) -> Result<MediaFrame, ParseError> {
-    let tag = AudioTag::parse(&payload, timestamp)?;
-    let sequence_header = tag.is_sequence_header();
-    match (&tag.codec, &tag.packet) {
-        (AudioCodec::Aac, AudioPacket::AacSequenceHeader(config)) => {
-            if let Ok(config) = AacConfig::parse(config) {
-                let codec = config.codec_string();
-                stream.set_codecs(|c| c.acodec = codec);
-            }
-        }
-        (AudioCodec::Mp3, _) => stream.set_codecs(|c| c.acodec = "mp4a.40.34".to_owned()),
-        _ => {}
-    }
+    let frame = flv_adapter::audio_frame(&payload, i64::from(timestamp) * TICKS_PER_MS)?;
+    learn(stream, &frame);
     Ok(MediaFrame::new(
         FrameKind::Audio,
         timestamp,
         false,
-        sequence_header,
+        frame.config,
         payload,
     ))
 }
 
-fn learn_video(stream: &Stream, codec: VideoCodec, record: &Bytes) {
-    let learned = match codec {
-        VideoCodec::H264 => AvcDecoderConfig::parse(record).ok().map(|config| {
-            let size = config
-                .sps_info()
-                .map(|sps| (sps.width, sps.height))
-                .unwrap_or_default();
-            (config.codec_string(), size)
-        }),
-        VideoCodec::H265 => HevcDecoderConfig::parse(record).ok().map(|config| {
-            let size = config
-                .sps_info()
-                .map(|sps| (sps.width, sps.height))
-                .unwrap_or_default();
-            (config.codec_string(), size)
-        }),
-        VideoCodec::Av1 => Some(("av01".to_owned(), (0, 0))),
-        VideoCodec::Vp9 => Some(("vp09".to_owned(), (0, 0))),
-        _ => None,
-    };
-    if let Some((codec, (width, height))) = learned {
-        stream.set_codecs(|c| {
-            c.vcodec = codec;
-            if width > 0 {
-                c.width = width;
-                c.height = height;
+/// Records what `frame` teaches about the stream's codecs (for `rtmp_status`).
+fn learn(stream: &Stream, frame: &Frame) {
+    match track_info::learn(frame) {
+        Some(TrackInfo::Video(info)) => stream.set_codecs(|c| {
+            c.vcodec = info.codec_string.into_owned();
+            if info.width > 0 {
+                c.width = info.width;
+                c.height = info.height;
             }
-        });
+        }),
+        // MP3 is learned from every frame: assign only on change, no per-frame String.
+        Some(TrackInfo::Audio(info)) => stream.set_codecs(|c| {
+            if c.acodec != info.codec_string {
+                c.acodec = info.codec_string.into_owned();
+            }
+        }),
+        None => {}
     }
 }
 

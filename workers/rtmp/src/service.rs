@@ -3,98 +3,21 @@
 //! Besides accepting connections, the worker pushes streams to other servers
 //! ([`Republisher`]) and pulls streams from them ([`Pulls`]); both follow `ApplyRules`.
 
-use crate::auth::adobe::AdobeAuth;
-use crate::hub::Streams;
 use crate::pull::Pulls;
 use crate::republish::Republisher;
-use crate::sessions::SessionTable;
-use std::collections::BTreeSet;
+use crate::shared::Shared;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use strom_ipc::WorkerKind;
 use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_ipc::status::LiveStream;
+use strom_ipc::{FailureKind, WorkerKind};
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::counters::ConnectionGuard;
-use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{
-    AcceptLoops, EventSender, InheritedListener, SessionIds, WorkerContext, WorkerCounters,
-    WorkerService,
-};
+use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
-
-/// What every connection of the worker shares.
-pub struct Shared {
-    pub streams: Streams,
-    pub admission: Arc<crate::admission::Admission>,
-    pub sessions: SessionTable,
-    pub adobe: AdobeAuth,
-    pub counters: Arc<WorkerCounters>,
-    pub ids: Arc<SessionIds>,
-    pub events: EventSender,
-    /// For publish-control handler requests.
-    pub http: reqwest::Client,
-    rules: Mutex<Arc<Rules>>,
-    denied: Mutex<BTreeSet<String>>,
-}
-
-impl Shared {
-    fn new(
-        rules: Rules,
-        denied_publishers: Vec<String>,
-        counters: Arc<WorkerCounters>,
-        ids: Arc<SessionIds>,
-        events: EventSender,
-        http: reqwest::Client,
-    ) -> Self {
-        Self {
-            streams: Streams::default(),
-            admission: Arc::default(),
-            sessions: SessionTable::default(),
-            adobe: AdobeAuth::default(),
-            counters,
-            ids,
-            events,
-            http,
-            rules: Mutex::new(Arc::new(rules)),
-            denied: Mutex::new(denied_publishers.into_iter().collect()),
-        }
-    }
-
-    /// Worker state for tests that run connections without a supervisor; the receiver
-    /// gets the events the worker would send it.
-    #[cfg(test)]
-    pub(crate) fn for_tests(
-        rules: Rules,
-    ) -> (
-        Arc<Self>,
-        tokio::sync::mpsc::Receiver<strom_ipc::messages::WorkerEvent>,
-    ) {
-        // `strom worker` installs the provider before starting a worker.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let (events, received) = EventSender::detached();
-        let shared = Self::new(
-            rules,
-            Vec::new(),
-            Arc::new(WorkerCounters::default()),
-            Arc::new(SessionIds::new(1)),
-            events,
-            reqwest::Client::new(),
-        );
-        (Arc::new(shared), received)
-    }
-
-    pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&locked(&self.rules))
-    }
-
-    pub fn is_denied(&self, id: &str) -> bool {
-        locked(&self.denied).contains(id)
-    }
-}
 
 struct RtmpConnections {
     shared: Arc<Shared>,
@@ -240,7 +163,7 @@ impl WorkerService for RtmpWorker {
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::RepublishStats => WorkerReply::RepublishStats(self.republisher.stats()),
             WorkerRequest::DenyPublishers(ids) => {
-                locked(&self.shared.denied).extend(ids.iter().cloned());
+                self.shared.deny(&ids);
                 let killed = self.shared.sessions.kill_publishers(&ids);
                 tracing::info!(?ids, disconnected = killed, "publishers denied");
                 WorkerReply::Done
@@ -248,12 +171,15 @@ impl WorkerService for RtmpWorker {
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!("rules applied");
                 let rules: Arc<Rules> = Arc::from(rules);
-                *locked(&self.shared.rules) = Arc::clone(&rules);
+                self.shared.set_rules(Arc::clone(&rules));
                 self.republisher.apply(&rules.republish);
                 self.pulls.apply(&rules.pull_sources);
                 WorkerReply::Done
             }
-            other => WorkerReply::Failed(format!("the rtmp worker does not handle {other:?}")),
+            other => WorkerReply::error(
+                FailureKind::Unsupported,
+                format!("the rtmp worker does not handle {other:?}"),
+            ),
         }
     }
 

@@ -1,11 +1,9 @@
 //! Taking over the control socket that the supervisor placed in this process.
 
 use std::io;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use strom_ipc::ControlChannel;
-
-/// Where the supervisor's `pre_exec` puts the worker's end of the control socketpair.
-pub const CONTROL_FD: RawFd = 3;
+pub use strom_ipc::contract::CONTROL_FD;
 
 /// Takes ownership of the inherited control socket.
 ///

@@ -5,18 +5,16 @@
 
 use bytes::{Bytes, BytesMut};
 use std::io::{self, IoSlice};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use strom_ipc::bus::{MEDIA_HEADER_LEN, MediaHeader, Subscribe};
-use strom_ipc::{IpcError, WorkerKind, frame};
+use strom_ipc::{IpcError, frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
 /// Largest subscribe request read from a subscriber.
 const MAX_SUBSCRIBE: usize = 4096;
 
-pub fn bus_path(run_dir: &Path, producer: WorkerKind) -> PathBuf {
-    run_dir.join("bus").join(format!("{producer}.sock"))
-}
+pub use strom_ipc::contract::bus_path;
 
 /// Binds the producer's bus socket, replacing a stale one from a previous process.
 pub fn bind(path: &Path) -> io::Result<UnixListener> {
@@ -114,6 +112,7 @@ impl Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strom_ipc::WorkerKind;
     use strom_ipc::bus::BusTrack;
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use strom_ipc::channel::{ControlReader, ControlWriter};
 use strom_ipc::messages::{
     RequestId, SupervisorToWorker, WorkerReply, WorkerRequest, WorkerToSupervisor,
 };
-use strom_ipc::{ControlChannel, IpcError, Received, WorkerKind};
+use strom_ipc::{ControlChannel, FailureKind, IpcError, Received, WorkerKind};
 use thiserror::Error;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -71,14 +71,15 @@ where
             got: hello.kind,
         });
     }
-    let listeners = adopt(hello.listeners.clone(), fds).map_err(RuntimeError::Listeners)?;
+    let adopted = adopt(hello.listeners.clone(), fds).map_err(RuntimeError::Listeners)?;
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let shutdown = CancellationToken::new();
     let counters = Arc::new(WorkerCounters::default());
     let context = WorkerContext {
         session_ids: Arc::new(SessionIds::new(hello.generation)),
         hello: *hello,
-        listeners,
+        listeners: adopted.listeners,
+        udp_sockets: adopted.udp_sockets,
         counters: Arc::clone(&counters),
         events: EventSender::new(event_tx),
         shutdown: shutdown.clone(),
@@ -138,7 +139,11 @@ async fn control_loop<S: WorkerService>(
             // heartbeats and gets restarted.
             WorkerRequest::Heartbeat => {
                 let answer = match counters.accept_health.problem() {
-                    Some(problem) => WorkerReply::Failed(format!("unhealthy: {problem}")),
+                    // Typed so the supervisor restarts the worker; the API would call it 503.
+                    Some(problem) => WorkerReply::error(
+                        FailureKind::Unavailable,
+                        format!("unhealthy: {problem}"),
+                    ),
                     None => WorkerReply::Counters(counters.snapshot()),
                 };
                 reply(writer, id, answer).await?;
@@ -150,11 +155,12 @@ async fn control_loop<S: WorkerService>(
             }
             WorkerRequest::SetListeners(specs) => {
                 let answer = match adopt(specs, fds) {
-                    Ok(listeners) => {
-                        service.replace_listeners(listeners);
+                    Ok(adopted) => {
+                        service.replace_listeners(adopted.listeners);
+                        service.replace_udp_sockets(adopted.udp_sockets);
                         WorkerReply::Done
                     }
-                    Err(e) => WorkerReply::Failed(e.to_string()),
+                    Err(e) => WorkerReply::error(FailureKind::Internal, e.to_string()),
                 };
                 reply(writer, id, answer).await?;
             }

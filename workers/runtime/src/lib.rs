@@ -22,6 +22,6 @@ pub mod sync;
 pub use accept::AcceptLoops;
 pub use control::{RuntimeError, serve, serve_on};
 pub use counters::WorkerCounters;
-pub use listeners::InheritedListener;
+pub use listeners::{InheritedListener, InheritedUdpSocket};
 pub use service::{EventSender, WorkerContext, WorkerService};
 pub use session_ids::SessionIds;

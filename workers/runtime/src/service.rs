@@ -1,7 +1,7 @@
 //! What a worker crate implements, and what the runtime gives it.
 
 use crate::counters::WorkerCounters;
-use crate::listeners::InheritedListener;
+use crate::listeners::{InheritedListener, InheritedUdpSocket};
 use crate::session_ids::SessionIds;
 use std::future::Future;
 use std::sync::Arc;
@@ -44,6 +44,8 @@ impl EventSender {
 pub struct WorkerContext {
     pub hello: WorkerHello,
     pub listeners: Vec<InheritedListener>,
+    /// UDP sockets lent for the worker's datagram roles (`Udp`, `Srt`, `Rist`).
+    pub udp_sockets: Vec<InheritedUdpSocket>,
     pub counters: Arc<WorkerCounters>,
     pub session_ids: Arc<SessionIds>,
     pub events: EventSender,
@@ -60,6 +62,14 @@ pub trait WorkerService: Send + Sync + 'static {
     /// Starts serving this complete set of listeners instead of the current one. Open
     /// connections stay open.
     fn replace_listeners(&self, listeners: Vec<InheritedListener>);
+
+    /// Starts receiving on this complete set of UDP sockets instead of the current one.
+    /// Workers without datagram roles are never lent any; the default only logs.
+    fn replace_udp_sockets(&self, sockets: Vec<InheritedUdpSocket>) {
+        if !sockets.is_empty() {
+            tracing::warn!(count = sockets.len(), "this worker ignores UDP sockets");
+        }
+    }
 
     /// Waits for open connections to finish after shutdown was signalled. The runtime
     /// bounds the wait.

@@ -6,8 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Largest generation that keeps ids below 2^53.
-pub const MAX_GENERATION: u32 = (1 << 21) - 1;
+pub use strom_ipc::contract::MAX_GENERATION;
 
 #[derive(Debug)]
 pub struct SessionIds {

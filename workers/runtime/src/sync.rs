@@ -1,11 +1,4 @@
-//! Mutex access that survives poisoning: a panic in one task must not take every later
-//! status query down with it.
+//! Mutex access that survives poisoning; the helper lives in `strom_ipc::sync` so the
+//! supervisor shares it without depending on the worker runtime.
 
-use std::sync::{Mutex, MutexGuard};
-
-pub fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
+pub use strom_ipc::sync::locked;

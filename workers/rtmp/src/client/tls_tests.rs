@@ -11,7 +11,7 @@ use crate::client::traffic::Traffic;
 use crate::client::transport::open_with;
 use crate::frame::{FrameKind, MediaFrame};
 use crate::hub::StreamKey;
-use crate::service::Shared;
+use crate::shared::Shared;
 use bytes::Bytes;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;

@@ -3,8 +3,8 @@
 //! dropped, with the supervisor told both times (its registry feeds the packager).
 
 use crate::hub::{PublisherInfo, Stream, StreamKey};
-use crate::service::Shared;
 use crate::sessions::unix_now;
+use crate::shared::Shared;
 use std::sync::Arc;
 use strom_ipc::messages::WorkerEvent;
 

@@ -9,7 +9,7 @@ use crate::hub::StreamKey;
 use crate::hub_events::HubEvent;
 use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
 use crate::pull::claim::{Claim, Taken};
-use crate::service::Shared;
+use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource};

@@ -12,7 +12,7 @@ mod ingest;
 mod source;
 
 use crate::hub::StreamKey;
-use crate::service::Shared;
+use crate::shared::Shared;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::rules::PullSource;

@@ -8,7 +8,7 @@ use crate::client::traffic::Traffic;
 use crate::hub::StreamKey;
 use crate::hub_events::HubEvent;
 use crate::pull::ingest::{PullEnd, pull};
-use crate::service::Shared;
+use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::{PullMode, PullSource};

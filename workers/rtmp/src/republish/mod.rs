@@ -16,7 +16,7 @@ mod status;
 
 use crate::hub::StreamKey;
 use crate::hub_events::HubEvent;
-use crate::service::Shared;
+use crate::shared::Shared;
 use status::PushStatus;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

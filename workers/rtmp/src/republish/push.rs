@@ -15,7 +15,7 @@ use crate::republish::destination::Destination;
 use crate::republish::forward::Forwarder;
 use crate::republish::login;
 use crate::republish::status::{PushState, PushStatus};
-use crate::service::Shared;
+use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;

@@ -1,0 +1,93 @@
+//! The state every connection, push and pull of the rtmp worker shares.
+//!
+//! A leaf below the worker's tasks: connections, pulls, pushes and the bus server take an
+//! `Arc<Shared>`, and [`crate::service`] builds it, so none of them needs the service.
+
+use crate::auth::adobe::AdobeAuth;
+use crate::hub::Streams;
+use crate::sessions::SessionTable;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use strom_ipc::rules::Rules;
+use strom_worker_runtime::sync::locked;
+use strom_worker_runtime::{EventSender, SessionIds, WorkerCounters};
+
+/// What every connection of the worker shares.
+pub struct Shared {
+    pub streams: Streams,
+    pub admission: Arc<crate::admission::Admission>,
+    pub sessions: SessionTable,
+    pub adobe: AdobeAuth,
+    pub counters: Arc<WorkerCounters>,
+    pub ids: Arc<SessionIds>,
+    pub events: EventSender,
+    /// For publish-control handler requests.
+    pub http: reqwest::Client,
+    rules: Mutex<Arc<Rules>>,
+    denied: Mutex<BTreeSet<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        rules: Rules,
+        denied_publishers: Vec<String>,
+        counters: Arc<WorkerCounters>,
+        ids: Arc<SessionIds>,
+        events: EventSender,
+        http: reqwest::Client,
+    ) -> Self {
+        Self {
+            streams: Streams::default(),
+            admission: Arc::default(),
+            sessions: SessionTable::default(),
+            adobe: AdobeAuth::default(),
+            counters,
+            ids,
+            events,
+            http,
+            rules: Mutex::new(Arc::new(rules)),
+            denied: Mutex::new(denied_publishers.into_iter().collect()),
+        }
+    }
+
+    /// Worker state for tests that run connections without a supervisor; the receiver
+    /// gets the events the worker would send it.
+    #[cfg(test)]
+    pub(crate) fn for_tests(
+        rules: Rules,
+    ) -> (
+        Arc<Self>,
+        tokio::sync::mpsc::Receiver<strom_ipc::messages::WorkerEvent>,
+    ) {
+        // `strom worker` installs the provider before starting a worker.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (events, received) = EventSender::detached();
+        let shared = Self::new(
+            rules,
+            Vec::new(),
+            Arc::new(WorkerCounters::default()),
+            Arc::new(SessionIds::new(1)),
+            events,
+            reqwest::Client::new(),
+        );
+        (Arc::new(shared), received)
+    }
+
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&locked(&self.rules))
+    }
+
+    pub fn is_denied(&self, id: &str) -> bool {
+        locked(&self.denied).contains(id)
+    }
+
+    /// Rules from `ApplyRules`; connections read them through [`Shared::rules`].
+    pub(crate) fn set_rules(&self, rules: Arc<Rules>) {
+        *locked(&self.rules) = rules;
+    }
+
+    /// Refuses these publisher ids from now on (publish control).
+    pub(crate) fn deny(&self, ids: &[String]) {
+        locked(&self.denied).extend(ids.iter().cloned());
+    }
+}
