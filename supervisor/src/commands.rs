@@ -31,7 +31,9 @@ pub fn check_config(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a signed management URL.
+/// Prints a signed management URL; without a token, the plain URL (a server without
+/// `management_token` serves every request, and the README's `curl "$(strom sign ...)"`
+/// examples run on the shipped config, which sets none).
 pub fn sign(
     token: Option<String>,
     config: Option<PathBuf>,
@@ -40,9 +42,7 @@ pub fn sign(
     path: &str,
 ) -> anyhow::Result<()> {
     let instance = config.as_deref().map(instance::load).transpose()?;
-    let token = token
-        .or_else(|| instance.as_ref().and_then(|i| i.management_token.clone()))
-        .ok_or_else(|| anyhow::anyhow!("give --token, or --config with a management_token"))?;
+    let token = token.or_else(|| instance.as_ref().and_then(|i| i.management_token.clone()));
     let base = base.unwrap_or_else(|| match &instance {
         Some(instance) => {
             let host = match instance.management_listen_interfaces.as_deref() {
@@ -57,7 +57,49 @@ pub fn sign(
         }
         None => "http://127.0.0.1:8082".to_owned(),
     });
+    if token.is_none() {
+        eprintln!(
+            "strom sign: no management_token (neither --token nor one in --config): printing the \
+             URL unsigned, which a server without management_token accepts"
+        );
+    }
     let salt = salt.unwrap_or_else(|| rand::random_range(0..=1_000_000));
-    println!("{}", sign_url(&base, path, &token, salt));
+    println!("{}", management_url(&base, path, token.as_deref(), salt));
     Ok(())
+}
+
+/// The URL for `path` on `base`: signed with `token`, or plain without one.
+fn management_url(base: &str, path: &str, token: Option<&str>, salt: u32) -> String {
+    match token {
+        Some(token) => sign_url(base, path, token, salt),
+        None if path.starts_with('/') => format!("{}{path}", base.trim_end_matches('/')),
+        None => format!("{}/{path}", base.trim_end_matches('/')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_token_the_url_is_plain() {
+        assert_eq!(
+            management_url("http://127.0.0.1:8082/", "manage/server_status", None, 7),
+            "http://127.0.0.1:8082/manage/server_status"
+        );
+        assert_eq!(
+            management_url("http://h:1", "/manage/streams?x=1", None, 7),
+            "http://h:1/manage/streams?x=1"
+        );
+    }
+
+    #[test]
+    fn with_a_token_the_url_is_signed() {
+        let url = management_url("http://h:1", "/manage/server_status", Some("secret"), 12345);
+        assert_eq!(
+            url,
+            sign_url("http://h:1", "/manage/server_status", "secret", 12345)
+        );
+        assert!(url.contains("salt=12345&hash="), "{url}");
+    }
 }

@@ -30,8 +30,6 @@ pub enum ReloadError {
     Config(#[from] ConfigError),
     #[error("{0}; keeping the rules in force")]
     Bind(#[from] BindError),
-    #[error("drm=true but strom.conf sets no drm_settings_path")]
-    DrmNotConfigured,
     #[error(
         "strom.conf sets no ssl_certificate and ssl_certificate_key (nor management_ssl_certificate and management_ssl_certificate_key)"
     )]
@@ -54,20 +52,29 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ReloadError::Internal(e.to_string()))
 }
 
-/// Re-reads `rules.conf` (and with `drm` the DRM settings) and applies it.
-pub async fn reload_rules(state: &SupervisorState, drm: bool) -> Result<(), ReloadError> {
+/// Said when `drm=true` is asked of a server without a DRM file: deployed clients treat
+/// an error answer as a failed reload, yet there is simply nothing to re-read.
+pub const NO_DRM_NOTE: &str = "strom.conf sets no drm_settings_path: no DRM settings to reload";
+/// Said when certificates are reloaded on a server that uses none (same reason).
+pub const NO_TLS_NOTE: &str = "strom.conf sets no ssl_certificate and ssl_certificate_key (nor management_ssl_certificate and management_ssl_certificate_key): no certificates to reload";
+
+/// Re-reads `rules.conf` (and with `drm` the DRM settings) and applies it. Answers a note
+/// when part of the request had nothing to act on (`drm` without a DRM file).
+pub async fn reload_rules(
+    state: &SupervisorState,
+    drm: bool,
+) -> Result<Option<&'static str>, ReloadError> {
     let _one_at_a_time = state.reload_lock.lock().await;
     let path = state.instance.rules_path.clone();
     let rules = blocking(move || rules_file::load(&path)).await??;
-    let drm_settings = if drm {
-        let path = state
-            .instance
-            .drm_settings_path
-            .clone()
-            .ok_or(ReloadError::DrmNotConfigured)?;
-        Some(blocking(move || drm::load(&path)).await??)
-    } else {
-        None
+    let mut note = None;
+    let drm_settings = match (drm, state.instance.drm_settings_path.clone()) {
+        (true, Some(path)) => Some(blocking(move || drm::load(&path)).await??),
+        (true, None) => {
+            note = Some(NO_DRM_NOTE);
+            None
+        }
+        (false, _) => None,
     };
     apply_rules(state, rules).await?;
     if let Some(settings) = drm_settings {
@@ -75,7 +82,7 @@ pub async fn reload_rules(state: &SupervisorState, drm: bool) -> Result<(), Relo
         tell(state, WorkerKind::Packager, WorkerRequest::SetDrm(settings)).await;
     }
     tracing::info!(path = %state.instance.rules_path.display(), drm, "configuration reloaded");
-    Ok(())
+    Ok(note)
 }
 
 /// Fetches rules from the control panel, stores them as `rules.conf` and applies them.
@@ -259,8 +266,10 @@ fn read_certificate(
 
 /// Re-reads the certificate files: the management API's (used for its new handshakes at
 /// once) and the delivery one (handed to the packager). Both are read and checked before
-/// either is used.
-pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadError> {
+/// either is used. Answers a note when the server uses no certificate at all.
+pub async fn reload_certificates(
+    state: &SupervisorState,
+) -> Result<Option<&'static str>, ReloadError> {
     let instance = Arc::clone(&state.instance);
     let (management, delivery) = blocking(move || {
         let management = load_management_tls(&instance)?;
@@ -272,14 +281,14 @@ pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadEr
     })
     .await??;
     if management.is_none() && delivery.is_none() {
-        return Err(ReloadError::TlsNotConfigured);
+        return Ok(Some(NO_TLS_NOTE));
     }
     if let Some(certified) = management {
         state.management_certificate.replace(certified);
         tracing::info!("management API certificate reloaded");
     }
     let Some(material) = delivery else {
-        return Ok(());
+        return Ok(None);
     };
     let answer = state
         .workers
@@ -293,7 +302,7 @@ pub async fn reload_certificates(state: &SupervisorState) -> Result<(), ReloadEr
     // Kept only once accepted, so a restarted packager never gets a refused certificate.
     state.set_tls(material);
     tracing::info!("TLS certificates reloaded");
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

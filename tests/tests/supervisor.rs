@@ -50,7 +50,14 @@ fn workers_report_ready_and_server_status_is_plausible() {
     let sys = &status["SysInfo"];
     let cpus = std::thread::available_parallelism().unwrap().get() as u64;
     assert_eq!(sys["ap"].as_u64().unwrap(), cpus);
-    let load = sys["scl"].as_f64().expect("scl is a float");
+    // A string holding the decimal load (issue 18: a deployed exporter reads a string).
+    let scl = sys["scl"].as_str().expect("scl is a string");
+    let load: f64 = scl.parse().expect("scl holds a decimal");
+    assert!(
+        scl.split_once('.')
+            .is_none_or(|(_, decimals)| decimals.len() <= 2),
+        "scl {scl} carries float noise"
+    );
     assert!((0.0..=1.0).contains(&load), "scl {load} outside 0..1");
     assert_eq!(sys["tpms"].as_u64().unwrap(), meminfo_bytes("MemTotal:"));
     assert!(sys["fpms"].as_u64().unwrap() <= sys["tpms"].as_u64().unwrap());

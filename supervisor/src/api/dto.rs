@@ -1,7 +1,10 @@
 //! The JSON shapes of the API, exactly as deployed clients parse them.
 //!
 //! Names, nesting and types follow the spec, odd ones included: `bandwidth` and
-//! `publish_time` of stream entries are strings of digits.
+//! `publish_time` of stream entries are strings of digits, and `SysInfo.scl` is a string
+//! holding a decimal (a deployed exporter reads it with a strict string type).
+//! Stream entries omit fields that do not apply (codecs of a missing track, the
+//! resolution of an audio-only stream) rather than sending `""`.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -25,7 +28,8 @@ pub struct ServerStatus {
 #[allow(non_snake_case)]
 pub struct SysInfo {
     pub ap: u64,
-    pub scl: f64,
+    /// CPU load 0..1 as a decimal string, see [`format_load`].
+    pub scl: String,
     pub tpms: u64,
     pub fpms: u64,
     pub tsss: u64,
@@ -46,8 +50,12 @@ pub struct AppGroup {
 pub struct StreamEntry {
     pub strm: String,
     pub bandwidth: String,
-    pub resolution: String,
+    /// `None` (omitted) while no video track reports a size (audio-only streams).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub vcodec: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub acodec: String,
     pub protocol: String,
     pub publish_time: String,
@@ -55,6 +63,27 @@ pub struct StreamEntry {
     pub source_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publisher_ip: Option<String>,
+}
+
+/// Decimals `scl` is sent with: two are finer than any load-balancing decision needs and
+/// keep float noise (`0.30000000000000004`) out of the string.
+const LOAD_DECIMALS: usize = 2;
+
+/// `SysInfo.scl`: the load rounded to [`LOAD_DECIMALS`] places, trailing zeros (and a
+/// bare point) trimmed: `0.42`, `0.5`, `1`, `0`. Anything not finite reads as `0`.
+pub fn format_load(load: f64) -> String {
+    let load = if load.is_finite() { load } else { 0.0 };
+    let fixed = format!("{load:.LOAD_DECIMALS$}");
+    let trimmed = fixed.trim_end_matches('0').trim_end_matches('.');
+    match trimmed {
+        "" | "-0" => "0".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// `<width>x<height>`, or `None` when the stream has no video size to report.
+fn resolution(width: u32, height: u32) -> Option<String> {
+    (width > 0 && height > 0).then(|| format!("{width}x{height}"))
 }
 
 /// Groups streams by app (apps and streams sorted by name, so output is stable).
@@ -66,7 +95,7 @@ pub fn group_streams(mut streams: Vec<LiveStream>, with_sources: bool) -> Vec<Ap
         let entry = StreamEntry {
             strm: stream.stream,
             bandwidth: stream.bandwidth_bps.to_string(),
-            resolution: format!("{}x{}", stream.width, stream.height),
+            resolution: resolution(stream.width, stream.height),
             vcodec: stream.vcodec,
             acodec: stream.acodec,
             protocol: stream.protocol,
@@ -350,6 +379,53 @@ mod tests {
             serde_json::to_value(group_streams(vec![stream("live", "a")], true)).unwrap();
         assert_eq!(with_sources[0]["streams"][0]["publisher_ip"], "10.0.0.1");
         assert!(with_sources[0]["streams"][0].get("source_url").is_none());
+    }
+
+    #[test]
+    fn tracks_a_stream_lacks_are_omitted_not_empty() {
+        let mut video_only = stream("live", "v");
+        video_only.acodec = String::new();
+        let mut audio_only = stream("live", "a");
+        audio_only.vcodec = String::new();
+        audio_only.width = 0;
+        audio_only.height = 0;
+        let json = serde_json::to_value(group_streams(vec![video_only, audio_only], true)).unwrap();
+        let audio = &json[0]["streams"][0];
+        assert_eq!(audio["strm"], "a");
+        assert_eq!(audio["acodec"], "mp4a.40.2");
+        assert!(audio.get("vcodec").is_none(), "{audio}");
+        assert!(audio.get("resolution").is_none(), "{audio}");
+        let video = &json[0]["streams"][1];
+        assert_eq!(video["strm"], "v");
+        assert!(video.get("acodec").is_none(), "{video}");
+        assert_eq!(video["vcodec"], "avc1.64001f");
+        assert_eq!(video["resolution"], "1280x720");
+    }
+
+    #[test]
+    fn server_status_sends_the_load_as_a_decimal_string() {
+        assert_eq!(format_load(0.42), "0.42");
+        assert_eq!(format_load(0.1 + 0.2), "0.3");
+        assert_eq!(format_load(0.5), "0.5");
+        assert_eq!(format_load(0.004), "0");
+        assert_eq!(format_load(0.0), "0");
+        assert_eq!(format_load(1.0), "1");
+        assert_eq!(format_load(0.999), "1");
+        assert_eq!(format_load(f64::NAN), "0");
+        let sys = SysInfo {
+            ap: 4,
+            scl: format_load(0.1 + 0.2),
+            tpms: 0,
+            fpms: 0,
+            tsss: 0,
+            fsss: 0,
+            RamCacheSize: 0,
+            FileCacheSize: 0,
+            MaxRamCacheSize: 0,
+            MaxFileCacheSize: 0,
+        };
+        let json = serde_json::to_value(&sys).unwrap();
+        assert_eq!(json["scl"], serde_json::json!("0.3"));
     }
 
     #[test]

@@ -11,9 +11,9 @@ use serde_json::Value;
 impl From<ReloadError> for ApiError {
     fn from(e: ReloadError) -> Self {
         match e {
-            ReloadError::DrmNotConfigured
-            | ReloadError::TlsNotConfigured
-            | ReloadError::PanelNotConfigured => ApiError::bad_request(e.to_string()),
+            ReloadError::TlsNotConfigured | ReloadError::PanelNotConfigured => {
+                ApiError::bad_request(e.to_string())
+            }
             ReloadError::Panel(_) => ApiError::bad_gateway(e.to_string()),
             ReloadError::Internal(_) => ApiError::internal(e.to_string()),
             ReloadError::Config(_) | ReloadError::Bind(_) | ReloadError::Tls(_) => {
@@ -33,23 +33,33 @@ pub async fn config(
     QueryParams(query): QueryParams<ReloadQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let drm = matches!(query.drm.as_deref(), Some("true" | "1" | "yes"));
-    reload::reload_rules(&state.supervisor, drm)
+    let note = reload::reload_rules(&state.supervisor, drm)
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "reload_config failed");
             ApiError::from(e)
         })?;
-    Ok(ok())
+    Ok(ok_with(note))
 }
 
 pub async fn ssl_certificates(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    reload::reload_certificates(&state.supervisor)
+    let note = reload::reload_certificates(&state.supervisor)
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "reload_ssl_certificates failed");
             ApiError::from(e)
         })?;
-    Ok(ok())
+    Ok(ok_with(note))
+}
+
+/// The spec's success shape, plus a `note` when there was nothing to reload: deployed
+/// clients read any non-2xx answer as a failed reload.
+fn ok_with(note: Option<&str>) -> Json<Value> {
+    let Json(mut body) = ok();
+    if let (Some(note), Value::Object(fields)) = (note, &mut body) {
+        fields.insert("note".to_owned(), Value::String(note.to_owned()));
+    }
+    Json(body)
 }
 
 pub async fn sync_panel(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {

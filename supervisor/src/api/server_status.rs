@@ -3,7 +3,7 @@
 //! a worker or samples the CPU, so it answers in microseconds.
 
 use crate::api::ApiState;
-use crate::api::dto::{ServerStatus, SysInfo};
+use crate::api::dto::{ServerStatus, SysInfo, format_load};
 use axum::Json;
 use axum::extract::State;
 
@@ -32,7 +32,7 @@ pub async fn get(State(state): State<ApiState>) -> Json<ServerStatus> {
         OutRate: out_rate,
         SysInfo: SysInfo {
             ap: system.available_processors,
-            scl: system.cpu_load,
+            scl: format_load(system.cpu_load),
             tpms: system.total_memory,
             fpms: system.free_memory,
             tsss: system.total_swap,

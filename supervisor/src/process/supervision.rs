@@ -11,6 +11,7 @@
 //! worker that stayed up long enough starts from the beginning again.
 
 use crate::process::link::WorkerLink;
+use crate::process::out_rate::OutRateWindow;
 use crate::process::spawn::{SpawnedWorker, spawn_worker};
 use crate::process::state::WorkerState;
 use crate::process::table::WorkerHandle;
@@ -274,7 +275,8 @@ async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<N
     let mut interval = tokio::time::interval(HEARTBEAT_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_answer = Instant::now();
-    let mut previous: Option<(Instant, u64)> = None;
+    // Averaged over out_rate::WINDOW: one-second samples swing with segment bursts.
+    let mut sent = OutRateWindow::default();
     loop {
         interval.tick().await;
         match link
@@ -284,13 +286,7 @@ async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<N
             Ok(WorkerReply::Counters(counters)) => {
                 let now = Instant::now();
                 last_answer = now;
-                let rate = previous
-                    .map(|(at, sent)| {
-                        let seconds = now.duration_since(at).as_secs_f64().max(0.001);
-                        (counters.bytes_sent.saturating_sub(sent) as f64 * 8.0 / seconds) as u64
-                    })
-                    .unwrap_or(0);
-                previous = Some((now, counters.bytes_sent));
+                let rate = sent.record(now, counters.bytes_sent);
                 handle.update_status(|s| {
                     s.counters = counters;
                     s.out_rate_bps = rate;

@@ -20,7 +20,7 @@ pub struct WorkerStatus {
     /// When the current process reported ready.
     pub ready_since: Option<Instant>,
     pub counters: Counters,
-    /// Bits per second sent to clients, from the last two heartbeats.
+    /// Bits per second sent to clients, averaged over `out_rate::WINDOW` of heartbeats.
     pub out_rate_bps: u64,
 }
 

@@ -131,7 +131,11 @@ pub fn wait_live(
             .iter()
             .filter(|g| g["app"] == app)
             .flat_map(|g| g["streams"].as_array().cloned().unwrap_or_default())
-            .find(|s| s["strm"] == stream && s["resolution"] != "0x0")
+            // Live once video reports a size: `resolution` is omitted until then (older
+            // builds sent "0x0").
+            .find(|s| {
+                s["strm"] == stream && s["resolution"].is_string() && s["resolution"] != "0x0"
+            })
     })
 }
 
