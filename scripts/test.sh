@@ -31,9 +31,13 @@ fi
 
 cargo fmt --all -- --check
 # The packager decides what to package from the delivery settings only, never from the
-# RTMP listener settings (stream core, issue 8).
+# RTMP listener settings, and reads neutral frames from its hub, never FLV (stream core).
 if grep -rnE '\b(RtmpSettings|RtmpInterface|RtmpLimits|OutputProtocol|AppSettings)\b|\.rtmp\b' workers/packager/src; then
   echo "workers/packager reads RTMP listener settings; use rules.delivery" >&2
+  exit 1
+fi
+if grep -rniE 'flv' workers/packager/src; then
+  echo "workers/packager parses FLV; it must read neutral frames (strom_stream)" >&2
   exit 1
 fi
 cargo clippy --workspace --all-targets --locked -- -D warnings

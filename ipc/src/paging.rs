@@ -80,6 +80,7 @@ mod tests {
             client_ip: "127.0.0.1".into(),
             user_agent: "u".repeat(user_agent_len),
             ppv_id: None,
+            dropped_frames: None,
         }
     }
 

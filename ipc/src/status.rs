@@ -34,6 +34,9 @@ pub struct SessionInfo {
     pub client_ip: String,
     pub user_agent: String,
     pub ppv_id: Option<String>,
+    /// Frames this session's reader queue lost because the client fell behind (players
+    /// fed from a stream hub); `None` for sessions without one (HLS viewers).
+    pub dropped_frames: Option<u64>,
 }
 
 /// One live stream.

@@ -3,24 +3,14 @@
 //! and a payload in MP4-sample form. Protocols are adapters around it (see
 //! [`crate::flv_adapter`]); only they know a container.
 //!
-//! # Mapping onto the media bus header (`strom_ipc::bus::MediaHeader`)
+//! # On the media bus
 //!
-//! The bus does not carry [`Frame`] yet (its payload is still the FLV tag body). When
-//! the hub moves into `workers/stream` and the bus header gains the codec, the mapping
-//! is one field each:
-//!
-//! | `Frame`              | bus header                                   |
-//! |----------------------|----------------------------------------------|
-//! | `track`              | `track` (`Data` is today's `BusTrack::Metadata`) |
-//! | `codec`              | new byte: [`Codec::to_u8`] / [`Codec::from_u8`]   |
-//! | `keyframe`, `config` | flag bits 0 and 1 (`keyframe`, `sequence_header`) |
-//! | `dts`, `pts`         | `dts`, `pts` (already 90 kHz, unwrapped)      |
-//! | `payload`            | the bytes after the header (`payload_len`)    |
-//! | `control`            | a new flag bit (2)                            |
-//! | `form`               | optional: [`crate::flv_adapter::FlvForm::to_bytes`] (6 bytes) |
-//!
-//! `form` only matters when the reading worker re-emits the same container (RTMP
-//! players of a stream published over RTMP elsewhere must get the publisher's bytes).
+//! The bus header (`strom_ipc::bus::MediaHeader`) carries every field: `track`, `codec`
+//! ([`Codec::to_u8`]), `keyframe`, `config` and `control` as flag bits, `dts` and `pts`,
+//! and `form` as [`crate::flv_adapter::FlvForm::to_bytes`] when the frame came from FLV;
+//! the payload follows the header. `form` only matters when the reading worker
+//! re-emits the same container (RTMP players of a stream published over RTMP elsewhere
+//! get the publisher's bytes). The mapping lives in `strom_stream::bus::wire`.
 
 use bytes::Bytes;
 

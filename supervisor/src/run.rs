@@ -134,7 +134,7 @@ async fn push_registry(state: Arc<SupervisorState>) {
     let mut changes = state.registry_changes();
     while changes.changed().await.is_ok() {
         let snapshot = state.registry();
-        for kind in crate::state::SUBSCRIBERS {
+        for kind in crate::state::bus_subscribers(&state.rules()) {
             let request = strom_ipc::messages::WorkerRequest::StreamRegistry(snapshot.clone());
             if let Err(e) = state.workers.get(kind).request(request).await {
                 // It gets the registry when it reports ready.

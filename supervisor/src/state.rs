@@ -215,7 +215,7 @@ impl SupervisorHooks for SupervisorState {
     }
 
     fn worker_ready(&self, kind: WorkerKind) {
-        if SUBSCRIBERS.contains(&kind) {
+        if bus_subscribers(&self.rules()).contains(&kind) {
             self.registry_changed();
         }
     }
@@ -233,5 +233,25 @@ impl SupervisorHooks for SupervisorState {
     }
 }
 
-/// Workers that subscribe to streams on the media bus.
-pub const SUBSCRIBERS: [WorkerKind; 1] = [WorkerKind::Packager];
+/// Workers that read other workers' streams over the media bus under `rules`, and so
+/// get the registry of live streams: the packager when any stream is delivered in a
+/// packaged output, the rtmp worker when it has listeners (its players may ask for any
+/// stream) or re-publishing rules. Which streams each one subscribes to is its own
+/// decision, from the same rules.
+pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
+    let delivery = &rules.delivery;
+    let packaged = !delivery.outputs.is_empty()
+        || delivery
+            .apps
+            .iter()
+            .any(|a| a.outputs.as_ref().is_some_and(|o| !o.is_empty()))
+        || delivery
+            .streams
+            .iter()
+            .any(|s| s.outputs.as_ref().is_some_and(|o| !o.is_empty()));
+    let plays = !rules.rtmp.interfaces.is_empty() || !rules.republish.is_empty();
+    [(packaged, WorkerKind::Packager), (plays, WorkerKind::Rtmp)]
+        .into_iter()
+        .filter_map(|(wanted, kind)| wanted.then_some(kind))
+        .collect()
+}

@@ -129,6 +129,10 @@ pub struct Session {
     pub user_agent: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ppv_id: Option<String>,
+    /// strom's addition: frames a player lost by falling behind (RTMP players); absent
+    /// for sessions without a live queue (HLS viewers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_frames: Option<u64>,
 }
 
 impl From<SessionInfo> for Session {
@@ -145,6 +149,7 @@ impl From<SessionInfo> for Session {
             client_ip: s.client_ip,
             user_agent: s.user_agent,
             ppv_id: s.ppv_id,
+            dropped_frames: s.dropped_frames,
         }
     }
 }

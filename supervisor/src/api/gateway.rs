@@ -271,6 +271,7 @@ mod tests {
             client_ip: "10.0.0.1".into(),
             user_agent: "test".into(),
             ppv_id: None,
+            dropped_frames: None,
         }
     }
 

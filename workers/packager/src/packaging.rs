@@ -1,9 +1,11 @@
-//! Packaging live streams into HLS: one task per stream subscribes on the media bus,
-//! cuts segments at keyframes and muxes each into MPEG-TS and fMP4.
+//! Packaging live streams into HLS: for each stream to package, a bus subscription feeds
+//! the stream into the packager's own hub (`strom_stream::bus::subscriber`), and a
+//! packaging task reads it there like any reader, cuts segments at keyframes and muxes
+//! each into MPEG-TS and fMP4. Frames arrive neutral: no container is parsed here.
 //!
 //! A task outlives its producer: when the bus connection breaks (publisher gone, rtmp
-//! worker restarting) the segments stay served and the task resubscribes with backoff;
-//! the next segment after any break carries a discontinuity.
+//! worker restarting) the segments stay served and the subscription reconnects with
+//! backoff; every new publisher (generation) starts with a discontinuity.
 //!
 //! A stream that leaves the registry is marked ended in the [`Store`], which frees it
 //! after the grace time unless it comes back. Names that fail `strom_ipc::names` are
@@ -13,20 +15,17 @@ use crate::store::{HlsStream, Store};
 use crate::tracks::TrackBuilder;
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use strom_ipc::IpcError;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::{DeliveryOutput, Rules};
 use strom_media::fmp4::{Fragmenter, init_segment};
 use strom_media::hls::segmenter::{CutSegment, Segmenter};
 use strom_media::ts::TsMuxer;
-use strom_worker_runtime::bus::Subscription;
+use strom_stream::bus::subscriber::{Relay, feed};
+use strom_stream::{Hub, StreamKey};
+use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
-
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// HLS switch and segment duration of a stream, from the delivery settings only, never
 /// the RTMP listener's settings (the supervisor translates those of old files).
@@ -45,15 +44,25 @@ struct Task {
 
 pub struct Packaging {
     pub store: Arc<Store>,
+    /// The streams this worker relays from their producers; packaging tasks read them.
+    hub: Hub,
+    ids: Arc<SessionIds>,
     rules: Mutex<Arc<Rules>>,
     tasks: Mutex<HashMap<(String, String), Task>>,
     shutdown: CancellationToken,
 }
 
 impl Packaging {
-    pub fn new(store: Arc<Store>, rules: Rules, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        rules: Rules,
+        ids: Arc<SessionIds>,
+        shutdown: CancellationToken,
+    ) -> Self {
         Self {
             store,
+            hub: Hub::default(),
+            ids,
             rules: Mutex::new(Arc::new(rules)),
             tasks: Mutex::new(HashMap::new()),
             shutdown,
@@ -104,13 +113,29 @@ impl Packaging {
                 continue;
             };
             tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
-            tokio::spawn(run(
-                location.bus_path.clone(),
-                key.0.clone(),
-                key.1.clone(),
+            let relay = Relay {
+                key: StreamKey::new(key.0.clone(), key.1.clone()),
+                bus_path: location.bus_path.clone(),
+                producer: location.producer.to_string(),
+            };
+            let reader = self.ids.next_id();
+            let (frames, _dropped) = self.hub.subscribe(&relay.key, reader);
+            tokio::spawn(package(
+                Reading {
+                    hub: self.hub.clone(),
+                    key: relay.key.clone(),
+                    id: reader,
+                    frames,
+                },
                 stream,
                 Arc::clone(&self.store),
                 duration,
+                stop.clone(),
+            ));
+            tokio::spawn(feed(
+                self.hub.clone(),
+                relay,
+                Arc::clone(&self.ids),
                 stop.clone(),
             ));
             tasks.insert(key, Task { location, stop });
@@ -118,35 +143,17 @@ impl Packaging {
     }
 }
 
-async fn run(
-    bus: PathBuf,
-    app: String,
-    stream: String,
-    hls: Arc<HlsStream>,
-    store: Arc<Store>,
-    duration: u32,
-    stop: CancellationToken,
-) {
-    let mut backoff = Duration::from_millis(50);
-    while !stop.is_cancelled() {
-        match Subscription::connect(&bus, &app, &stream).await {
-            Ok(subscription) => {
-                backoff = Duration::from_millis(50);
-                hls.mark_discontinuity();
-                match package(subscription, &hls, &store, duration, &stop).await {
-                    Ok(()) => return,
-                    Err(e) => {
-                        tracing::info!(%app, %stream, error = %e, "bus subscription ended; resubscribing")
-                    }
-                }
-            }
-            Err(e) => tracing::debug!(%app, %stream, error = %e, "bus not reachable yet"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = stop.cancelled() => return,
-        }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+/// A packaging task's place among the readers of its stream, left when dropped.
+struct Reading {
+    hub: Hub,
+    key: StreamKey,
+    id: u64,
+    frames: strom_stream::FrameReceiver,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.hub.leave(&self.key, self.id);
     }
 }
 
@@ -172,28 +179,31 @@ impl Timeline {
 }
 
 async fn package(
-    mut subscription: Subscription,
-    hls: &Arc<HlsStream>,
-    store: &Arc<Store>,
+    mut reading: Reading,
+    hls: Arc<HlsStream>,
+    store: Arc<Store>,
     duration: u32,
-    stop: &CancellationToken,
-) -> Result<(), IpcError> {
+    stop: CancellationToken,
+) {
+    let (hls, store) = (&hls, &store);
     let mut timeline: Option<Timeline> = None;
     loop {
-        let (header, payload) = tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            frame = subscription.next() => frame?,
+        let frame = tokio::select! {
+            () = stop.cancelled() => return,
+            frame = reading.frames.recv() => frame,
         };
+        // The hub closes a reader's queue only when the reader is removed.
+        let Some(frame) = frame else { return };
         let current = match &mut timeline {
-            Some(t) if t.generation == header.generation => t,
+            Some(t) if t.generation == frame.generation => t,
             _ => {
-                if timeline.is_some() {
-                    hls.mark_discontinuity();
-                }
-                timeline.insert(Timeline::new(header.generation))
+                // A new publisher (or the first after a packager restart, whose mirrored
+                // segments are served already): a discontinuity.
+                hls.mark_discontinuity();
+                timeline.insert(Timeline::new(frame.generation))
             }
         };
-        let Some(sample) = current.tracks.accept(&header, &payload) else {
+        let Some(sample) = current.tracks.accept_frame(frame.frame.clone()) else {
             continue;
         };
         let has_video = current.tracks.tracks.video.is_some();
@@ -276,6 +286,8 @@ mod tests {
 
     use super::*;
     use crate::store::Limits;
+    use std::path::PathBuf;
+    use std::time::Duration;
     use strom_ipc::WorkerKind;
 
     fn location(app: &str, stream: &str, bus: &std::path::Path) -> StreamLocation {
@@ -331,7 +343,12 @@ mod tests {
                 grace: Duration::from_secs(30),
             },
         ));
-        let packaging = Packaging::new(Arc::clone(&store), Rules::default(), shutdown.clone());
+        let packaging = Packaging::new(
+            Arc::clone(&store),
+            Rules::default(),
+            Arc::new(SessionIds::new(1)),
+            shutdown.clone(),
+        );
         assert!(hls_settings(&packaging.rules(), "live", "good").0);
         let hostile = [
             ("live", "../../../../x"),

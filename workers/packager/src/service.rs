@@ -48,6 +48,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let packaging = Arc::new(Packaging::new(
         Arc::clone(&store),
         context.hello.rules.clone(),
+        Arc::clone(&context.session_ids),
         context.shutdown.clone(),
     ));
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));

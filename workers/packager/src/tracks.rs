@@ -1,10 +1,7 @@
-//! Turning bus frames into the packager's tracks and samples: the bus payload (still an
-//! FLV tag body until the bus carries the codec) becomes a neutral frame through the
-//! media crate's FLV adapter, and tracks are learned by the shared track learner.
+//! Turning neutral frames into the packager's tracks and samples: tracks are learned
+//! from configuration frames by the shared track learner, media frames of a packaged
+//! codec become samples.
 
-use bytes::Bytes;
-use strom_ipc::bus::{BusTrack, MediaHeader};
-use strom_media::flv_adapter;
 use strom_media::frame::{Codec, Frame, Track};
 use strom_media::sample::{Sample, TrackKind, Tracks, VideoConfig};
 use strom_media::track_info::{self, TrackInfo};
@@ -17,21 +14,6 @@ pub struct TrackBuilder {
 }
 
 impl TrackBuilder {
-    /// Learns codec configurations; returns a sample for media frames.
-    pub fn accept(&mut self, header: &MediaHeader, payload: &Bytes) -> Option<Sample> {
-        let mut frame = match header.track {
-            BusTrack::Video => flv_adapter::video_frame(payload, header.dts).ok()?,
-            BusTrack::Audio => flv_adapter::audio_frame(payload, header.dts).ok()?,
-            BusTrack::Metadata => return None,
-        };
-        // The producer's header is authoritative: its times are unwrapped.
-        if frame.track == Track::Video {
-            frame.pts = header.pts;
-            frame.keyframe = header.keyframe;
-        }
-        self.accept_frame(frame)
-    }
-
     /// Learns from configuration frames; returns a sample for media frames of a
     /// packaged track's codec.
     pub fn accept_frame(&mut self, frame: Frame) -> Option<Sample> {
@@ -98,6 +80,7 @@ impl TrackBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     /// An avcC record (High profile, level 3.1) with one SPS and one PPS.
     const AVCC: &[u8] = &[
@@ -105,91 +88,100 @@ mod tests {
         0x68, 0xee, 0x3c, 0x80,
     ];
 
-    fn header(track: BusTrack, keyframe: bool, dts: i64, pts: i64) -> MediaHeader {
-        MediaHeader {
-            track,
-            keyframe,
-            sequence_header: false,
-            payload_len: 0,
+    fn frame(codec: Codec, keyframe: bool, dts: i64, pts: i64, payload: &[u8]) -> Frame {
+        Frame {
+            track: codec.track().unwrap_or(Track::Video),
+            codec,
             dts,
             pts,
-            generation: 1,
+            keyframe,
+            config: false,
+            control: false,
+            payload: Bytes::copy_from_slice(payload),
+            form: strom_media::frame::SourceForm::Neutral,
         }
     }
 
-    fn body(prefix: &[u8], rest: &[u8]) -> Bytes {
-        Bytes::from([prefix, rest].concat())
+    fn config(codec: Codec, payload: &[u8]) -> Frame {
+        Frame {
+            config: true,
+            ..frame(codec, codec.track() == Some(Track::Video), 0, 0, payload)
+        }
     }
 
     #[test]
-    fn learns_tracks_and_passes_samples_with_bus_times() {
+    fn learns_tracks_and_passes_samples_with_frame_times() {
         let mut builder = TrackBuilder::default();
-        let video = header(BusTrack::Video, true, 900, 4500);
         let nal = [0, 0, 0, 1, 0x65];
         // Frames before their configuration are not packaged.
         assert_eq!(
-            builder.accept(&video, &body(&[0x17, 1, 0, 0, 0], &nal)),
+            builder.accept_frame(frame(Codec::H264, true, 900, 4500, &nal)),
             None
         );
-        assert_eq!(
-            builder.accept(&video, &body(&[0x17, 0, 0, 0, 0], AVCC)),
-            None
-        );
+        assert_eq!(builder.accept_frame(config(Codec::H264, AVCC)), None);
         assert_eq!(builder.config_version, 1);
         assert!(matches!(
             builder.tracks.video.as_ref().map(|v| &v.config),
             Some(VideoConfig::H264 { .. })
         ));
         // The same record again is no new configuration.
-        builder.accept(&video, &body(&[0x17, 0, 0, 0, 0], AVCC));
+        builder.accept_frame(config(Codec::H264, AVCC));
         assert_eq!(builder.config_version, 1);
-        // The bus header's times and keyframe flag win over the FLV body's.
         let sample = builder
-            .accept(&video, &body(&[0x27, 1, 0, 0, 0x28], &nal))
+            .accept_frame(frame(Codec::H264, true, 900, 4500, &nal))
             .unwrap();
         assert_eq!(
             (sample.kind, sample.dts, sample.pts, sample.keyframe),
             (TrackKind::Video, 900, 4500, true)
         );
         assert_eq!(sample.data, &nal[..]);
-        // Control packets and other codecs' frames are not samples.
+        // Control frames and other codecs' frames are not samples.
+        let end_of_sequence = Frame {
+            control: true,
+            ..frame(Codec::H264, false, 1000, 1000, &[])
+        };
+        assert_eq!(builder.accept_frame(end_of_sequence), None);
         assert_eq!(
-            builder.accept(&video, &body(&[0x17, 2, 0, 0, 0], &[])),
+            builder.accept_frame(frame(Codec::Av1, true, 900, 900, &[0x12, 0])),
             None
         );
-        let av1 = body(&[0x91, b'a', b'v', b'0', b'1'], &[0x12, 0]);
-        assert_eq!(builder.accept(&video, &av1), None);
 
-        let audio = header(BusTrack::Audio, false, 1800, 1800);
-        assert_eq!(builder.accept(&audio, &body(&[0xaf, 1], &[0xde])), None);
+        let aac = frame(Codec::Aac, false, 1800, 1800, &[0xde]);
+        assert_eq!(builder.accept_frame(aac.clone()), None);
         assert_eq!(
-            builder.accept(&audio, &body(&[0xaf, 0], &[0x12, 0x10])),
+            builder.accept_frame(config(Codec::Aac, &[0x12, 0x10])),
             None
         );
         assert_eq!(builder.config_version, 2);
-        let sample = builder.accept(&audio, &body(&[0xaf, 1], &[0xde])).unwrap();
+        let sample = builder.accept_frame(aac).unwrap();
         assert_eq!(
             (sample.kind, sample.dts, sample.pts, sample.keyframe),
             (TrackKind::Audio, 1800, 1800, false)
         );
-        // MP3 is not packaged; metadata and broken bodies are skipped.
-        assert_eq!(builder.accept(&audio, &body(&[0x2f], &[0xff, 0xfb])), None);
-        let metadata = header(BusTrack::Metadata, false, 0, 0);
-        assert_eq!(builder.accept(&metadata, &body(&[2], &[])), None);
-        assert_eq!(builder.accept(&video, &Bytes::new()), None);
+        // MP3 is not packaged; metadata and SCTE-35 are no samples.
+        assert_eq!(
+            builder.accept_frame(frame(Codec::Mp3, false, 0, 0, &[0xff, 0xfb, 0x90, 0x64])),
+            None
+        );
+        assert_eq!(
+            builder.accept_frame(frame(Codec::AmfData, false, 0, 0, &[2])),
+            None
+        );
+        assert_eq!(
+            builder.accept_frame(frame(Codec::Scte35, false, 0, 0, &[0xfc])),
+            None
+        );
         assert_eq!(builder.config_version, 2);
     }
 
     #[test]
     fn unpackaged_video_codecs_learn_no_track() {
         let mut builder = TrackBuilder::default();
-        let video = header(BusTrack::Video, true, 0, 0);
-        let av1c = body(&[0x90, b'a', b'v', b'0', b'1'], &[0x81, 0x08, 0x0c, 0x00]);
-        assert_eq!(builder.accept(&video, &av1c), None);
         assert_eq!(
-            builder.accept(&video, &body(&[0x17, 0, 0, 0, 0], &[1])),
+            builder.accept_frame(config(Codec::Av1, &[0x81, 0x08, 0x0c, 0x00])),
             None
         );
+        assert_eq!(builder.accept_frame(config(Codec::H264, &[1])), None);
         assert_eq!((builder.tracks.video, builder.config_version), (None, 0));
     }
 }

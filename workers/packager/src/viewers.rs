@@ -190,6 +190,7 @@ fn session_info(v: &Viewer) -> SessionInfo {
         client_ip: v.client_ip.to_string(),
         user_agent: v.user_agent.clone(),
         ppv_id: None,
+        dropped_frames: None,
     }
 }
 

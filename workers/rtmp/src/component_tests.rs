@@ -2,7 +2,6 @@
 //! the chunker) on loopback sockets, driven by `rml_rtmp` client sessions as publishers
 //! and players.
 
-use crate::hub::StreamKey;
 use crate::service::RtmpWorker;
 use crate::shared::Shared;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -20,6 +19,7 @@ use std::time::Duration;
 use strom_ipc::messages::{WorkerEvent, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_media::flv::{AudioTag, VideoTag};
+use strom_stream::StreamKey;
 use strom_worker_runtime::WorkerService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -27,9 +27,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Bound on every single wait for the server; generous, never a speed assertion.
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
-async fn within<T>(what: &str, limit: Duration, work: impl Future<Output = T>) -> T {
+pub(crate) async fn within<T>(what: &str, limit: Duration, work: impl Future<Output = T>) -> T {
     match tokio::time::timeout(limit, work).await {
         Ok(value) => value,
         Err(_) => panic!("timed out after {limit:?}: {what}"),
@@ -48,20 +48,20 @@ fn hex(text: &str) -> Vec<u8> {
 // The server under test.
 
 /// `connection::serve` for every connection accepted on a loopback port.
-struct TestServer {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    worker: RtmpWorker,
+pub(crate) struct TestServer {
+    pub(crate) addr: SocketAddr,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) worker: RtmpWorker,
     events: mpsc::Receiver<WorkerEvent>,
     shutdown: CancellationToken,
 }
 
 impl TestServer {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with_rules(Rules::default()).await
     }
 
-    async fn with_rules(rules: Rules) -> Self {
+    pub(crate) async fn with_rules(rules: Rules) -> Self {
         let (shared, events) = Shared::for_tests(rules);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -93,7 +93,7 @@ impl TestServer {
         }
     }
 
-    fn key(stream: &str) -> StreamKey {
+    pub(crate) fn key(stream: &str) -> StreamKey {
         StreamKey {
             app: "live".to_owned(),
             stream: stream.to_owned(),
@@ -102,15 +102,16 @@ impl TestServer {
 
     /// `(player id, frames dropped)` of every player of `live/<stream>`, in the order they
     /// subscribed.
-    fn player_drops(&self, stream: &str) -> Vec<(u64, u64)> {
+    pub(crate) fn player_drops(&self, stream: &str) -> Vec<(u64, u64)> {
         self.shared
             .streams
-            .get_or_create(&Self::key(stream))
-            .player_drops()
+            .get(&Self::key(stream))
+            .map(|stream| stream.reader_drops())
+            .unwrap_or_default()
     }
 
     /// Polls until `live/<stream>` has `count` players.
-    async fn wait_for_players(&self, stream: &str, count: usize) -> Vec<(u64, u64)> {
+    pub(crate) async fn wait_for_players(&self, stream: &str, count: usize) -> Vec<(u64, u64)> {
         within("players subscribed", WAIT, async {
             loop {
                 let players = self.player_drops(stream);
@@ -123,7 +124,7 @@ impl TestServer {
         .await
     }
 
-    async fn live_streams(&self) -> Vec<strom_ipc::status::LiveStream> {
+    pub(crate) async fn live_streams(&self) -> Vec<strom_ipc::status::LiveStream> {
         match self.worker.handle(WorkerRequest::ListStreams).await {
             WorkerReply::Streams(mut streams) => {
                 streams.sort_by(|a, b| a.stream.cmp(&b.stream));
@@ -133,7 +134,7 @@ impl TestServer {
         }
     }
 
-    fn events(&mut self) -> Vec<WorkerEvent> {
+    pub(crate) fn events(&mut self) -> Vec<WorkerEvent> {
         let mut events = Vec::new();
         while let Ok(event) = self.events.try_recv() {
             events.push(event);
@@ -312,7 +313,7 @@ impl TestClient {
         .await
     }
 
-    async fn media_messages(&mut self, count: usize) -> Vec<Media> {
+    pub(crate) async fn media_messages(&mut self, count: usize) -> Vec<Media> {
         let mut received = Vec::with_capacity(count);
         while received.len() < count {
             received.push(self.next_media().await);
@@ -857,6 +858,20 @@ async fn slow_player_scenario(track: Track) {
     let slow_drops = drops.iter().find(|(id, _)| *id == slow_id).unwrap().1;
     assert_eq!(fast_drops, 0);
     assert!(slow_drops > 0);
+    // The API lists each player's drops with its session.
+    let sessions = server.shared.sessions.players();
+    let dropped = |id: u64| {
+        sessions
+            .iter()
+            .find(|s| s.id == id)
+            .and_then(|s| s.dropped_frames)
+    };
+    assert_eq!(dropped(fast_id), Some(0));
+    assert!(
+        dropped(slow_id) >= Some(slow_drops),
+        "{:?}",
+        dropped(slow_id)
+    );
 
     stop.cancel();
     let received = within("the slow player task", WAIT, slow_task)

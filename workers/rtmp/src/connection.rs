@@ -6,8 +6,7 @@ use crate::auth::adobe::Verdict;
 use crate::auth::{handler, param, publish_sign, split_query};
 use crate::chunking::OUTGOING_CHUNK_SIZE;
 use crate::connect_info::ConnectInfo;
-use crate::hub::{PublisherInfo, Stream, StreamKey};
-use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
+use crate::publish_frames::{PublishClock, audio_frame, metadata_frame, video_frame};
 use crate::server_input::{InputError, ServerInput};
 use crate::sessions::{Role, SessionEntry, unix_now};
 use crate::shared::Shared;
@@ -22,9 +21,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use strom_ipc::messages::WorkerEvent;
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
+use strom_stream::{PublisherInfo, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -62,7 +61,9 @@ pub enum ConnectionError {
 
 struct Publishing {
     key: StreamKey,
-    stream: Arc<Stream>,
+    /// The claim on the stream: dropping it (whatever ends the connection) releases it.
+    claim: strom_stream::Publishing,
+    clock: PublishClock,
     session: Arc<SessionEntry>,
     last_media: Instant,
     _place: Place,
@@ -411,7 +412,7 @@ impl Connection {
             }
             ServerSessionEvent::StreamMetadataChanged { metadata, .. } => {
                 if let Some(publishing) = &self.publishing {
-                    publishing.stream.publish(metadata_frame(&metadata));
+                    publishing.claim.publish(metadata_frame(&metadata));
                 }
                 Ok(())
             }
@@ -621,9 +622,10 @@ impl Connection {
                 .map(|(_, query)| query.to_owned())
                 .unwrap_or_default(),
             source_url: None,
+            relayed_from: None,
         };
-        let stream = match self.shared.streams.claim(&key, info) {
-            Ok(stream) => stream,
+        let claim = match self.shared.streams.claim(&key, info) {
+            Ok(claim) => claim,
             Err(_) => {
                 return self
                     .refuse_publish(
@@ -647,16 +649,14 @@ impl Connection {
             bytes_recv: AtomicU64::new(0),
             control_id,
             kill: self.kill.clone(),
+            dropped: None,
         });
         self.shared.sessions.insert(Arc::clone(&entry));
         tracing::info!(peer = %self.peer, stream = %key, session = session_id, "publishing");
-        self.shared.events.send(WorkerEvent::StreamPublished {
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-        });
         self.publishing = Some(Publishing {
             key,
-            stream,
+            claim,
+            clock: PublishClock::default(),
             session: entry,
             last_media: Instant::now(),
             _place: place,
@@ -672,12 +672,12 @@ impl Connection {
         publishing.last_media = Instant::now();
         publishing.session.touch();
         let frame = if video {
-            video_frame(&publishing.stream, data, timestamp)
+            video_frame(&mut publishing.clock, &data, timestamp)
         } else {
-            audio_frame(&publishing.stream, data, timestamp)
+            audio_frame(&mut publishing.clock, &data, timestamp)
         };
         match frame {
-            Ok(frame) => publishing.stream.publish(frame),
+            Ok(frame) => publishing.claim.publish_with_container(frame, data),
             Err(e) => {
                 tracing::debug!(peer = %self.peer, stream = %publishing.key, error = %e, "unparsable media message dropped")
             }
@@ -754,6 +754,7 @@ impl Connection {
             ));
         };
         let id = self.shared.ids.next_id();
+        let (frames, dropped) = self.shared.streams.subscribe(&key, id);
         let entry = Arc::new(SessionEntry {
             id,
             role: Role::Player,
@@ -767,9 +768,9 @@ impl Connection {
             bytes_recv: AtomicU64::new(0),
             control_id: None,
             kill: self.kill.clone(),
+            dropped: Some(dropped),
         });
         self.shared.sessions.insert(Arc::clone(&entry));
-        let (frames, _dropped) = self.shared.streams.subscribe(&key, id);
         let mut live = self.shared.streams.watch_live(&key);
         let publishing_now = live.as_mut().is_some_and(|live| *live.borrow_and_update());
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
@@ -804,16 +805,8 @@ impl Connection {
 
     fn stop_publishing(&mut self) {
         if let Some(publishing) = self.publishing.take() {
-            if self
-                .shared
-                .streams
-                .release(&publishing.key, publishing.session.id)
-            {
+            if publishing.claim.release() {
                 tracing::info!(peer = %self.peer, stream = %publishing.key, "publish ended");
-                self.shared.events.send(WorkerEvent::StreamUnpublished {
-                    app: publishing.key.app.clone(),
-                    stream: publishing.key.stream.clone(),
-                });
             }
             self.shared.sessions.remove(publishing.session.id);
         }

@@ -1,103 +1,101 @@
-//! One media message of a live stream as it travels from a publisher to its players.
+//! Hub frames as RTMP sends them: the FLV tag body (the publisher's own bytes when the
+//! stream came in over RTMP, the FLV adapter's rendering otherwise), its message type
+//! and millisecond timestamp, and its chunked form shared by every player.
 
 use crate::chunking::{
     COMMON_STREAM_ID, CSID_AUDIO, CSID_DATA, CSID_VIDEO, OUTGOING_CHUNK_SIZE, TYPE_AUDIO,
     TYPE_DATA_AMF0, TYPE_VIDEO, chunk_message,
 };
 use bytes::Bytes;
-use std::sync::OnceLock;
+use strom_media::flv_adapter;
+use strom_media::frame::{Codec, Track};
+use strom_stream::SharedFrame;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameKind {
-    Video,
-    Audio,
-    /// `onMetaData` as an AMF0 data message.
-    Metadata,
+/// FLV times are milliseconds; the neutral frame's are 90 kHz.
+pub const TICKS_PER_MS: i64 = 90;
+
+/// The RTMP view of a hub frame.
+pub trait RtmpFrame {
+    /// The RTMP timestamp: milliseconds, wrapping at 32 bits as RTMP's do.
+    fn timestamp_ms(&self) -> u32;
+    /// Stream metadata (`onMetaData`), sent as an AMF0 data message.
+    fn is_metadata(&self) -> bool;
+    /// The FLV tag body (or AMF0 data); `None` for a frame RTMP cannot carry.
+    fn flv_body(&self) -> Option<&Bytes>;
+    /// The frame as RTMP chunks for a player whose play stream has `stream_id`; `None`
+    /// for a frame RTMP cannot carry (it is skipped).
+    fn chunked_for(&self, stream_id: u32) -> Option<Bytes>;
 }
 
-/// A frame shared by reference between all players of a stream.
-#[derive(Debug)]
-pub struct MediaFrame {
-    pub kind: FrameKind,
-    /// RTMP timestamp in milliseconds, as the publisher sent it.
-    pub timestamp: u32,
-    /// A video keyframe: a safe place for a player to start or resume.
-    pub keyframe: bool,
-    /// Codec configuration (AVC/HEVC/AV1 sequence start, AAC config).
-    pub sequence_header: bool,
-    /// The FLV tag body, untouched (Enhanced RTMP passes through as is).
-    pub payload: Bytes,
-    /// Video composition time offset (pts - dts), milliseconds.
-    pub composition_ms: i32,
-    /// Decode and presentation time in 90 kHz ticks, unwrapped; set by the stream.
-    pub dts: i64,
-    pub pts: i64,
-    /// Identifies the publisher that produced the frame; a change marks a discontinuity.
-    pub generation: u32,
-    /// The chunked form for the common stream id, built by the first player that needs it.
-    chunked: OnceLock<Bytes>,
-}
-
-impl MediaFrame {
-    pub fn new(
-        kind: FrameKind,
-        timestamp: u32,
-        keyframe: bool,
-        sequence_header: bool,
-        payload: Bytes,
-    ) -> Self {
-        Self {
-            kind,
-            timestamp,
-            keyframe,
-            sequence_header,
-            payload,
-            composition_ms: 0,
-            dts: 0,
-            pts: 0,
-            generation: 0,
-            chunked: OnceLock::new(),
-        }
+impl RtmpFrame for SharedFrame {
+    fn timestamp_ms(&self) -> u32 {
+        // Truncation is the wrap: an RTMP publisher's unwrapped times come back exactly.
+        self.frame.dts.div_euclid(TICKS_PER_MS) as u32
     }
 
-    pub fn with_composition(mut self, composition_ms: i32) -> Self {
-        self.composition_ms = composition_ms;
-        self
+    fn is_metadata(&self) -> bool {
+        self.frame.codec == Codec::AmfData
     }
 
-    fn wire_ids(&self) -> (u8, u8) {
-        match self.kind {
-            FrameKind::Video => (CSID_VIDEO, TYPE_VIDEO),
-            FrameKind::Audio => (CSID_AUDIO, TYPE_AUDIO),
-            FrameKind::Metadata => (CSID_DATA, TYPE_DATA_AMF0),
-        }
+    fn flv_body(&self) -> Option<&Bytes> {
+        self.container(|frame| match frame.track {
+            Track::Video | Track::Audio => flv_adapter::to_body(frame).ok(),
+            Track::Data if frame.codec == Codec::AmfData => Some(frame.payload.clone()),
+            // Other timeline data (SCTE-35, ID3) has no RTMP form here.
+            Track::Data => None,
+        })
     }
 
-    /// The frame as RTMP chunks for a player whose play stream has `stream_id`.
-    pub fn chunked_for(&self, stream_id: u32) -> Bytes {
-        let (csid, type_id) = self.wire_ids();
+    fn chunked_for(&self, stream_id: u32) -> Option<Bytes> {
+        let (csid, type_id) = match self.frame.track {
+            Track::Video => (CSID_VIDEO, TYPE_VIDEO),
+            Track::Audio => (CSID_AUDIO, TYPE_AUDIO),
+            Track::Data if self.is_metadata() => (CSID_DATA, TYPE_DATA_AMF0),
+            Track::Data => return None,
+        };
+        let chunk = |body: &Bytes| {
+            chunk_message(
+                csid,
+                type_id,
+                stream_id,
+                self.timestamp_ms(),
+                body,
+                OUTGOING_CHUNK_SIZE,
+            )
+        };
         if stream_id == COMMON_STREAM_ID {
-            return self
-                .chunked
-                .get_or_init(|| {
-                    chunk_message(
-                        csid,
-                        type_id,
-                        stream_id,
-                        self.timestamp,
-                        &self.payload,
-                        OUTGOING_CHUNK_SIZE,
-                    )
-                })
-                .clone();
+            return self.wire(|shared| shared.flv_body().map(chunk)).cloned();
         }
-        chunk_message(
-            csid,
-            type_id,
-            stream_id,
-            self.timestamp,
-            &self.payload,
-            OUTGOING_CHUNK_SIZE,
-        )
+        self.flv_body().map(chunk)
     }
+}
+
+/// A hub frame for tests: `track` at `ms` milliseconds with an empty neutral payload.
+#[cfg(test)]
+pub fn test_frame(
+    track: Track,
+    ms: u32,
+    keyframe: bool,
+    config: bool,
+    generation: u32,
+) -> SharedFrame {
+    use strom_media::frame::{Frame, SourceForm};
+    let codec = match track {
+        Track::Video => Codec::H264,
+        Track::Audio => Codec::Aac,
+        Track::Data => Codec::AmfData,
+    };
+    let dts = i64::from(ms) * TICKS_PER_MS;
+    let frame = Frame {
+        track,
+        codec,
+        dts,
+        pts: dts,
+        keyframe,
+        config,
+        control: false,
+        payload: Bytes::new(),
+        form: SourceForm::Neutral,
+    };
+    SharedFrame::new(frame, generation)
 }

@@ -8,7 +8,6 @@ use crate::chunk_guard::MAX_CREATE_STREAM;
 use crate::client::session::{PUBLISHER_FLASH_VERSION, RtmpClient, Setup};
 use crate::client::traffic::Traffic;
 use crate::component_tests::{Media, TestClient};
-use crate::hub::StreamKey;
 use crate::shared::Shared;
 use bytes::Bytes;
 use rml_amf0::Amf0Value;
@@ -24,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use strom_ipc::messages::WorkerEvent;
 use strom_ipc::rules::Rules;
+use strom_stream::StreamKey;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -209,8 +209,9 @@ async fn publish_and_play(server: &Server, stream: &str) {
         while server
             .shared
             .streams
-            .get_or_create(&key)
-            .player_drops()
+            .get(&key)
+            .map(|stream| stream.reader_drops())
+            .unwrap_or_default()
             .is_empty()
         {
             tokio::time::sleep(Duration::from_millis(2)).await;

@@ -1,8 +1,9 @@
 //! The `rtmp` worker: RTMP publishers and players, publisher authentication, publish
 //! control, and the status of live streams and players.
 //!
-//! A connection runs the `rml_rtmp` server session ([`connection`]); published frames go
-//! into a [`hub::Stream`], which hands them to players through bounded queues; players'
+//! A connection runs the `rml_rtmp` server session ([`connection`]); published messages
+//! become neutral frames ([`publish_frames`]) in the worker's `strom_stream::Hub`, which
+//! hands them to players through bounded queues; players'
 //! sockets are written by [`writer`] with frames chunked once for everyone ([`chunking`]).
 //! The same hub feeds pushes to other servers ([`republish`]) and is fed by streams pulled
 //! from them ([`pull`]); both use the RTMP client in [`client`].
@@ -10,7 +11,6 @@
 mod admission;
 mod amf_guard;
 mod auth;
-mod bus_server;
 mod chunk_guard;
 mod chunking;
 mod client;
@@ -19,12 +19,13 @@ mod component_tests;
 mod connect_info;
 mod connection;
 mod frame;
-mod hub;
-mod hub_events;
 #[cfg(test)]
 mod input_tests;
 mod publish_frames;
 mod pull;
+#[cfg(test)]
+mod relay_tests;
+mod relays;
 mod republish;
 #[doc(hidden)]
 pub mod server_input;
@@ -32,7 +33,6 @@ mod service;
 mod sessions;
 mod shared;
 mod status_message;
-mod stream_key;
 #[cfg(test)]
 mod test_noise;
 mod writer;

@@ -1,9 +1,7 @@
-//! Turning a publisher's RTMP messages into stream frames, and learning the codecs from
-//! their sequence headers (for `rtmp_status`: resolution, RFC 6381 codec strings)
-//! through the FLV adapter and the shared track learner in `strom_media`.
+//! Turning a publisher's RTMP messages into neutral frames through the FLV adapter:
+//! 32-bit millisecond timestamps unwrapped onto the 90 kHz clock, the FLV body kept as
+//! the frame's container form so RTMP players get exactly what the publisher sent.
 
-use crate::frame::{FrameKind, MediaFrame};
-use crate::hub::Stream;
 use bytes::Bytes;
 use rml_amf0::Amf0Value;
 use rml_rtmp::sessions::StreamMetadata;
@@ -11,73 +9,51 @@ use std::collections::HashMap;
 use strom_media::ParseError;
 use strom_media::flv_adapter;
 use strom_media::frame::Frame;
-use strom_media::track_info::{self, TrackInfo};
 
-/// FLV times are milliseconds; the neutral frame's are 90 kHz.
-const TICKS_PER_MS: i64 = 90;
+use crate::frame::TICKS_PER_MS;
 
-pub fn video_frame(
-    stream: &Stream,
-    payload: Bytes,
-    timestamp: u32,
-) -> Result<MediaFrame, ParseError> {
-    let frame = flv_adapter::video_frame(&payload, i64::from(timestamp) * TICKS_PER_MS)?;
-    learn(stream, &frame);
-    // Players get the composition time of coded frames only (sequence headers and
-    // control packets present at their decode time).
-    let composition_ms = if frame.is_sample() {
-        (frame.composition_offset() / TICKS_PER_MS).clamp(-0x80_0000, 0x7F_FFFF) as i32
-    } else {
-        0
-    };
-    Ok(MediaFrame::new(
-        FrameKind::Video,
-        timestamp,
-        frame.keyframe,
-        frame.config,
-        payload,
-    )
-    .with_composition(composition_ms))
+/// Unwraps one publisher's 32-bit RTMP timestamps into a 64-bit timeline.
+#[derive(Debug, Default)]
+pub struct PublishClock {
+    last: Option<u32>,
+    wraps: i64,
 }
 
-pub fn audio_frame(
-    stream: &Stream,
-    payload: Bytes,
-    timestamp: u32,
-) -> Result<MediaFrame, ParseError> {
-    let frame = flv_adapter::audio_frame(&payload, i64::from(timestamp) * TICKS_PER_MS)?;
-    learn(stream, &frame);
-    Ok(MediaFrame::new(
-        FrameKind::Audio,
-        timestamp,
-        false,
-        frame.config,
-        payload,
-    ))
-}
-
-/// Records what `frame` teaches about the stream's codecs (for `rtmp_status`).
-fn learn(stream: &Stream, frame: &Frame) {
-    match track_info::learn(frame) {
-        Some(TrackInfo::Video(info)) => stream.set_codecs(|c| {
-            c.vcodec = info.codec_string.into_owned();
-            if info.width > 0 {
-                c.width = info.width;
-                c.height = info.height;
-            }
-        }),
-        // MP3 is learned from every frame: assign only on change, no per-frame String.
-        Some(TrackInfo::Audio(info)) => stream.set_codecs(|c| {
-            if c.acodec != info.codec_string {
-                c.acodec = info.codec_string.into_owned();
-            }
-        }),
-        None => {}
+impl PublishClock {
+    /// 90 kHz decode time of a message stamped `timestamp` milliseconds.
+    pub fn dts(&mut self, timestamp: u32) -> i64 {
+        if let Some(last) = self.last
+            && timestamp < last
+            && last - timestamp > u32::MAX / 2
+        {
+            self.wraps += 1;
+        }
+        self.last = Some(timestamp);
+        ((self.wraps << 32) + i64::from(timestamp)) * TICKS_PER_MS
     }
 }
 
-/// `onMetaData` for players, rebuilt from what the publisher's `@setDataFrame` said.
-pub fn metadata_frame(metadata: &StreamMetadata) -> MediaFrame {
+/// A video message as a frame; the body stays its container form.
+pub fn video_frame(
+    clock: &mut PublishClock,
+    body: &Bytes,
+    timestamp: u32,
+) -> Result<Frame, ParseError> {
+    flv_adapter::video_frame(body, clock.dts(timestamp))
+}
+
+/// An audio message as a frame; the body stays its container form.
+pub fn audio_frame(
+    clock: &mut PublishClock,
+    body: &Bytes,
+    timestamp: u32,
+) -> Result<Frame, ParseError> {
+    flv_adapter::audio_frame(body, clock.dts(timestamp))
+}
+
+/// `onMetaData` for players, rebuilt from what the publisher's `@setDataFrame` said. It
+/// is stamped 0, as players get it before the media.
+pub fn metadata_frame(metadata: &StreamMetadata) -> Frame {
     let mut properties = HashMap::new();
     let mut number = |key: &str, value: Option<f64>| {
         if let Some(value) = value {
@@ -104,5 +80,22 @@ pub fn metadata_frame(metadata: &StreamMetadata) -> MediaFrame {
         Amf0Value::Object(properties),
     ];
     let payload = rml_amf0::serialize(&values).unwrap_or_default();
-    MediaFrame::new(FrameKind::Metadata, 0, false, false, Bytes::from(payload))
+    flv_adapter::data_frame(&Bytes::from(payload), 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rtmp_timestamps_unwrap_across_the_32_bit_wrap() {
+        let mut clock = PublishClock::default();
+        assert_eq!(clock.dts(u32::MAX - 10), i64::from(u32::MAX - 10) * 90);
+        assert_eq!(clock.dts(5), ((1i64 << 32) + 5) * 90);
+        assert_eq!(
+            clock.dts(3),
+            ((1i64 << 32) + 3) * 90,
+            "small steps back are no wrap"
+        );
+    }
 }

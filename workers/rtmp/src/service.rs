@@ -2,8 +2,11 @@
 //!
 //! Besides accepting connections, the worker pushes streams to other servers
 //! ([`Republisher`]) and pulls streams from them ([`Pulls`]); both follow `ApplyRules`.
+//! Streams other workers produce are relayed in over the media bus when played or
+//! re-published here ([`Relays`], following the supervisor's stream registry).
 
 use crate::pull::Pulls;
+use crate::relays::Relays;
 use crate::republish::Republisher;
 use crate::shared::Shared;
 use std::net::SocketAddr;
@@ -41,6 +44,7 @@ pub struct RtmpWorker {
     accept: AcceptLoops<RtmpConnections>,
     republisher: Republisher,
     pulls: Pulls,
+    relays: Arc<Relays>,
 }
 
 /// Builds the worker from the hello and starts accepting.
@@ -70,9 +74,10 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Rtmp);
     let bus = strom_worker_runtime::bus::bind(&bus_path)
         .map_err(|e| format!("media bus socket {}: {e}", bus_path.display()))?;
-    tokio::spawn(crate::bus_server::serve(
+    tokio::spawn(strom_stream::bus::producer::serve(
         bus,
-        Arc::clone(&shared),
+        shared.streams.clone(),
+        Arc::clone(&shared.ids),
         context.shutdown.clone(),
     ));
     let republisher = Republisher::start(
@@ -81,11 +86,13 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         context.shutdown.clone(),
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    let relays = Relays::start(Arc::clone(&shared), context.shutdown.clone());
     Ok(Arc::new(RtmpWorker {
         shared,
         accept,
         republisher,
         pulls,
+        relays,
     }))
 }
 
@@ -107,12 +114,14 @@ impl RtmpWorker {
             rules.republish.clone(),
             shutdown.clone(),
         );
-        let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown);
+        let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
+        let relays = Relays::start(Arc::clone(&shared), shutdown);
         Self {
             shared,
             accept,
             republisher,
             pulls,
+            relays,
         }
     }
 
@@ -122,7 +131,8 @@ impl RtmpWorker {
             .live()
             .into_iter()
             .filter_map(|stream| {
-                let publisher = stream.publisher()?;
+                // Streams relayed from another worker are that worker's to report.
+                let publisher = stream.publisher().filter(|p| p.relayed_from.is_none())?;
                 let codecs = stream.codecs();
                 Some(LiveStream {
                     app: stream.key.app.clone(),
@@ -174,6 +184,11 @@ impl WorkerService for RtmpWorker {
                 self.shared.set_rules(Arc::clone(&rules));
                 self.republisher.apply(&rules.republish);
                 self.pulls.apply(&rules.pull_sources);
+                self.relays.reconcile();
+                WorkerReply::Done
+            }
+            WorkerRequest::StreamRegistry(locations) => {
+                self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
             other => WorkerReply::error(

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::status::{Publisher, SessionInfo};
+use strom_stream::DropCounter;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 
@@ -33,11 +34,31 @@ pub struct SessionEntry {
     pub control_id: Option<String>,
     /// Cancelling it closes the connection.
     pub kill: CancellationToken,
+    /// A player's frames lost to its hub queue (see `strom_stream::reader`).
+    pub dropped: Option<DropCounter>,
 }
 
 impl SessionEntry {
     pub fn touch(&self) {
         self.last_access.store(unix_now(), Ordering::Relaxed);
+    }
+
+    /// The session as the API lists it.
+    fn info(&self) -> SessionInfo {
+        SessionInfo {
+            id: self.id,
+            app: self.app.clone(),
+            stream: self.stream.clone(),
+            protocol: "RTMP".to_owned(),
+            bytes_recv: self.bytes_recv.load(Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            created: self.created,
+            last_access: self.last_access.load(Ordering::Relaxed),
+            client_ip: self.client_ip.clone(),
+            user_agent: self.user_agent.clone(),
+            ppv_id: None,
+            dropped_frames: self.dropped.as_ref().map(|d| d.load(Ordering::Relaxed)),
+        }
     }
 }
 
@@ -59,19 +80,7 @@ impl SessionTable {
         let mut players: Vec<SessionInfo> = locked(&self.entries)
             .values()
             .filter(|e| e.role == Role::Player)
-            .map(|e| SessionInfo {
-                id: e.id,
-                app: e.app.clone(),
-                stream: e.stream.clone(),
-                protocol: "RTMP".to_owned(),
-                bytes_recv: e.bytes_recv.load(Ordering::Relaxed),
-                bytes_sent: e.bytes_sent.load(Ordering::Relaxed),
-                created: e.created,
-                last_access: e.last_access.load(Ordering::Relaxed),
-                client_ip: e.client_ip.clone(),
-                user_agent: e.user_agent.clone(),
-                ppv_id: None,
-            })
+            .map(|e| e.info())
             .collect();
         players.sort_by_key(|p| p.id);
         players
@@ -85,19 +94,7 @@ impl SessionTable {
             .values()
             .filter(|e| e.role == Role::Player)
             .map(|e| (e.id, e));
-        strom_ipc::paging::sessions_page(players, after_id, limit, |e| SessionInfo {
-            id: e.id,
-            app: e.app.clone(),
-            stream: e.stream.clone(),
-            protocol: "RTMP".to_owned(),
-            bytes_recv: e.bytes_recv.load(Ordering::Relaxed),
-            bytes_sent: e.bytes_sent.load(Ordering::Relaxed),
-            created: e.created,
-            last_access: e.last_access.load(Ordering::Relaxed),
-            client_ip: e.client_ip.clone(),
-            user_agent: e.user_agent.clone(),
-            ppv_id: None,
-        })
+        strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
     }
 
     pub fn publishers(&self) -> Vec<Publisher> {

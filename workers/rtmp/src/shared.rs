@@ -4,23 +4,24 @@
 //! `Arc<Shared>`, and [`crate::service`] builds it, so none of them needs the service.
 
 use crate::auth::adobe::AdobeAuth;
-use crate::hub::Streams;
 use crate::sessions::SessionTable;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use strom_ipc::messages::WorkerEvent;
 use strom_ipc::rules::Rules;
+use strom_stream::Hub;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{EventSender, SessionIds, WorkerCounters};
 
 /// What every connection of the worker shares.
 pub struct Shared {
-    pub streams: Streams,
+    /// The worker's live streams; publishes and releases are announced to the supervisor.
+    pub streams: Hub,
     pub admission: Arc<crate::admission::Admission>,
     pub sessions: SessionTable,
     pub adobe: AdobeAuth,
     pub counters: Arc<WorkerCounters>,
     pub ids: Arc<SessionIds>,
-    pub events: EventSender,
     /// For publish-control handler requests.
     pub http: reqwest::Client,
     rules: Mutex<Arc<Rules>>,
@@ -36,14 +37,22 @@ impl Shared {
         events: EventSender,
         http: reqwest::Client,
     ) -> Self {
+        let announce_to = events;
+        let streams = Hub::with_announcer(Arc::new(move |key, live| {
+            let (app, stream) = (key.app.clone(), key.stream.clone());
+            announce_to.send(if live {
+                WorkerEvent::StreamPublished { app, stream }
+            } else {
+                WorkerEvent::StreamUnpublished { app, stream }
+            });
+        }));
         Self {
-            streams: Streams::default(),
+            streams,
             admission: Arc::default(),
             sessions: SessionTable::default(),
             adobe: AdobeAuth::default(),
             counters,
             ids,
-            events,
             http,
             rules: Mutex::new(Arc::new(rules)),
             denied: Mutex::new(denied_publishers.into_iter().collect()),

@@ -2,14 +2,14 @@
 //!
 //! Media frames are written as shared pre-chunked `Bytes`, several per system call.
 
-use crate::frame::MediaFrame;
-use crate::hub::FrameReceiver;
+use crate::frame::RtmpFrame;
 use crate::sessions::SessionEntry;
 use bytes::Bytes;
 use std::io::IoSlice;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use strom_stream::{FrameReceiver, SharedFrame};
 use strom_worker_runtime::WorkerCounters;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -67,7 +67,7 @@ impl Writer {
         if let Some((frames, stream_id)) = self.media.as_mut() {
             while self.batch.len() < BATCH {
                 match frames.try_recv() {
-                    Ok(frame) => self.batch.push(frame.chunked_for(*stream_id)),
+                    Ok(frame) => self.batch.extend(frame.chunked_for(*stream_id)),
                     Err(_) => break,
                 }
             }
@@ -107,8 +107,10 @@ pub async fn write_loop(
             }
             frame = next_frame(&mut writer.media) => match (frame, writer.media.as_ref()) {
                 (Some(frame), Some((_, stream_id))) => {
-                    writer.batch.push(frame.chunked_for(*stream_id));
-                    got_frame = true;
+                    if let Some(chunked) = frame.chunked_for(*stream_id) {
+                        writer.batch.push(chunked);
+                        got_frame = true;
+                    }
                 }
                 _ => writer.media = None,
             },
@@ -154,7 +156,7 @@ pub async fn write_loop(
     let _ = socket.shutdown().await;
 }
 
-async fn next_frame(media: &mut Option<(FrameReceiver, u32)>) -> Option<Arc<MediaFrame>> {
+async fn next_frame(media: &mut Option<(FrameReceiver, u32)>) -> Option<Arc<SharedFrame>> {
     match media {
         Some((frames, _)) => frames.recv().await,
         None => std::future::pending().await,

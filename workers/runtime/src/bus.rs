@@ -128,12 +128,15 @@ mod tests {
                 let payload = Bytes::from(vec![i as u8; 1000 + i as usize * 100]);
                 let header = MediaHeader {
                     track: BusTrack::Video,
+                    codec: 1,
                     keyframe: i % 10 == 0,
-                    sequence_header: false,
+                    config: false,
+                    control: false,
                     payload_len: payload.len() as u32,
                     dts: i64::from(i) * 3600,
                     pts: i64::from(i) * 3600 + 7200,
                     generation: 1,
+                    source_form: None,
                 };
                 write_media(&mut socket, &header, &payload).await.unwrap();
             }

@@ -48,6 +48,7 @@ impl WorkerService for FakeService {
                 client_ip: "127.0.0.1".into(),
                 user_agent: String::new(),
                 ppv_id: None,
+                dropped_frames: None,
             }]),
             other => WorkerReply::Failed(format!("fake service does not handle {other:?}")),
         }

@@ -14,8 +14,7 @@ use crate::client::error::ClientError;
 use crate::client::handshake::handshake;
 use crate::client::traffic::Traffic;
 use crate::client::transport::{self, BoxedIo};
-use crate::frame::{FrameKind, MediaFrame};
-use crate::hub::FrameReceiver;
+use crate::frame::RtmpFrame;
 use bytes::Bytes;
 use rml_amf0::Amf0Value;
 use rml_rtmp::sessions::{
@@ -26,6 +25,8 @@ use rml_rtmp::time::RtmpTimestamp;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use strom_media::frame::Track;
+use strom_stream::{FrameReceiver, SharedFrame};
 use strom_worker_runtime::WorkerCounters;
 use strom_worker_runtime::counters::ConnectionGuard;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
@@ -73,7 +74,7 @@ pub enum ServerEvent {
 
 /// What [`RtmpClient::next`] saw first.
 pub enum Next {
-    Frame(Arc<MediaFrame>),
+    Frame(Arc<SharedFrame>),
     /// The frame queue was closed.
     FramesEnded,
     Event(ServerEvent),
@@ -195,16 +196,16 @@ impl RtmpClient {
     }
 
     /// Sends one frame of the published stream at `timestamp` (milliseconds).
-    pub async fn send(&mut self, frame: &MediaFrame, timestamp: u32) -> Result<(), ClientError> {
+    pub async fn send(&mut self, frame: &SharedFrame, timestamp: u32) -> Result<(), ClientError> {
         let at = RtmpTimestamp::new(timestamp);
-        let packet = match frame.kind {
-            FrameKind::Video => self
-                .session
-                .publish_video_data(frame.payload.clone(), at, true),
-            FrameKind::Audio => self
-                .session
-                .publish_audio_data(frame.payload.clone(), at, true),
-            FrameKind::Metadata => match parse_metadata(&frame.payload) {
+        // Frames RTMP cannot carry (timeline data other than metadata) are not sent.
+        let Some(body) = frame.flv_body() else {
+            return Ok(());
+        };
+        let packet = match frame.frame.track {
+            Track::Video => self.session.publish_video_data(body.clone(), at, true),
+            Track::Audio => self.session.publish_audio_data(body.clone(), at, true),
+            Track::Data => match parse_metadata(body) {
                 Some(metadata) => self.session.publish_metadata(&metadata),
                 None => return Ok(()),
             },

@@ -9,8 +9,7 @@ use crate::client::error::ClientError;
 use crate::client::session::{PUBLISHER_FLASH_VERSION, RtmpClient, Setup};
 use crate::client::traffic::Traffic;
 use crate::client::transport::open_with;
-use crate::frame::{FrameKind, MediaFrame};
-use crate::hub::StreamKey;
+use crate::frame::RtmpFrame;
 use crate::shared::Shared;
 use bytes::Bytes;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
@@ -21,6 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::rules::Rules;
+use strom_stream::{SharedFrame, StreamKey};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
@@ -190,20 +190,19 @@ async fn publishes_over_rtmps_and_refuses_an_unknown_server() {
         .expect("published over RTMPS");
     assert_eq!(stream.publisher().unwrap().query, "k=v");
     let (mut frames, _) = shared.streams.subscribe(&key, 77);
-    let header = MediaFrame::new(
-        FrameKind::Audio,
+    let body = Bytes::from_static(&[0xAF, 0x00, 0x12, 0x10]);
+    let header = SharedFrame::with_container(
+        strom_media::flv_adapter::audio_frame(&body, 0).unwrap(),
         0,
-        false,
-        true,
-        Bytes::from_static(&[0xAF, 0x00, 0x12, 0x10]),
+        body,
     );
     client.send(&header, 0).await.unwrap();
     let received = tokio::time::timeout(WAIT, frames.recv())
         .await
         .unwrap()
         .unwrap();
-    assert!(received.sequence_header);
-    assert_eq!(&received.payload[..], &[0xAF, 0x00, 0x12, 0x10]);
+    assert!(received.frame.config);
+    assert_eq!(&received.flv_body().unwrap()[..], &[0xAF, 0x00, 0x12, 0x10]);
     assert!(setup.traffic.sent() > 0 && setup.traffic.received() > 0);
     client.close().await;
 

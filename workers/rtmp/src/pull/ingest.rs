@@ -5,14 +5,14 @@
 use crate::client::endpoint::{RtmpUrl, UrlError};
 use crate::client::error::ClientError;
 use crate::client::session::{Next, RtmpClient, ServerEvent, Setup, is_error_code};
-use crate::hub::StreamKey;
-use crate::hub_events::HubEvent;
 use crate::publish_frames::{audio_frame, metadata_frame, video_frame};
 use crate::pull::claim::{Claim, Taken};
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource};
+use strom_stream::HubEvent;
+use strom_stream::StreamKey;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -81,7 +81,7 @@ async fn receive(
     ));
     let on_demand = source.mode == PullMode::OnDemand;
     let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
-    let unwatched = || on_demand && shared.streams.player_count(key) == 0;
+    let unwatched = || on_demand && shared.streams.reader_count(key) == 0;
     // On demand: when the last player left (or `None` while there are players).
     let mut idle_since = unwatched().then(Instant::now);
     let mut claim: Option<Claim> = None;
@@ -134,20 +134,20 @@ async fn receive(
                 tracing::debug!(stream = %key, %code, "pull source status");
                 continue;
             }
-            ServerEvent::Metadata(metadata) => Ok(metadata_frame(&metadata)),
+            ServerEvent::Metadata(metadata) => Ok((metadata_frame(&metadata), None)),
             ServerEvent::Video { timestamp, data } => {
                 let claim = take(&mut claim, shared, key, &source.url)?;
-                video_frame(&claim.stream, data, timestamp)
+                video_frame(&mut claim.clock, &data, timestamp).map(|frame| (frame, Some(data)))
             }
             ServerEvent::Audio { timestamp, data } => {
                 let claim = take(&mut claim, shared, key, &source.url)?;
-                audio_frame(&claim.stream, data, timestamp)
+                audio_frame(&mut claim.clock, &data, timestamp).map(|frame| (frame, Some(data)))
             }
         };
         match frame {
-            Ok(frame) => {
+            Ok((frame, body)) => {
                 let claim = take(&mut claim, shared, key, &source.url)?;
-                claim.stream.publish(frame);
+                claim.publish(frame, body);
             }
             Err(e) => {
                 tracing::debug!(stream = %key, error = %e, "unparsable media message from the source dropped")
@@ -162,11 +162,11 @@ fn take<'a>(
     shared: &Arc<Shared>,
     key: &StreamKey,
     url: &str,
-) -> Result<&'a Claim, Taken> {
+) -> Result<&'a mut Claim, Taken> {
     if claim.is_none() {
         *claim = Some(Claim::take(shared, key, url)?);
     }
-    claim.as_ref().ok_or_else(|| Taken(key.clone()))
+    claim.as_mut().ok_or_else(|| Taken(key.clone()))
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -11,11 +11,11 @@ mod claim;
 mod ingest;
 mod source;
 
-use crate::hub::StreamKey;
 use crate::shared::Shared;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::rules::PullSource;
+use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 

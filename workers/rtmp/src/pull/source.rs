@@ -5,13 +5,13 @@
 use crate::client::backoff::Backoff;
 use crate::client::session::{PLAYER_FLASH_VERSION, Setup};
 use crate::client::traffic::Traffic;
-use crate::hub::StreamKey;
-use crate::hub_events::HubEvent;
 use crate::pull::ingest::{PullEnd, pull};
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::{PullMode, PullSource};
+use strom_stream::HubEvent;
+use strom_stream::StreamKey;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +32,7 @@ pub async fn run(shared: Arc<Shared>, source: PullSource, stop: CancellationToke
     };
     let url = &source.url;
     // Listen before looking at the stream, so no player arrives unseen in between.
-    let mut events = shared.streams.events.listen();
+    let mut events = shared.streams.events().listen();
     let mut backoff = Backoff::default();
     tracing::info!(stream = %key, %url, mode = source.mode.as_str(), "pulled source configured");
     loop {
@@ -70,7 +70,7 @@ async fn wait_for_demand(
     stop: &CancellationToken,
 ) -> bool {
     loop {
-        if shared.streams.player_count(key) > 0 {
+        if shared.streams.reader_count(key) > 0 {
             return true;
         }
         tokio::select! {

@@ -6,7 +6,9 @@
 //! (another frame generation) continues that timeline instead of jumping back to its own
 //! zero.
 
-use crate::frame::{FrameKind, MediaFrame};
+use crate::frame::RtmpFrame;
+use strom_media::frame::Track;
+use strom_stream::SharedFrame;
 
 #[derive(Debug, Default)]
 pub struct Forwarder {
@@ -21,7 +23,7 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// The timestamp to send `frame` at, or `None` to skip it.
-    pub fn timestamp(&mut self, frame: &MediaFrame) -> Option<u32> {
+    pub fn timestamp(&mut self, frame: &SharedFrame) -> Option<u32> {
         if self.generation != Some(frame.generation) {
             if self.generation.is_some() && self.base.is_some() {
                 // A new publisher: wait for its first keyframe, continue after `last`.
@@ -31,9 +33,9 @@ impl Forwarder {
             }
             self.generation = Some(frame.generation);
         }
-        match (frame.kind, frame.sequence_header) {
-            (FrameKind::Metadata, _) | (FrameKind::Audio, true) => return Some(self.last),
-            (FrameKind::Video, true) => {
+        match (frame.frame.track, frame.frame.config) {
+            (Track::Data, _) | (Track::Audio, true) => return Some(self.last),
+            (Track::Video, true) => {
                 self.has_video = true;
                 return Some(self.last);
             }
@@ -42,20 +44,20 @@ impl Forwarder {
         let base = match self.base {
             Some(base) => base,
             None => {
-                let starts = match frame.kind {
-                    FrameKind::Video => frame.keyframe,
-                    FrameKind::Audio => !self.has_video,
-                    FrameKind::Metadata => false,
+                let starts = match frame.frame.track {
+                    Track::Video => frame.frame.keyframe,
+                    Track::Audio => !self.has_video,
+                    Track::Data => false,
                 };
                 if !starts {
                     return None;
                 }
-                self.base = Some(frame.timestamp);
-                frame.timestamp
+                self.base = Some(frame.timestamp_ms());
+                frame.timestamp_ms()
             }
         };
         // Audio a few milliseconds older than the starting keyframe goes out at its time.
-        let since_base = (frame.timestamp.wrapping_sub(base) as i32).max(0) as u32;
+        let since_base = (frame.timestamp_ms().wrapping_sub(base) as i32).max(0) as u32;
         let timestamp = self.offset.wrapping_add(since_base);
         self.last = self.last.max(timestamp);
         Some(timestamp)
@@ -65,52 +67,46 @@ impl Forwarder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
-    fn frame(kind: FrameKind, ts: u32, key: bool, header: bool, generation: u32) -> MediaFrame {
-        let mut frame = MediaFrame::new(kind, ts, key, header, Bytes::new());
-        frame.generation = generation;
-        frame
+    fn frame(track: Track, ms: u32, key: bool, header: bool, generation: u32) -> SharedFrame {
+        crate::frame::test_frame(track, ms, key, header, generation)
     }
 
     #[test]
     fn starts_at_a_keyframe_at_zero() {
         let mut f = Forwarder::default();
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Metadata, 0, false, false, 1)),
+            f.timestamp(&frame(Track::Data, 0, false, false, 1)),
+            Some(0)
+        );
+        assert_eq!(f.timestamp(&frame(Track::Video, 0, true, true, 1)), Some(0));
+        assert_eq!(
+            f.timestamp(&frame(Track::Audio, 0, false, true, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 0, true, true, 1)),
-            Some(0)
-        );
-        assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 0, false, true, 1)),
-            Some(0)
-        );
-        assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 5000, false, false, 1)),
+            f.timestamp(&frame(Track::Video, 5000, false, false, 1)),
             None
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 5010, false, false, 1)),
+            f.timestamp(&frame(Track::Audio, 5010, false, false, 1)),
             None
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 6000, true, false, 1)),
+            f.timestamp(&frame(Track::Video, 6000, true, false, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 5990, false, false, 1)),
+            f.timestamp(&frame(Track::Audio, 5990, false, false, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 6040, false, false, 1)),
+            f.timestamp(&frame(Track::Video, 6040, false, false, 1)),
             Some(40)
         );
         // Headers repeated later go out at the current time, never back in time.
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 0, true, true, 1)),
+            f.timestamp(&frame(Track::Video, 0, true, true, 1)),
             Some(40)
         );
     }
@@ -119,15 +115,15 @@ mod tests {
     fn audio_only_streams_start_with_audio() {
         let mut f = Forwarder::default();
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 0, false, true, 1)),
+            f.timestamp(&frame(Track::Audio, 0, false, true, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 700, false, false, 1)),
+            f.timestamp(&frame(Track::Audio, 700, false, false, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Audio, 723, false, false, 1)),
+            f.timestamp(&frame(Track::Audio, 723, false, false, 1)),
             Some(23)
         );
     }
@@ -135,29 +131,26 @@ mod tests {
     #[test]
     fn a_new_publisher_continues_the_timeline() {
         let mut f = Forwarder::default();
-        f.timestamp(&frame(FrameKind::Video, 0, true, true, 1));
+        f.timestamp(&frame(Track::Video, 0, true, true, 1));
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 1000, true, false, 1)),
+            f.timestamp(&frame(Track::Video, 1000, true, false, 1)),
             Some(0)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 3000, false, false, 1)),
+            f.timestamp(&frame(Track::Video, 3000, false, false, 1)),
             Some(2000)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 0, true, true, 2)),
+            f.timestamp(&frame(Track::Video, 0, true, true, 2)),
             Some(2000)
         );
+        assert_eq!(f.timestamp(&frame(Track::Video, 10, false, false, 2)), None);
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 10, false, false, 2)),
-            None
-        );
-        assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 40, true, false, 2)),
+            f.timestamp(&frame(Track::Video, 40, true, false, 2)),
             Some(2001)
         );
         assert_eq!(
-            f.timestamp(&frame(FrameKind::Video, 80, false, false, 2)),
+            f.timestamp(&frame(Track::Video, 80, false, false, 2)),
             Some(2041)
         );
     }

@@ -14,14 +14,14 @@ mod login;
 mod push;
 mod status;
 
-use crate::hub::StreamKey;
-use crate::hub_events::HubEvent;
 use crate::shared::Shared;
 use status::PushStatus;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::rules::RepublishRule;
 use strom_ipc::status::RepublishStatus;
+use strom_stream::HubEvent;
+use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
@@ -51,7 +51,7 @@ impl Republisher {
         shutdown: CancellationToken,
     ) -> Self {
         // Listen before the first reconcile, so no publish falls in between.
-        let events = shared.streams.events.listen();
+        let events = shared.streams.events().listen();
         let inner = Arc::new(Inner {
             shared,
             rules: Mutex::new(rules),
@@ -80,7 +80,7 @@ impl Republisher {
     }
 }
 
-fn matches(rule: &RepublishRule, key: &StreamKey) -> bool {
+pub(crate) fn matches(rule: &RepublishRule, key: &StreamKey) -> bool {
     rule.src_app == key.app && (rule.src_stream.is_empty() || rule.src_stream == key.stream)
 }
 
@@ -139,7 +139,7 @@ async fn follow(inner: Arc<Inner>, mut events: Receiver<HubEvent>) {
             Ok(HubEvent::Published(_) | HubEvent::Unpublished(_)) | Err(RecvError::Lagged(_)) => {
                 inner.reconcile()
             }
-            Ok(HubEvent::Demand(_) | HubEvent::NoDemand(_)) => {}
+            Ok(HubEvent::Demand(_) | HubEvent::NoDemand(_) | HubEvent::TracksKnown(_)) => {}
             Err(RecvError::Closed) => break,
         }
     }

@@ -10,7 +10,6 @@ use crate::client::error::ClientError;
 use crate::client::session::{
     Next, PUBLISHER_FLASH_VERSION, RtmpClient, ServerEvent, Setup, is_error_code,
 };
-use crate::hub::{StreamKey, Streams};
 use crate::republish::destination::Destination;
 use crate::republish::forward::Forwarder;
 use crate::republish::login;
@@ -18,6 +17,7 @@ use crate::republish::status::{PushState, PushStatus};
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strom_stream::{FrameReceiver, Hub, StreamKey};
 use tokio_util::sync::CancellationToken;
 
 /// Bound on each connection step and on each write to the destination.
@@ -138,14 +138,14 @@ async fn forward(
 
 /// A push's place among the source's players, left when dropped.
 struct Subscription<'a> {
-    streams: &'a Streams,
+    streams: &'a Hub,
     key: &'a StreamKey,
     id: u64,
-    frames: crate::hub::FrameReceiver,
+    frames: FrameReceiver,
 }
 
 impl<'a> Subscription<'a> {
-    fn new(streams: &'a Streams, key: &'a StreamKey, id: u64) -> Self {
+    fn new(streams: &'a Hub, key: &'a StreamKey, id: u64) -> Self {
         let (frames, _dropped) = streams.subscribe(key, id);
         Self {
             streams,

@@ -6,12 +6,12 @@
 //! `retry_count` cover the push's whole life, across reconnections.
 
 use crate::client::traffic::Traffic;
-use crate::hub::StreamKey;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strom_ipc::rules::RepublishRule;
 use strom_ipc::status::RepublishStatus;
+use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

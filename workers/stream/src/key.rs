@@ -1,4 +1,4 @@
-//! The name of a live stream inside the rtmp worker: `app/stream`.
+//! The name of a live stream: `app/stream`, the key of a worker's hub and of the bus.
 //!
 //! A leaf module: the hub, its events and everything that looks streams up share it
 //! without depending on each other.
@@ -8,6 +8,15 @@
 pub struct StreamKey {
     pub app: String,
     pub stream: String,
+}
+
+impl StreamKey {
+    pub fn new(app: impl Into<String>, stream: impl Into<String>) -> Self {
+        Self {
+            app: app.into(),
+            stream: stream.into(),
+        }
+    }
 }
 
 impl std::fmt::Display for StreamKey {

@@ -1,11 +1,12 @@
-//! What happens to the streams of the hub, for the parts of the worker that react to it:
+//! What happens to the streams of a hub, for the parts of the worker that react to it:
 //! the re-publisher starts a push when a stream of a rule's app is published, an
-//! on-demand pulled source starts when its stream gets a first player.
+//! on-demand pulled source (or a bus subscription to another worker) starts when its
+//! stream gets a first reader, and readers learn when a stream's tracks are known.
 //!
 //! A bounded `broadcast`: the hub never waits for a listener. A listener that falls
 //! behind gets `Lagged` and must re-read the hub's state instead of trusting events.
 
-use crate::stream_key::StreamKey;
+use crate::key::StreamKey;
 use tokio::sync::broadcast;
 
 /// Events a listener may hold before it lags.
@@ -17,12 +18,16 @@ pub enum HubEvent {
     Published(StreamKey),
     /// The stream's publisher left.
     Unpublished(StreamKey),
-    /// The stream got its first player (RTMP player, bus subscriber, push).
+    /// The stream got its first reader (RTMP player, bus subscriber, push, packager).
     Demand(StreamKey),
-    /// The stream's last player left.
+    /// The stream's last reader left.
     NoDemand(StreamKey),
+    /// The publisher's codec configuration (or a change of it) is known: what
+    /// `rtmp_status` and the packagers report can now be read from the stream.
+    TracksKnown(StreamKey),
 }
 
+#[derive(Clone)]
 pub struct HubEvents {
     sender: broadcast::Sender<HubEvent>,
 }
@@ -50,12 +55,13 @@ impl HubEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::{PublisherInfo, Streams};
+    use crate::hub::Hub;
+    use crate::publisher::PublisherInfo;
 
     #[test]
     fn publishes_and_the_first_and_last_player_are_announced() {
-        let streams = Streams::default();
-        let mut events = streams.events.listen();
+        let streams = Hub::default();
+        let mut events = streams.events().listen();
         let key = StreamKey {
             app: "live".into(),
             stream: "a".into(),
@@ -66,14 +72,15 @@ mod tests {
             publish_time: 0,
             query: "a=1".into(),
             source_url: None,
+            relayed_from: None,
         };
         let _player_one = streams.subscribe(&key, 1);
         let _player_two = streams.subscribe(&key, 2);
-        streams.claim(&key, publisher).unwrap();
-        assert_eq!(streams.player_count(&key), 2);
+        let publishing = streams.claim(&key, publisher).unwrap();
+        assert_eq!(streams.reader_count(&key), 2);
         streams.leave(&key, 1);
         streams.leave(&key, 2);
-        assert!(streams.release(&key, 9));
+        assert!(publishing.release());
         let mut seen = Vec::new();
         while let Ok(event) = events.try_recv() {
             seen.push(event);
@@ -87,6 +94,6 @@ mod tests {
                 HubEvent::Unpublished(key.clone()),
             ]
         );
-        assert_eq!(streams.player_count(&key), 0);
+        assert_eq!(streams.reader_count(&key), 0);
     }
 }

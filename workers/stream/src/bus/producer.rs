@@ -1,13 +1,12 @@
-//! The rtmp worker as a media bus producer: other workers (the packager, the DVR)
-//! subscribe to its live streams here and get the same frames players get, through the
-//! same bounded, GOP-dropping queues.
+//! A worker as a media bus producer: other workers subscribe to the live streams of its
+//! hub here and get the same neutral frames its own readers get, through the same
+//! bounded, GOP-dropping queues (a bus subscriber is one more reader of the stream).
 
-use crate::frame::FrameKind;
-use crate::hub::StreamKey;
-use crate::shared::Shared;
+use crate::bus::wire::header_for;
+use crate::{Hub, StreamKey};
 use std::sync::Arc;
 use std::time::Duration;
-use strom_ipc::bus::{BusTrack, MediaHeader};
+use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::bus::{read_subscribe, write_media};
 use tokio::io::AsyncReadExt;
 use tokio::net::{UnixListener, UnixStream};
@@ -15,7 +14,13 @@ use tokio_util::sync::CancellationToken;
 
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub async fn serve(listener: UnixListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+/// Serves subscriptions to `hub`'s streams on `listener` until `shutdown`.
+pub async fn serve(
+    listener: UnixListener,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    shutdown: CancellationToken,
+) {
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -23,7 +28,12 @@ pub async fn serve(listener: UnixListener, shared: Arc<Shared>, shutdown: Cancel
         };
         match accepted {
             Ok((socket, _)) => {
-                tokio::spawn(subscriber(socket, Arc::clone(&shared), shutdown.clone()));
+                tokio::spawn(subscriber(
+                    socket,
+                    hub.clone(),
+                    Arc::clone(&ids),
+                    shutdown.clone(),
+                ));
             }
             Err(e) => {
                 strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); error = %e, "bus accept failed");
@@ -33,7 +43,12 @@ pub async fn serve(listener: UnixListener, shared: Arc<Shared>, shutdown: Cancel
     }
 }
 
-async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: CancellationToken) {
+async fn subscriber(
+    mut socket: UnixStream,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    shutdown: CancellationToken,
+) {
     let request = match tokio::time::timeout(SUBSCRIBE_TIMEOUT, read_subscribe(&mut socket)).await {
         Ok(Ok(request)) => request,
         Ok(Err(e)) => {
@@ -49,12 +64,9 @@ async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: Cance
         tracing::warn!(error = %e, "bus subscription refused");
         return;
     }
-    let key = StreamKey {
-        app: request.app,
-        stream: request.stream,
-    };
-    let id = shared.ids.next_id();
-    let (mut frames, _dropped) = shared.streams.subscribe(&key, id);
+    let key = StreamKey::new(request.app, request.stream);
+    let id = ids.next_id();
+    let (mut frames, _dropped) = hub.subscribe(&key, id);
     tracing::info!(stream = %key, subscriber = id, "bus subscriber attached");
     // A subscriber only reads; anything it sends after its subscription, or its hanging
     // up, ends the link. Without this a subscriber whose stream went quiet would hold its
@@ -74,24 +86,12 @@ async fn subscriber(mut socket: UnixStream, shared: Arc<Shared>, shutdown: Cance
             frame = frames.recv() => frame,
         };
         let Some(frame) = frame else { break };
-        let header = MediaHeader {
-            track: match frame.kind {
-                FrameKind::Video => BusTrack::Video,
-                FrameKind::Audio => BusTrack::Audio,
-                FrameKind::Metadata => BusTrack::Metadata,
-            },
-            keyframe: frame.keyframe,
-            sequence_header: frame.sequence_header,
-            payload_len: frame.payload.len() as u32,
-            dts: frame.dts,
-            pts: frame.pts,
-            generation: frame.generation,
-        };
-        if let Err(e) = write_media(&mut socket, &header, &frame.payload).await {
+        let header = header_for(&frame);
+        if let Err(e) = write_media(&mut socket, &header, &frame.frame.payload).await {
             tracing::debug!(stream = %key, error = %e, "bus subscriber gone");
             break;
         }
     }
-    shared.streams.leave(&key, id);
+    hub.leave(&key, id);
     tracing::info!(stream = %key, subscriber = id, "bus subscriber detached");
 }

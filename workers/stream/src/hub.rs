@@ -1,0 +1,158 @@
+//! A worker's hub of live streams keyed by `app/stream`: one publisher per stream (held
+//! through a [`Publishing`] guard), any number of readers, and [`HubEvents`] for the
+//! parts of the worker that react to publishes and demand.
+//!
+//! A stream exists while it has a publisher or a reader and leaves the map with the last
+//! of them. An optional announcer tells the world outside the worker (the supervisor's
+//! registry of live streams) about every publish and release, whoever ends it.
+
+use crate::events::{HubEvent, HubEvents};
+use crate::key::StreamKey;
+use crate::publisher::{AlreadyPublishing, PublisherInfo, Publishing};
+use crate::reader::{DropCounter, FrameReceiver};
+use crate::stream::Stream;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use strom_worker_runtime::sync::locked;
+use tokio::sync::watch;
+
+/// Told `(stream, true)` when a stream is published and `(stream, false)` when released
+/// (not for streams relayed from another worker, whose producer announces them).
+pub type Announcer = Arc<dyn Fn(&StreamKey, bool) + Send + Sync>;
+
+#[derive(Default)]
+struct Inner {
+    map: Mutex<HashMap<StreamKey, Arc<Stream>>>,
+    events: HubEvents,
+    announcer: Option<Announcer>,
+}
+
+/// Every live stream of the worker; cheap to clone (a handle).
+#[derive(Clone, Default)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+impl Hub {
+    /// A hub that calls `announcer` on every publish and release.
+    pub fn with_announcer(announcer: Announcer) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                announcer: Some(announcer),
+                ..Inner::default()
+            }),
+        }
+    }
+
+    pub fn events(&self) -> &HubEvents {
+        &self.inner.events
+    }
+
+    fn entry(&self, map: &mut HashMap<StreamKey, Arc<Stream>>, key: &StreamKey) -> Arc<Stream> {
+        Arc::clone(
+            map.entry(key.clone())
+                .or_insert_with(|| Arc::new(Stream::new(key.clone(), self.inner.events.clone()))),
+        )
+    }
+
+    /// Makes `publisher` the publisher of `key`. The map stays locked until the stream is
+    /// claimed: otherwise the last reader leaving in between would remove the stream from
+    /// the map and the publisher would publish into a stream nobody can find.
+    pub fn claim(
+        &self,
+        key: &StreamKey,
+        publisher: PublisherInfo,
+    ) -> Result<Publishing, AlreadyPublishing> {
+        let session_id = publisher.session_id;
+        let announced = publisher.relayed_from.is_none();
+        let mut map = locked(&self.inner.map);
+        let stream = self.entry(&mut map, key);
+        stream.claim(publisher)?;
+        drop(map);
+        self.inner.events.send(HubEvent::Published(key.clone()));
+        if let Some(announce) = self.inner.announcer.as_ref().filter(|_| announced) {
+            announce(key, true);
+        }
+        Ok(Publishing::new(self.clone(), stream, session_id, announced))
+    }
+
+    /// Adds reader `id` to `key` (created if needed), under the map lock for the same
+    /// reason as [`Hub::claim`].
+    pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, DropCounter) {
+        let mut map = locked(&self.inner.map);
+        let stream = self.entry(&mut map, key);
+        let subscribed = stream.subscribe(id);
+        if stream.reader_count() == 1 {
+            self.inner.events.send(HubEvent::Demand(key.clone()));
+        }
+        subscribed
+    }
+
+    /// Follows whether `key` has a publisher; `None` when nobody publishes or reads it.
+    pub fn watch_live(&self, key: &StreamKey) -> Option<watch::Receiver<bool>> {
+        locked(&self.inner.map)
+            .get(key)
+            .map(|stream| stream.watch_live())
+    }
+
+    /// The stream of `key` if anyone publishes or reads it.
+    pub fn get(&self, key: &StreamKey) -> Option<Arc<Stream>> {
+        locked(&self.inner.map).get(key).cloned()
+    }
+
+    /// Streams known to the hub (with a publisher or readers) right now.
+    pub fn count(&self) -> usize {
+        locked(&self.inner.map).len()
+    }
+
+    /// Readers (players, bus subscribers, pushes, packagers) of `key` right now.
+    pub fn reader_count(&self, key: &StreamKey) -> usize {
+        locked(&self.inner.map)
+            .get(key)
+            .map_or(0, |stream| stream.reader_count())
+    }
+
+    /// Ends `session_id`'s publish of `key` (what dropping its [`Publishing`] does);
+    /// returns whether it was the publisher.
+    pub(crate) fn release(&self, key: &StreamKey, session_id: u64, announced: bool) -> bool {
+        let mut map = locked(&self.inner.map);
+        let Some(stream) = map.get(key).cloned() else {
+            return false;
+        };
+        let released = stream.release(session_id);
+        if stream.is_idle() {
+            map.remove(key);
+        }
+        drop(map);
+        if released {
+            self.inner.events.send(HubEvent::Unpublished(key.clone()));
+            if let Some(announce) = self.inner.announcer.as_ref().filter(|_| announced) {
+                announce(key, false);
+            }
+        }
+        released
+    }
+
+    /// Removes reader `id` from `key`.
+    pub fn leave(&self, key: &StreamKey, id: u64) {
+        let mut map = locked(&self.inner.map);
+        if let Some(stream) = map.get(key).cloned() {
+            stream.unsubscribe(id);
+            if stream.reader_count() == 0 {
+                self.inner.events.send(HubEvent::NoDemand(key.clone()));
+            }
+            if stream.is_idle() {
+                map.remove(key);
+            }
+        }
+    }
+
+    /// Streams that have a publisher right now.
+    pub fn live(&self) -> Vec<Arc<Stream>> {
+        locked(&self.inner.map)
+            .values()
+            .filter(|stream| stream.publisher().is_some())
+            .cloned()
+            .collect()
+    }
+}

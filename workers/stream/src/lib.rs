@@ -1,0 +1,31 @@
+//! The stream core every worker publishes into and reads from, whatever protocol
+//! brought a stream in or takes it out.
+//!
+//! A worker keeps one [`Hub`] of live streams keyed by `app/stream` ([`StreamKey`]).
+//! A producer (an RTMP publisher, a pulled source, an MPEG-TS ingest, a bus
+//! subscription to another worker) claims a stream and gets a [`Publishing`] guard,
+//! through which it publishes neutral frames ([`strom_media::frame::Frame`]); the guard
+//! releases the stream when dropped. Readers (players, pushes, packagers, the bus
+//! producer serving other workers) get a bounded queue of [`SharedFrame`]s that starts
+//! at the last keyframe and drops whole GOPs when they fall behind, counting the drops.
+//! [`HubEvents`] says when streams are published, released, demanded and their tracks
+//! known. The media [`bus`] links the hubs of different worker processes.
+
+pub mod bus;
+pub mod events;
+pub mod hub;
+pub mod key;
+pub mod publisher;
+pub mod reader;
+pub mod shared_frame;
+pub mod stream;
+#[cfg(test)]
+mod tests;
+
+pub use events::{HubEvent, HubEvents};
+pub use hub::{Announcer, Hub};
+pub use key::StreamKey;
+pub use publisher::{AlreadyPublishing, PublisherInfo, Publishing};
+pub use reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES};
+pub use shared_frame::SharedFrame;
+pub use stream::{CodecInfo, Stream};

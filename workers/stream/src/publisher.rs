@@ -1,0 +1,93 @@
+//! Who publishes a stream, and the guard a publisher holds while it does.
+//!
+//! [`crate::Hub::claim`] hands out a [`Publishing`]; the stream stays claimed exactly as
+//! long as the guard lives. Dropping it (a publisher that ends, errors or whose task
+//! panics) releases the stream and announces the release, so no stream is left claimed
+//! by a task that is gone.
+
+use crate::hub::Hub;
+use crate::key::StreamKey;
+use crate::stream::Stream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use strom_media::frame::Frame;
+
+/// Facts about the publisher that status queries report.
+#[derive(Debug, Clone)]
+pub struct PublisherInfo {
+    pub session_id: u64,
+    /// The pushing client's address; empty for a pulled source.
+    pub ip: String,
+    pub publish_time: i64,
+    /// The query of the publisher's stream name (`cam?a=1` → `a=1`), which re-publishing
+    /// rules with `keep_src_stream_params` carry over.
+    pub query: String,
+    /// Set when the stream is pulled from another server.
+    pub source_url: Option<String>,
+    /// Set when the stream is relayed over the bus from the named producer worker: the
+    /// producer reports and announces it, this worker only serves it.
+    pub relayed_from: Option<String>,
+}
+
+/// Why a publisher could not take a stream.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AlreadyPublishing;
+
+/// A publisher's hold on its stream; releases it when dropped.
+pub struct Publishing {
+    hub: Hub,
+    stream: Arc<Stream>,
+    session_id: u64,
+    /// Whether the hub's announcer was told of this publish (not for relays).
+    announced: bool,
+    released: AtomicBool,
+}
+
+impl Publishing {
+    pub(crate) fn new(hub: Hub, stream: Arc<Stream>, session_id: u64, announced: bool) -> Self {
+        Self {
+            hub,
+            stream,
+            session_id,
+            announced,
+            released: AtomicBool::new(false),
+        }
+    }
+
+    pub fn key(&self) -> &StreamKey {
+        &self.stream.key
+    }
+
+    pub fn stream(&self) -> &Arc<Stream> {
+        &self.stream
+    }
+
+    /// Hands `frame` to every reader of the stream. Never blocks.
+    pub fn publish(&self, frame: Frame) {
+        self.stream.publish(frame, None);
+    }
+
+    /// Like [`Publishing::publish`], with the container bytes the frame was parsed from
+    /// (readers of the same container forward them untouched).
+    pub fn publish_with_container(&self, frame: Frame, container: bytes::Bytes) {
+        self.stream.publish(frame, Some(container));
+    }
+
+    /// Ends the publish now; `true` when this call released the stream (the first
+    /// release of a publisher that still held it).
+    pub fn release(&self) -> bool {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.hub
+            .release(&self.stream.key, self.session_id, self.announced)
+    }
+}
+
+impl Drop for Publishing {
+    fn drop(&mut self) {
+        if self.release() {
+            tracing::info!(stream = %self.stream.key, session = self.session_id, "publisher gone: stream released");
+        }
+    }
+}

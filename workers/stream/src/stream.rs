@@ -1,0 +1,267 @@
+//! One live stream of a hub: its publisher, the configuration frames and GOP a new
+//! reader starts with, its readers, the codecs learned from configuration frames, and
+//! the measured ingest bandwidth.
+
+use crate::events::{HubEvent, HubEvents};
+use crate::key::StreamKey;
+use crate::publisher::{AlreadyPublishing, PublisherInfo};
+use crate::reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES, Reader, deliver};
+use crate::shared_frame::SharedFrame;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use strom_media::frame::{Codec, Frame, Track};
+use strom_media::track_info::{self, TrackInfo};
+use strom_worker_runtime::sync::locked;
+use tokio::sync::{mpsc, watch};
+
+/// The GOP cache stops growing here (a publisher with no keyframes).
+const MAX_GOP_FRAMES: usize = 900;
+const MAX_GOP_BYTES: usize = 32 * 1024 * 1024;
+
+/// Codec facts learned from configuration frames (for status: resolution, RFC 6381
+/// codec strings).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodecInfo {
+    pub vcodec: String,
+    pub acodec: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+#[derive(Default)]
+struct StreamState {
+    publisher: Option<PublisherInfo>,
+    /// The latest stream metadata (AMF `onMetaData`), sent to new readers first.
+    metadata: Option<Arc<SharedFrame>>,
+    video_header: Option<Arc<SharedFrame>>,
+    audio_header: Option<Arc<SharedFrame>>,
+    gop: Vec<Arc<SharedFrame>>,
+    gop_bytes: usize,
+    readers: Vec<Reader>,
+    codecs: CodecInfo,
+    generation: u32,
+    /// Bytes received in the current rate window, and the last measured rate.
+    window_start: Option<Instant>,
+    window_bytes: u64,
+    bandwidth_bps: u64,
+}
+
+/// One live stream.
+pub struct Stream {
+    pub key: StreamKey,
+    state: Mutex<StreamState>,
+    /// Whether a publisher is on the stream, for readers waiting for one (changes only
+    /// on publish and unpublish, so watching it costs readers nothing per frame).
+    live: watch::Sender<bool>,
+    events: HubEvents,
+}
+
+impl Stream {
+    pub(crate) fn new(key: StreamKey, events: HubEvents) -> Self {
+        Self {
+            key,
+            state: Mutex::new(StreamState::default()),
+            live: watch::Sender::new(false),
+            events,
+        }
+    }
+
+    /// Follows whether the stream has a publisher.
+    pub fn watch_live(&self) -> watch::Receiver<bool> {
+        self.live.subscribe()
+    }
+
+    pub fn publisher(&self) -> Option<PublisherInfo> {
+        locked(&self.state).publisher.clone()
+    }
+
+    pub fn codecs(&self) -> CodecInfo {
+        locked(&self.state).codecs.clone()
+    }
+
+    pub fn bandwidth_bps(&self) -> u64 {
+        let state = locked(&self.state);
+        // A publisher that went quiet has no bandwidth, whatever the last window said.
+        match state.window_start {
+            Some(start) if start.elapsed().as_secs() < 3 => state.bandwidth_bps,
+            _ => 0,
+        }
+    }
+
+    /// Hands `frame` (90 kHz times, unwrapped by the producer) to every reader and the
+    /// GOP cache. Never blocks.
+    pub(crate) fn publish(&self, frame: Frame, container: Option<Bytes>) {
+        let mut state = locked(&self.state);
+        let generation = state.generation;
+        let learned = state.learn(&frame);
+        let frame = Arc::new(match container {
+            Some(container) => SharedFrame::with_container(frame, generation, container),
+            None => SharedFrame::new(frame, generation),
+        });
+        state.measure(frame.received_len());
+        let media = &frame.frame;
+        match (media.track, media.config) {
+            (Track::Data, _) if media.codec == Codec::AmfData => {
+                state.metadata = Some(Arc::clone(&frame));
+            }
+            (Track::Video, true) => state.video_header = Some(Arc::clone(&frame)),
+            (Track::Audio, true) => state.audio_header = Some(Arc::clone(&frame)),
+            _ => state.cache(&frame),
+        }
+        let headers = state.headers();
+        let has_video = state.video_header.is_some();
+        let key = &self.key;
+        state
+            .readers
+            .retain_mut(|reader| deliver(reader, &frame, &headers, has_video, key));
+        drop(state);
+        if learned {
+            self.events.send(HubEvent::TracksKnown(self.key.clone()));
+        }
+    }
+
+    /// Adds reader `id`; it gets metadata, configuration frames and the current GOP at
+    /// once, then every frame published from now on.
+    pub(crate) fn subscribe(&self, id: u64) -> (FrameReceiver, DropCounter) {
+        let (tx, rx) = mpsc::channel(READER_QUEUE_FRAMES);
+        let dropped = DropCounter::default();
+        let mut state = locked(&self.state);
+        for frame in state.headers().into_iter().chain(state.gop.iter().cloned()) {
+            // The queue is larger than the GOP cache can grow, so this cannot fill it.
+            let _ = tx.try_send(frame);
+        }
+        state.readers.push(Reader {
+            id,
+            queue: tx,
+            lagging: false,
+            dropped: Arc::clone(&dropped),
+        });
+        (rx, dropped)
+    }
+
+    /// Every reader's id and dropped-frame count.
+    pub fn reader_drops(&self) -> Vec<(u64, u64)> {
+        locked(&self.state)
+            .readers
+            .iter()
+            .map(|r| (r.id, r.dropped.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        locked(&self.state).readers.retain(|r| r.id != id);
+    }
+
+    pub(crate) fn reader_count(&self) -> usize {
+        locked(&self.state).readers.len()
+    }
+
+    pub(crate) fn claim(&self, publisher: PublisherInfo) -> Result<(), AlreadyPublishing> {
+        let mut state = locked(&self.state);
+        if state.publisher.is_some() {
+            return Err(AlreadyPublishing);
+        }
+        // A new publisher starts a new timeline: old headers and GOP must not leak into it.
+        state.metadata = None;
+        state.video_header = None;
+        state.audio_header = None;
+        state.gop.clear();
+        state.gop_bytes = 0;
+        state.codecs = CodecInfo::default();
+        state.window_start = None;
+        // Fold the 64-bit session id so a restarted worker's new ids still differ.
+        state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
+        state.publisher = Some(publisher);
+        self.live.send_replace(true);
+        Ok(())
+    }
+
+    pub(crate) fn release(&self, session_id: u64) -> bool {
+        let mut state = locked(&self.state);
+        if state.publisher.as_ref().map(|p| p.session_id) == Some(session_id) {
+            state.publisher = None;
+            state.gop.clear();
+            state.gop_bytes = 0;
+            self.live.send_replace(false);
+            return true;
+        }
+        false
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        let state = locked(&self.state);
+        state.publisher.is_none() && state.readers.is_empty()
+    }
+}
+
+impl StreamState {
+    /// Records what `frame` teaches about the codecs; `true` when that changed them.
+    fn learn(&mut self, frame: &Frame) -> bool {
+        let codecs = &mut self.codecs;
+        let mut changed = false;
+        match track_info::learn(frame) {
+            Some(TrackInfo::Video(info)) => {
+                if codecs.vcodec != info.codec_string {
+                    codecs.vcodec = info.codec_string.into_owned();
+                    changed = true;
+                }
+                if info.width > 0 && (codecs.width, codecs.height) != (info.width, info.height) {
+                    codecs.width = info.width;
+                    codecs.height = info.height;
+                    changed = true;
+                }
+            }
+            // MP3 is learned from every frame: assign only on change, no per-frame String.
+            Some(TrackInfo::Audio(info)) if codecs.acodec != info.codec_string => {
+                codecs.acodec = info.codec_string.into_owned();
+                changed = true;
+            }
+            Some(TrackInfo::Audio(_)) => {}
+            None => {}
+        }
+        changed
+    }
+
+    fn measure(&mut self, bytes: usize) {
+        let now = Instant::now();
+        let start = *self.window_start.get_or_insert(now);
+        self.window_bytes += bytes as u64;
+        let elapsed = now.duration_since(start).as_secs_f64();
+        if elapsed >= 1.0 {
+            self.bandwidth_bps = (self.window_bytes as f64 * 8.0 / elapsed) as u64;
+            self.window_start = Some(now);
+            self.window_bytes = 0;
+        }
+    }
+
+    fn cache(&mut self, frame: &Arc<SharedFrame>) {
+        let media = &frame.frame;
+        if media.track == Track::Video && media.keyframe {
+            self.gop.clear();
+            self.gop_bytes = 0;
+        } else if self.gop.is_empty() && self.video_header.is_some() {
+            // Nothing before the first keyframe is useful to a new reader.
+            return;
+        }
+        let len = media.payload.len();
+        if self.gop.len() >= MAX_GOP_FRAMES || self.gop_bytes + len > MAX_GOP_BYTES {
+            self.gop.clear();
+            self.gop_bytes = 0;
+            return;
+        }
+        if self.video_header.is_some() || media.track == Track::Video {
+            self.gop_bytes += len;
+            self.gop.push(Arc::clone(frame));
+        }
+    }
+
+    fn headers(&self) -> Vec<Arc<SharedFrame>> {
+        [&self.metadata, &self.video_header, &self.audio_header]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
