@@ -81,6 +81,30 @@ pub struct CameraStatus {
     pub parameters: Vec<(String, String)>,
     /// Whether packets are arriving.
     pub online: bool,
+    /// Bytes received since the worker started.
+    pub bytes_received: u64,
+    /// Receive rate, bits per second.
+    pub bitrate_bps: u64,
+    /// The programs the input's MPEG-TS announces (PAT/PMT).
+    pub programs: Vec<TsProgram>,
+}
+
+/// One MPEG-TS program of an input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TsProgram {
+    pub number: u16,
+    pub pmt_pid: u16,
+    pub streams: Vec<TsElementaryStream>,
+}
+
+/// One elementary stream of a program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TsElementaryStream {
+    pub pid: u16,
+    pub stream_type: u8,
+    /// What strom makes of it: `h264`, `h265`, `aac`, `mp3`, `ac3`, `scte35`, or
+    /// `unknown`.
+    pub codec: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@
 //! - [`aac`]: AudioSpecificConfig and ADTS headers.
 //! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
 //! - [`ts`]: MPEG-TS muxing of HLS segments.
+//! - [`ts_demux`]: MPEG-TS demuxing into frames (TS ingest), [`ts_demux::strip_rtp`].
 //! - [`bits`]: the bit reader behind the codec header parsers.
 //! - [`codec_string`] names codecs the way playlists and the management API do.
 
@@ -32,6 +33,7 @@ pub mod sample;
 pub mod sps;
 pub mod track_info;
 pub mod ts;
+pub mod ts_demux;
 
 pub use error::ParseError;
 

@@ -255,3 +255,34 @@ pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
         .filter_map(|(wanted, kind)| wanted.then_some(kind))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_ipc::rules::{AppDelivery, DeliveryOutput, RtmpInterface};
+
+    #[test]
+    fn bus_subscribers_follow_the_rules() {
+        let mut rules = Rules::default();
+        rules.rtmp.interfaces.clear();
+        assert_eq!(bus_subscribers(&rules), [WorkerKind::Packager]);
+        rules.delivery.outputs.clear();
+        assert!(
+            bus_subscribers(&rules).is_empty(),
+            "nothing reads other workers' streams"
+        );
+        rules.delivery.apps.push(AppDelivery {
+            app: "live".into(),
+            outputs: Some(vec![DeliveryOutput::Hls]),
+            segment_duration_secs: None,
+        });
+        rules.rtmp.interfaces.push(RtmpInterface {
+            ip: "127.0.0.1".into(),
+            port: 1935,
+        });
+        assert_eq!(
+            bus_subscribers(&rules),
+            [WorkerKind::Packager, WorkerKind::Rtmp]
+        );
+    }
+}

@@ -39,7 +39,7 @@
 mod access_unit;
 mod packet;
 mod pes;
-mod psi;
+pub(crate) mod psi;
 
 #[cfg(test)]
 mod ffmpeg_tests;

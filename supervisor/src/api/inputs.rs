@@ -35,12 +35,44 @@ fn camera_entry(
     entry
 }
 
-fn cameras_document(cameras: Vec<Value>) -> Value {
+/// `{CamerasHash, Cameras}`. The hash covers the configured fields only, so status and
+/// settings of the same configuration carry the same hash; `live` then adds each
+/// entry's live state (status only).
+fn cameras_document(cameras: Vec<Value>, live: impl FnOnce(&mut [Value])) -> Value {
     let digest = Sha256::digest(Value::Array(cameras.clone()).to_string().as_bytes());
     let hash = u64::from_be_bytes([
         digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
     ]);
+    let mut cameras = cameras;
+    live(&mut cameras);
     json!({"CamerasHash": hash.to_string(), "Cameras": cameras})
+}
+
+/// What deployed panels read besides the spec's fields: `st` (`online`/`offline`), `tr`
+/// (bytes received, a string of digits), `bw` (bits per second, a string of digits) and
+/// `pmts` (the programs: number, PMT PID and elementary streams).
+fn live_state(entry: &mut Value, camera: &CameraStatus) {
+    let programs: Vec<Value> = camera
+        .programs
+        .iter()
+        .map(|program| {
+            let streams: Vec<Value> = program
+                .streams
+                .iter()
+                .map(|s| json!({"pid": s.pid, "type": s.stream_type, "codec": s.codec}))
+                .collect();
+            json!({"program": program.number, "pmt_pid": program.pmt_pid, "streams": streams})
+        })
+        .collect();
+    if let Some(object) = entry.as_object_mut() {
+        object.insert(
+            "st".into(),
+            json!(if camera.online { "online" } else { "offline" }),
+        );
+        object.insert("tr".into(), json!(camera.bytes_received.to_string()));
+        object.insert("bw".into(), json!(camera.bitrate_bps.to_string()));
+        object.insert("pmts".into(), json!(programs));
+    }
 }
 
 pub async fn mpegts_status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
@@ -63,6 +95,11 @@ pub async fn mpegts_status(State(state): State<ApiState>) -> Result<Json<Value>,
                     )
                 })
                 .collect(),
+            |entries| {
+                for (entry, camera) in entries.iter_mut().zip(&cameras) {
+                    live_state(entry, camera);
+                }
+            },
         ))),
         other => Err(super::unexpected(other)),
     }
@@ -75,21 +112,24 @@ pub async fn mpegts_settings(State(state): State<ApiState>) -> Json<Value> {
             .cameras
             .iter()
             .map(|c| {
-                let mut entry = camera_entry(
+                camera_entry(
                     &c.id,
                     &c.ip,
                     c.port,
                     &c.protocol,
                     &c.receive_mode,
                     &c.parameters,
-                );
+                )
+            })
+            .collect(),
+        |entries| {
+            for (entry, c) in entries.iter_mut().zip(&rules.cameras) {
                 if let Some(object) = entry.as_object_mut() {
                     object.insert("app".into(), json!(c.app));
                     object.insert("stream".into(), json!(c.stream));
                 }
-                entry
-            })
-            .collect(),
+            }
+        },
     ))
 }
 

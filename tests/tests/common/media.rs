@@ -41,6 +41,11 @@ impl Proc {
 
 /// ffmpeg publishing a live H.264 + AAC test source (320x240, 25 fps, 1 s GOP) to `url`.
 pub fn publish(url: &str) -> Proc {
+    publish_as(url, "flv")
+}
+
+/// [`publish`] in another container: `mpegts` for UDP, SRT and RIST inputs.
+pub fn publish_as(url: &str, format: &str) -> Proc {
     require_tool("ffmpeg", "ffmpeg");
     let child = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-re"])
@@ -58,7 +63,7 @@ pub fn publish(url: &str) -> Proc {
             "-pix_fmt",
             "yuv420p",
         ])
-        .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", "flv", url])
+        .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", format, url])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

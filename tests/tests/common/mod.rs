@@ -44,17 +44,38 @@ pub fn require_tool(tool: &str, package: &str) {
     );
 }
 
-/// A TCP port nobody listens on right now, below the kernel's ephemeral range (32768+)
-/// so that client connections of parallel tests cannot take it before the server binds
-/// it; each test process draws from its own block.
+/// A port nobody listens on right now (TCP and UDP), below the kernel's ephemeral range
+/// (32768+) so that client connections of parallel tests cannot take it before the
+/// server binds it. Test processes run in parallel (one per test under nextest) and
+/// would otherwise draw the same ports: each port is claimed with a marker file created
+/// exclusively in a shared directory; markers older than ten minutes are stale.
 pub fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU16, Ordering};
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let block = 10_000 + (std::process::id() % 220) as u16 * 100;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 10_000;
+    const COUNT: u32 = 22_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let claims = std::env::temp_dir().join("strom-test-ports");
+    let _ = std::fs::create_dir_all(&claims);
+    let start = std::process::id().wrapping_mul(7919);
     loop {
-        let offset = NEXT.fetch_add(1, Ordering::Relaxed) % 100;
-        let port = block + offset;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        let port =
+            (FIRST + start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)) % COUNT) as u16;
+        let marker = claims.join(port.to_string());
+        let stale = std::fs::metadata(&marker)
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > Duration::from_secs(600)));
+        if stale {
+            let _ = std::fs::remove_file(&marker);
+        }
+        let claimed = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_ok();
+        if claimed
+            && TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        {
             return port;
         }
     }

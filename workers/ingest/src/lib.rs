@@ -1,23 +1,28 @@
-//! The `ingest` worker: MPEG-TS inputs over UDP, SRT and RIST.
+//! The `ingest` worker: MPEG-TS inputs over UDP (SRT and RIST to come).
 //!
-//! Owns the configured inputs (`Cameras`) and answers the MPEG-TS, SRT, RIST and NDI
-//! status queries. Receiving media arrives with the ingest issue; until then every
-//! configured input reports offline and the stats lists are empty because no SRT or RIST
-//! peer exists.
+//! Owns the configured inputs (`Cameras`): each `udp` input's datagrams are demuxed
+//! ([`ts_input`]) into the worker's stream hub as the entry's `app/stream`, which the
+//! worker serves on the media bus, so RTMP players, HLS and re-publishing take it like
+//! an RTMP publish. Answers the MPEG-TS status with each input's live state; the SRT,
+//! RIST and NDI lists stay empty until those transports exist.
 
+mod input_status;
+mod ts_input;
 mod udp;
 
 use std::sync::{Arc, Mutex};
-use strom_ipc::FailureKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_ipc::status::CameraStatus;
+use strom_ipc::status::{CameraStatus, LiveStream};
+use strom_ipc::{FailureKind, WorkerKind};
+use strom_stream::Hub;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
-use udp::UdpReceivers;
+use udp::{IngestShared, UdpReceivers};
 
 pub struct IngestWorker {
     rules: Mutex<Arc<Rules>>,
+    shared: Arc<IngestShared>,
     udp: UdpReceivers,
 }
 
@@ -28,10 +33,28 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
             context.listeners.len()
         ));
     }
-    let udp = UdpReceivers::new(context.counters, context.shutdown);
-    udp.replace(context.udp_sockets);
+    let hub = Hub::announcing_to(context.events.clone());
+    let bus_path =
+        strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Ingest);
+    let bus = strom_worker_runtime::bus::bind(&bus_path)
+        .map_err(|e| format!("media bus socket {}: {e}", bus_path.display()))?;
+    tokio::spawn(strom_stream::bus::producer::serve(
+        bus,
+        hub.clone(),
+        Arc::clone(&context.session_ids),
+        context.shutdown.clone(),
+    ));
+    let shared = Arc::new(IngestShared {
+        hub,
+        ids: context.session_ids,
+        counters: context.counters,
+        status: Mutex::default(),
+    });
+    let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
+    udp.replace(context.udp_sockets, &context.hello.rules);
     Ok(Arc::new(IngestWorker {
         rules: Mutex::new(Arc::new(context.hello.rules)),
+        shared,
         udp,
     }))
 }
@@ -42,15 +65,31 @@ impl IngestWorker {
         rules
             .cameras
             .iter()
-            .map(|camera| CameraStatus {
-                id: camera.id.clone(),
-                ip: camera.ip.clone(),
-                port: camera.port,
-                protocol: camera.protocol.clone(),
-                receive_mode: camera.receive_mode.clone(),
-                parameters: camera.parameters.clone(),
-                online: false,
+            .map(|camera| {
+                let status = self.shared.status_of(&camera.id);
+                CameraStatus {
+                    id: camera.id.clone(),
+                    ip: camera.ip.clone(),
+                    port: camera.port,
+                    protocol: camera.protocol.clone(),
+                    receive_mode: camera.receive_mode.clone(),
+                    parameters: camera.parameters.clone(),
+                    online: status.online(),
+                    bytes_received: status.total_bytes(),
+                    bitrate_bps: status.bits_per_second(),
+                    programs: status.programs(),
+                }
             })
+            .collect()
+    }
+
+    /// The streams the inputs publish, as `rtmp_status` lists them.
+    fn live_streams(&self) -> Vec<LiveStream> {
+        self.shared
+            .hub
+            .live()
+            .into_iter()
+            .filter_map(|stream| stream.live_status("MPEGTS"))
             .collect()
     }
 }
@@ -64,14 +103,16 @@ impl WorkerService for IngestWorker {
                 more: false,
             },
             WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
-            WorkerRequest::ListStreams => WorkerReply::Streams(Vec::new()),
+            WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
             WorkerRequest::SrtStats(_) | WorkerRequest::RistStats(_) | WorkerRequest::NdiList => {
                 WorkerReply::JsonItems(Vec::new())
             }
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!(inputs = rules.cameras.len(), "rules applied");
-                *locked(&self.rules) = Arc::from(rules);
+                let rules: Arc<Rules> = Arc::from(rules);
+                *locked(&self.rules) = Arc::clone(&rules);
+                self.udp.restart(&rules);
                 WorkerReply::Done
             }
             other => WorkerReply::error(
@@ -91,7 +132,8 @@ impl WorkerService for IngestWorker {
     }
 
     fn replace_udp_sockets(&self, sockets: Vec<InheritedUdpSocket>) {
-        self.udp.replace(sockets);
+        let rules = Arc::clone(&locked(&self.rules));
+        self.udp.replace(sockets, &rules);
     }
 
     async fn drain(&self) {}

@@ -1,13 +1,24 @@
 //! The UDP sockets the supervisor lends the ingest worker (listening `Cameras`: `udp`,
-//! and `srt`/`rist` in `listen` mode): one receive task per socket, counting what
-//! arrives into the worker's counters (`bytes_received`) until the set is replaced or the
-//! worker stops. Turning the datagrams into streams (MPEG-TS demuxing, SRT and RIST)
-//! arrives with the ingest issue; this is the seam it plugs into.
+//! and `srt`/`rist` in `listen` mode). Each `udp` socket feeds the MPEG-TS input whose
+//! `Cameras` entry names its address: one receive task per socket, which joins the
+//! multicast group when the address is one, counts what arrives, and ends the input's
+//! stream when its sender stops. SRT and RIST sockets are only counted until their
+//! transports exist.
+//!
+//! The set of sockets is replaced when the supervisor lends a new one; the inputs are
+//! rebuilt when the rules change (same sockets, new mapping).
 
+use crate::input_status::{InputStatus, OFFLINE_AFTER};
+use crate::ts_input::TsInput;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strom_ipc::messages::ListenerRole;
+use strom_ipc::rules::{CameraSettings, Rules};
+use strom_stream::{Hub, StreamKey};
 use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{InheritedUdpSocket, WorkerCounters};
+use strom_worker_runtime::{InheritedUdpSocket, SessionIds, WorkerCounters};
 use tokio_util::sync::CancellationToken;
 
 /// Largest UDP payload: one buffer this size per socket holds any datagram whole.
@@ -16,60 +27,173 @@ const DATAGRAM_BUFFER: usize = 65_536;
 /// that keeps failing does not spin.
 const ERROR_PAUSE: Duration = Duration::from_millis(100);
 
+/// What every receive task needs.
+pub struct IngestShared {
+    pub hub: Hub,
+    pub ids: Arc<SessionIds>,
+    pub counters: Arc<WorkerCounters>,
+    /// Status of every input, by `Cameras` id.
+    pub status: Mutex<HashMap<String, Arc<InputStatus>>>,
+}
+
+impl IngestShared {
+    /// The status of input `id`, created on first use.
+    pub fn status_of(&self, id: &str) -> Arc<InputStatus> {
+        Arc::clone(locked(&self.status).entry(id.to_owned()).or_default())
+    }
+}
+
 pub struct UdpReceivers {
-    counters: Arc<WorkerCounters>,
+    shared: Arc<IngestShared>,
     shutdown: CancellationToken,
+    sockets: Mutex<Vec<Arc<InheritedUdpSocket>>>,
     /// Stops the tasks of the current socket set.
     current: Mutex<CancellationToken>,
 }
 
 impl UdpReceivers {
-    pub fn new(counters: Arc<WorkerCounters>, shutdown: CancellationToken) -> Self {
+    pub fn new(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Self {
         let current = Mutex::new(shutdown.child_token());
         Self {
-            counters,
+            shared,
             shutdown,
+            sockets: Mutex::default(),
             current,
         }
     }
 
     /// Receives on `sockets` instead of the current set. The supervisor keeps its own
     /// copy of every socket, so datagrams that arrive in between wait in the kernel.
-    pub fn replace(&self, sockets: Vec<InheritedUdpSocket>) {
+    pub fn replace(&self, sockets: Vec<InheritedUdpSocket>, rules: &Rules) {
+        let sockets: Vec<_> = sockets.into_iter().map(Arc::new).collect();
+        for inherited in &sockets {
+            tracing::info!(role = ?inherited.spec.role, addr = %inherited.spec.addr, "udp socket adopted");
+            join_multicast(inherited, rules);
+        }
+        *locked(&self.sockets) = sockets;
+        self.restart(rules);
+    }
+
+    /// Restarts every receive task with the inputs `rules` describe.
+    pub fn restart(&self, rules: &Rules) {
         let next = self.shutdown.child_token();
         let previous = std::mem::replace(&mut *locked(&self.current), next.clone());
         previous.cancel();
-        for inherited in sockets {
-            tracing::info!(role = ?inherited.spec.role, addr = %inherited.spec.addr, "udp socket adopted");
-            tokio::spawn(receive(inherited, Arc::clone(&self.counters), next.clone()));
+        for inherited in locked(&self.sockets).iter() {
+            let input = match inherited.spec.role {
+                ListenerRole::Udp => camera_at(rules, inherited.spec.addr).map(|camera| {
+                    TsInput::new(
+                        camera.id.clone(),
+                        StreamKey::new(camera.app.clone(), camera.stream.clone()),
+                        "MPEGTS",
+                        self.shared.status_of(&camera.id),
+                        self.shared.hub.clone(),
+                        Arc::clone(&self.shared.ids),
+                    )
+                }),
+                _ => None,
+            };
+            tokio::spawn(receive(
+                Arc::clone(inherited),
+                input,
+                Arc::clone(&self.shared.counters),
+                next.clone(),
+            ));
         }
     }
 }
 
+/// The `udp` input configured at `addr`.
+fn camera_at(rules: &Rules, addr: SocketAddr) -> Option<&CameraSettings> {
+    rules.cameras.iter().find(|camera| {
+        camera.protocol == "udp"
+            && camera.port == addr.port()
+            && camera.ip.parse::<IpAddr>().ok() == Some(addr.ip())
+    })
+}
+
+fn parameter<'a>(camera: &'a CameraSettings, name: &str) -> Option<&'a str> {
+    camera
+        .parameters
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// Joins the multicast group a `udp` input listens on again where its parameters ask
+/// for more than the supervisor's join on the default interface: on the interface the
+/// `interface` parameter names (an IPv4 address), limited to the `source` parameter's
+/// sender when given (source-specific multicast).
+fn join_multicast(inherited: &InheritedUdpSocket, rules: &Rules) {
+    let IpAddr::V4(group) = inherited.spec.addr.ip() else {
+        return;
+    };
+    if !group.is_multicast() {
+        return;
+    }
+    let camera = camera_at(rules, inherited.spec.addr);
+    let address = |name| {
+        camera
+            .and_then(|camera| parameter(camera, name))
+            .and_then(|value| value.parse::<Ipv4Addr>().ok())
+    };
+    if address("interface").is_none() && address("source").is_none() {
+        return;
+    }
+    let interface = address("interface").unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let joined = match address("source") {
+        Some(source) => {
+            socket2::SockRef::from(&inherited.socket).join_ssm_v4(&source, &group, &interface)
+        }
+        None => inherited.socket.join_multicast_v4(group, interface),
+    };
+    match joined {
+        Ok(()) => tracing::info!(%group, %interface, "joined multicast group"),
+        Err(e) => tracing::warn!(%group, %interface, error = %e, "multicast join failed"),
+    }
+}
+
 async fn receive(
-    inherited: InheritedUdpSocket,
+    inherited: Arc<InheritedUdpSocket>,
+    mut input: Option<TsInput>,
     counters: Arc<WorkerCounters>,
     stop: CancellationToken,
 ) {
     let mut buffer = vec![0u8; DATAGRAM_BUFFER];
     loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            received = inherited.socket.recv_from(&mut buffer) => match received {
-                Ok((len, _peer)) => counters.add_received(len as u64),
-                Err(e) => {
-                    tracing::debug!(addr = %inherited.spec.addr, error = %e, "udp receive failed");
-                    tokio::time::sleep(ERROR_PAUSE).await;
+        let received = tokio::select! {
+            () = stop.cancelled() => break,
+            received = tokio::time::timeout(OFFLINE_AFTER, inherited.socket.recv_from(&mut buffer)) => received,
+        };
+        match received {
+            Ok(Ok((len, peer))) => {
+                counters.add_received(len as u64);
+                if let Some(input) = input.as_mut() {
+                    input.status.received(len);
+                    input.feed(&buffer[..len], peer);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(addr = %inherited.spec.addr, error = %e, "udp receive failed");
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+            // Nothing for a while: the sender stopped.
+            Err(_) => {
+                if let Some(input) = input.as_mut() {
+                    input.stopped();
                 }
             }
         }
+    }
+    if let Some(input) = input.as_mut() {
+        input.stopped();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strom_ipc::messages::{ListenerRole, ListenerSpec};
+    use strom_ipc::messages::ListenerSpec;
 
     fn inherited(socket: std::net::UdpSocket) -> InheritedUdpSocket {
         socket.set_nonblocking(true).unwrap();
@@ -80,6 +204,15 @@ mod tests {
             },
             socket: tokio::net::UdpSocket::from_std(socket).unwrap(),
         }
+    }
+
+    fn shared() -> Arc<IngestShared> {
+        Arc::new(IngestShared {
+            hub: Hub::default(),
+            ids: Arc::new(SessionIds::new(1)),
+            counters: Arc::new(WorkerCounters::default()),
+            status: Mutex::default(),
+        })
     }
 
     async fn received_reaches(counters: &WorkerCounters, bytes: u64) {
@@ -94,23 +227,23 @@ mod tests {
 
     #[tokio::test]
     async fn datagrams_are_counted_and_a_replaced_set_stops() {
-        let counters = Arc::new(WorkerCounters::default());
-        let receivers = UdpReceivers::new(Arc::clone(&counters), CancellationToken::new());
+        let shared = shared();
+        let receivers = UdpReceivers::new(Arc::clone(&shared), CancellationToken::new());
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let kept = socket.try_clone().unwrap();
-        receivers.replace(vec![inherited(socket)]);
+        receivers.replace(vec![inherited(socket)], &Rules::default());
         let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         sender.send_to(&[0x47; 188 * 7], addr).unwrap();
-        received_reaches(&counters, 188 * 7).await;
+        received_reaches(&shared.counters, 188 * 7).await;
 
-        receivers.replace(Vec::new());
+        receivers.replace(Vec::new(), &Rules::default());
         tokio::time::sleep(Duration::from_millis(50)).await;
         sender.send_to(&[0x47; 188], addr).unwrap();
         // Nobody in the worker reads any more: the datagram waits in the socket.
         kept.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut buffer = [0u8; 512];
         assert_eq!(kept.recv(&mut buffer).unwrap(), 188);
-        assert_eq!(counters.snapshot().bytes_received, 188 * 7);
+        assert_eq!(shared.counters.snapshot().bytes_received, 188 * 7);
     }
 }

@@ -130,24 +130,7 @@ impl RtmpWorker {
             .streams
             .live()
             .into_iter()
-            .filter_map(|stream| {
-                // Streams relayed from another worker are that worker's to report.
-                let publisher = stream.publisher().filter(|p| p.relayed_from.is_none())?;
-                let codecs = stream.codecs();
-                Some(LiveStream {
-                    app: stream.key.app.clone(),
-                    stream: stream.key.stream.clone(),
-                    bandwidth_bps: stream.bandwidth_bps(),
-                    width: codecs.width,
-                    height: codecs.height,
-                    vcodec: codecs.vcodec,
-                    acodec: codecs.acodec,
-                    protocol: "RTMP".to_owned(),
-                    publish_time: publisher.publish_time,
-                    publisher_ip: publisher.source_url.is_none().then_some(publisher.ip),
-                    source_url: publisher.source_url,
-                })
-            })
+            .filter_map(|stream| stream.live_status("RTMP"))
             .collect()
     }
 }

@@ -7,7 +7,6 @@ use crate::auth::adobe::AdobeAuth;
 use crate::sessions::SessionTable;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use strom_ipc::messages::WorkerEvent;
 use strom_ipc::rules::Rules;
 use strom_stream::Hub;
 use strom_worker_runtime::sync::locked;
@@ -37,15 +36,7 @@ impl Shared {
         events: EventSender,
         http: reqwest::Client,
     ) -> Self {
-        let announce_to = events;
-        let streams = Hub::with_announcer(Arc::new(move |key, live| {
-            let (app, stream) = (key.app.clone(), key.stream.clone());
-            announce_to.send(if live {
-                WorkerEvent::StreamPublished { app, stream }
-            } else {
-                WorkerEvent::StreamUnpublished { app, stream }
-            });
-        }));
+        let streams = Hub::announcing_to(events);
         Self {
             streams,
             admission: Arc::default(),

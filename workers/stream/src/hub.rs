@@ -44,6 +44,20 @@ impl Hub {
         }
     }
 
+    /// A hub that tells the supervisor about every publish and release of its streams
+    /// (`StreamPublished`/`StreamUnpublished`), which feeds the registry of live streams.
+    pub fn announcing_to(events: strom_worker_runtime::EventSender) -> Self {
+        use strom_ipc::messages::WorkerEvent;
+        Self::with_announcer(Arc::new(move |key: &StreamKey, live| {
+            let (app, stream) = (key.app.clone(), key.stream.clone());
+            events.send(if live {
+                WorkerEvent::StreamPublished { app, stream }
+            } else {
+                WorkerEvent::StreamUnpublished { app, stream }
+            });
+        }))
+    }
+
     pub fn events(&self) -> &HubEvents {
         &self.inner.events
     }

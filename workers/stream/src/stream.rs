@@ -81,6 +81,27 @@ impl Stream {
         locked(&self.state).codecs.clone()
     }
 
+    /// The stream as the API's stream lists show it, named by the worker's `protocol`;
+    /// `None` without a publisher, and for a stream relayed from another worker (that
+    /// worker lists it).
+    pub fn live_status(&self, protocol: &str) -> Option<strom_ipc::status::LiveStream> {
+        let publisher = self.publisher().filter(|p| p.relayed_from.is_none())?;
+        let codecs = self.codecs();
+        Some(strom_ipc::status::LiveStream {
+            app: self.key.app.clone(),
+            stream: self.key.stream.clone(),
+            bandwidth_bps: self.bandwidth_bps(),
+            width: codecs.width,
+            height: codecs.height,
+            vcodec: codecs.vcodec,
+            acodec: codecs.acodec,
+            protocol: protocol.to_owned(),
+            publish_time: publisher.publish_time,
+            publisher_ip: publisher.source_url.is_none().then_some(publisher.ip),
+            source_url: publisher.source_url,
+        })
+    }
+
     pub fn bandwidth_bps(&self) -> u64 {
         let state = locked(&self.state);
         // A publisher that went quiet has no bandwidth, whatever the last window said.

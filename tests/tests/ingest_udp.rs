@@ -1,0 +1,175 @@
+//! MPEG-TS over UDP in: ffmpeg sends H.264 + AAC in MPEG-TS to a `Cameras` input (unicast
+//! and multicast on loopback); the ingest worker (its own process) demuxes it into its
+//! hub; ffprobe then reads the stream over RTMP (relayed by the rtmp worker over the
+//! media bus) and over HLS (packaged by the packager from the bus), and the API shows
+//! the input online with its programs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::media::{Proc, probe_streams, publish_as, rtmp_url, wait_live};
+use common::{Server, free_port, wait_for};
+use std::time::Duration;
+
+const LIVE: Duration = Duration::from_secs(40);
+
+/// ffmpeg sending a live H.264 + AAC test source as MPEG-TS over UDP to `url`.
+fn send_ts(url: &str) -> Proc {
+    publish_as(url, "mpegts")
+}
+
+fn start(camera_ip: &str, udp_port: u16, parameters: &str) -> Server {
+    let server = Server::start("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1, "protocols": ["HLS"]}},
+ "Cameras": [{{"id": "cam", "ip": "{camera_ip}", "port": {udp_port}, "protocol": "udp", "app": "live", "stream": "cam", "parameters": [{parameters}]}}]}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.wait_ready();
+    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+    server
+}
+
+/// The input's entry in `mpeg2ts_status` once it is online.
+fn wait_online(server: &Server) -> serde_json::Value {
+    wait_for(LIVE, "the input online in mpeg2ts_status", || {
+        let (status, body) = server.try_get("/manage/mpeg2ts_status")?;
+        let camera = body["Cameras"].as_array()?.first()?.clone();
+        (status == 200 && camera["st"] == "online").then_some(camera)
+    })
+    .unwrap_or_else(|| panic!("input never online; log:\n{}", server.log()))
+}
+
+fn plays_over_rtmp_and_hls(server: &Server) {
+    wait_live(server, "live", "cam", LIVE)
+        .unwrap_or_else(|| panic!("not live; log:\n{}", server.log()));
+    // Audio's configuration may follow the first video frames.
+    let entry = wait_for(LIVE, "both tracks known", || {
+        let (_, body) = server.get("/manage/rtmp_status");
+        let entry = body[0]["streams"][0].clone();
+        entry["acodec"].is_string().then_some(entry)
+    })
+    .unwrap_or_else(|| panic!("no audio; log:\n{}", server.log()));
+    assert_eq!(entry["protocol"], "MPEGTS", "{entry}");
+    assert_eq!(entry["resolution"], "320x240", "{entry}");
+    assert!(
+        entry["vcodec"].as_str().unwrap().starts_with("avc1."),
+        "{entry}"
+    );
+    assert_eq!(entry["acodec"], "mp4a.40.2", "{entry}");
+    let (_, live) = server.get("/manage/live_streams_status");
+    let ip = live[0]["streams"][0]["publisher_ip"].clone();
+    assert_eq!(ip, "127.0.0.1", "{live}");
+
+    let camera = wait_for(LIVE, "a measured input rate", || {
+        let camera = wait_online(server);
+        (camera["bw"].as_str()?.parse::<u64>().ok()? > 0).then_some(camera)
+    })
+    .unwrap_or_else(|| panic!("no rate; log:\n{}", server.log()));
+    assert!(
+        camera["tr"].as_str().unwrap().parse::<u64>().unwrap() > 0,
+        "{camera}"
+    );
+    let codecs: Vec<&str> = camera["pmts"][0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["codec"].as_str())
+        .collect();
+    assert_eq!(codecs, ["h264", "aac"], "{camera}");
+
+    let rtmp = probe_streams(&rtmp_url(server, "live/cam"));
+    assert!(
+        rtmp.contains(&"h264,video,320,240".to_owned()),
+        "RTMP: {rtmp:?}"
+    );
+    assert!(
+        rtmp.iter().any(|s| s.starts_with("aac,audio")),
+        "RTMP: {rtmp:?}"
+    );
+
+    let playlist = format!(
+        "http://127.0.0.1:{}/live/cam/playlist.m3u8",
+        server.ports.http
+    );
+    let hls = wait_for(LIVE, "HLS of the UDP input", || {
+        let streams = probe_streams(&playlist);
+        streams
+            .contains(&"h264,video,320,240".to_owned())
+            .then_some(streams)
+    })
+    .unwrap_or_else(|| panic!("no HLS; log:\n{}", server.log()));
+    assert!(
+        hls.iter().any(|s| s.starts_with("aac,audio")),
+        "HLS: {hls:?}"
+    );
+}
+
+#[test]
+fn mpegts_over_udp_plays_over_rtmp_and_hls() {
+    let port = free_port();
+    let server = start("127.0.0.1", port, "");
+    let mut sender = send_ts(&format!("udp://127.0.0.1:{port}?pkt_size=1316"));
+    plays_over_rtmp_and_hls(&server);
+    // The sender stops: the input goes offline and the stream ends.
+    let _ = sender.stop_and_stderr();
+    wait_for(LIVE, "the stream gone after the sender stopped", || {
+        let (_, body) = server.get("/manage/rtmp_status");
+        (body.as_array().map(Vec::len) == Some(0)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("still live; log:\n{}", server.log()));
+    let (_, status) = server.get("/manage/mpeg2ts_status");
+    assert_eq!(status["Cameras"][0]["st"], "offline", "{status}");
+    assert!(
+        server.log().contains("input stopped sending"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn multicast_mpegts_on_loopback_plays() {
+    let port = free_port();
+    let group = "239.255.42.7";
+    let server = start(
+        group,
+        port,
+        r#"{"name": "interface", "value": "127.0.0.1"}"#,
+    );
+    let mut sender = send_ts(&format!(
+        "udp://{group}:{port}?pkt_size=1316&localaddr=127.0.0.1&ttl=1"
+    ));
+    plays_over_rtmp_and_hls(&server);
+    let _ = sender.stop_and_stderr();
+}
+
+/// Garbage at the input's port is counted and logged, never a stream, and the server
+/// keeps answering.
+#[test]
+fn garbage_datagrams_make_no_stream() {
+    let port = free_port();
+    let server = start("127.0.0.1", port, "");
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut noise = 0x1234_5678u32;
+    for _ in 0..2000 {
+        let datagram: Vec<u8> = (0..1316)
+            .map(|_| {
+                noise ^= noise << 13;
+                noise ^= noise >> 17;
+                noise ^= noise << 5;
+                noise as u8
+            })
+            .collect();
+        socket.send_to(&datagram, ("127.0.0.1", port)).unwrap();
+    }
+    let camera = wait_online(&server);
+    assert!(camera["tr"].as_str().unwrap().parse::<u64>().unwrap() > 0);
+    assert_eq!(camera["pmts"], serde_json::json!([]), "{camera}");
+    let (status, streams) = server.get("/manage/rtmp_status");
+    assert_eq!((status, streams), (200, serde_json::json!([])));
+}

@@ -1,0 +1,133 @@
+//! One MPEG-TS input as a publisher: datagrams (RTP-wrapped or plain TS) go through the
+//! demuxer into neutral frames, which are published into the worker's hub as the
+//! input's `app/stream`. The stream is claimed at the first frame and released when the
+//! sender stops, so an input that is configured but silent is not live.
+
+use crate::input_status::InputStatus;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use strom_ipc::status::{TsElementaryStream, TsProgram};
+use strom_media::frame::Frame;
+use strom_media::ts_demux::{self, DemuxEvent, TsDemuxer};
+use strom_stream::{Hub, PublisherInfo, Publishing, StreamKey};
+use strom_worker_runtime::SessionIds;
+use strom_worker_runtime::clock::unix_now;
+
+pub struct TsInput {
+    /// The `Cameras` entry's id, for logs.
+    pub id: String,
+    pub key: StreamKey,
+    /// `MPEGTS`, `SRT`, `RIST`: the protocol the stream list names.
+    pub protocol: &'static str,
+    pub status: Arc<InputStatus>,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    demuxer: TsDemuxer,
+    frames: Vec<Frame>,
+    claim: Option<Publishing>,
+}
+
+impl TsInput {
+    pub fn new(
+        id: String,
+        key: StreamKey,
+        protocol: &'static str,
+        status: Arc<InputStatus>,
+        hub: Hub,
+        ids: Arc<SessionIds>,
+    ) -> Self {
+        Self {
+            id,
+            key,
+            protocol,
+            status,
+            hub,
+            ids,
+            demuxer: TsDemuxer::new(None),
+            frames: Vec::new(),
+            claim: None,
+        }
+    }
+
+    /// Feeds one datagram (or any run of TS bytes) from `sender`.
+    pub fn feed(&mut self, bytes: &[u8], sender: SocketAddr) {
+        let ts = ts_demux::strip_rtp(bytes);
+        self.demuxer.push(ts);
+        while let Some(event) = self.demuxer.next_event() {
+            self.event(event);
+        }
+        while let Some(frame) = self.demuxer.next_frame() {
+            self.frames.push(frame);
+        }
+        if self.frames.is_empty() {
+            return;
+        }
+        if self.claim.is_none() {
+            self.claim = self.take(sender);
+        }
+        match &self.claim {
+            Some(claim) => {
+                for frame in self.frames.drain(..) {
+                    claim.publish(frame);
+                }
+            }
+            None => self.frames.clear(),
+        }
+    }
+
+    /// The sender stopped: the stream is no longer live, the next packets start afresh.
+    pub fn stopped(&mut self) {
+        if let Some(claim) = self.claim.take() {
+            claim.release();
+            tracing::info!(input = %self.id, stream = %self.key, "input stopped sending: stream ended");
+        }
+        self.demuxer = TsDemuxer::new(None);
+        self.status.set_programs(Vec::new());
+    }
+
+    fn take(&self, sender: SocketAddr) -> Option<Publishing> {
+        let publisher = PublisherInfo {
+            session_id: self.ids.next_id(),
+            ip: sender.ip().to_string(),
+            publish_time: unix_now(),
+            query: String::new(),
+            source_url: None,
+            relayed_from: None,
+        };
+        match self.hub.claim(&self.key, publisher) {
+            Ok(claim) => {
+                tracing::info!(input = %self.id, stream = %self.key, %sender, protocol = self.protocol, "input live");
+                Some(claim)
+            }
+            Err(_) => {
+                strom_worker_runtime::limited_log!(warn, 3, std::time::Duration::from_secs(10); input = %self.id, stream = %self.key, "stream already published by another input; frames dropped");
+                None
+            }
+        }
+    }
+
+    fn event(&mut self, event: DemuxEvent) {
+        match event {
+            DemuxEvent::ProgramChanged(program) => {
+                tracing::info!(input = %self.id, program = program.number, pmt_pid = program.pmt_pid, version = program.version, streams = ?program.streams, "MPEG-TS program");
+                let streams = program
+                    .streams
+                    .iter()
+                    .map(|s| TsElementaryStream {
+                        pid: s.pid,
+                        stream_type: s.stream_type,
+                        codec: s.codec_name().to_owned(),
+                    })
+                    .collect();
+                self.status.set_programs(vec![TsProgram {
+                    number: program.number,
+                    pmt_pid: program.pmt_pid,
+                    streams,
+                }]);
+            }
+            other => {
+                strom_worker_runtime::limited_log!(info, 5, std::time::Duration::from_secs(10); input = %self.id, event = ?other, "MPEG-TS input");
+            }
+        }
+    }
+}
