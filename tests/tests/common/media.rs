@@ -46,6 +46,11 @@ pub fn publish(url: &str) -> Proc {
 
 /// [`publish`] in another container: `mpegts` for UDP, SRT and RIST inputs.
 pub fn publish_as(url: &str, format: &str) -> Proc {
+    publish_coded(url, format, "libx264")
+}
+
+/// [`publish_as`] with another video encoder (`libx265`).
+pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
     require_tool("ffmpeg", "ffmpeg");
     let child = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-re"])
@@ -53,7 +58,7 @@ pub fn publish_as(url: &str, format: &str) -> Proc {
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
         .args([
             "-c:v",
-            "libx264",
+            video_codec,
             "-preset",
             "ultrafast",
             "-tune",

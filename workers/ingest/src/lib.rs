@@ -7,13 +7,15 @@
 //! RIST and NDI lists stay empty until those transports exist.
 
 mod input_status;
+pub mod srt;
+mod srt_input;
 mod ts_input;
 mod udp;
 
 use std::sync::{Arc, Mutex};
-use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_ipc::status::{CameraStatus, LiveStream};
+use strom_ipc::status::{CameraStatus, LiveStream, SessionInfo};
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
 use strom_worker_runtime::sync::locked;
@@ -49,6 +51,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         ids: context.session_ids,
         counters: context.counters,
         status: Mutex::default(),
+        srt: Default::default(),
     });
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
     udp.replace(context.udp_sockets, &context.hello.rules);
@@ -89,7 +92,14 @@ impl IngestWorker {
             .hub
             .live()
             .into_iter()
-            .filter_map(|stream| stream.live_status("MPEGTS"))
+            .filter_map(|stream| {
+                let protocol = if self.shared.srt.carries(&stream.key) {
+                    "SRT"
+                } else {
+                    "MPEGTS"
+                };
+                stream.live_status(protocol)
+            })
             .collect()
     }
 }
@@ -97,17 +107,31 @@ impl IngestWorker {
 impl WorkerService for IngestWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(Vec::new()),
-            WorkerRequest::ListSessionsPage { .. } => WorkerReply::SessionsPage {
-                sessions: Vec::new(),
-                more: false,
-            },
-            WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.srt.sessions()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                let sessions = self.shared.srt.sessions();
+                strom_ipc::paging::sessions_page(
+                    sessions.iter().map(|s| (s.id, s)),
+                    after_id,
+                    limit,
+                    SessionInfo::clone,
+                )
+            }
+            WorkerRequest::DeleteSessions(ids) => {
+                let closed = self.shared.srt.close(&ids);
+                if !closed.is_empty() {
+                    tracing::info!(sessions = ?closed, "SRT callers disconnected by request");
+                }
+                WorkerReply::SessionsDeleted(closed)
+            }
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
-            WorkerRequest::SrtStats(_) | WorkerRequest::RistStats(_) | WorkerRequest::NdiList => {
-                WorkerReply::JsonItems(Vec::new())
+            WorkerRequest::SrtStats(StatsDirection::Receivers) => {
+                WorkerReply::JsonItems(self.shared.srt.receiver_stats())
             }
+            WorkerRequest::SrtStats(StatsDirection::Senders)
+            | WorkerRequest::RistStats(_)
+            | WorkerRequest::NdiList => WorkerReply::JsonItems(Vec::new()),
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!(inputs = rules.cameras.len(), "rules applied");
                 let rules: Arc<Rules> = Arc::from(rules);

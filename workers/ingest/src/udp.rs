@@ -2,8 +2,8 @@
 //! and `srt`/`rist` in `listen` mode). Each `udp` socket feeds the MPEG-TS input whose
 //! `Cameras` entry names its address: one receive task per socket, which joins the
 //! multicast group when the address is one, counts what arrives, and ends the input's
-//! stream when its sender stops. SRT and RIST sockets are only counted until their
-//! transports exist.
+//! stream when its sender stops. SRT sockets are handed to libsrt
+//! ([`crate::srt_input`]); RIST sockets are only counted until RIST exists.
 //!
 //! The set of sockets is replaced when the supervisor lends a new one; the inputs are
 //! rebuilt when the rules change (same sockets, new mapping).
@@ -34,6 +34,8 @@ pub struct IngestShared {
     pub counters: Arc<WorkerCounters>,
     /// Status of every input, by `Cameras` id.
     pub status: Mutex<HashMap<String, Arc<InputStatus>>>,
+    /// Connected SRT peers.
+    pub srt: crate::srt_input::Connections,
 }
 
 impl IngestShared {
@@ -79,7 +81,33 @@ impl UdpReceivers {
         let next = self.shutdown.child_token();
         let previous = std::mem::replace(&mut *locked(&self.current), next.clone());
         previous.cancel();
+        for camera in rules
+            .cameras
+            .iter()
+            .filter(|c| c.protocol == "srt" && c.receive_mode == "pull")
+        {
+            let (camera, shared, stop) = (camera.clone(), Arc::clone(&self.shared), next.clone());
+            spawn_thread("srt-caller", move || {
+                crate::srt_input::call(camera, shared, stop)
+            });
+        }
         for inherited in locked(&self.sockets).iter() {
+            if inherited.spec.role == ListenerRole::Srt {
+                let camera = rules.cameras.iter().find(|camera| {
+                    camera.protocol == "srt"
+                        && camera.port == inherited.spec.addr.port()
+                        && camera.ip.parse::<IpAddr>().ok() == Some(inherited.spec.addr.ip())
+                });
+                if let Some(camera) = camera {
+                    let (inherited, camera) = (Arc::clone(inherited), camera.clone());
+                    let (shared, stop) = (Arc::clone(&self.shared), next.clone());
+                    spawn_thread("srt-listener", move || {
+                        crate::srt_input::listen(inherited, camera, shared, stop)
+                    });
+                }
+                // libsrt owns what arrives on an SRT socket: nothing else may read it.
+                continue;
+            }
             let input = match inherited.spec.role {
                 ListenerRole::Udp => camera_at(rules, inherited.spec.addr).map(|camera| {
                     TsInput::new(
@@ -100,6 +128,16 @@ impl UdpReceivers {
                 next.clone(),
             ));
         }
+    }
+}
+
+/// Runs `work` on a named thread (libsrt blocks); a failure to start is logged.
+fn spawn_thread(name: &str, work: impl FnOnce() + Send + 'static) {
+    if let Err(e) = std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(work)
+    {
+        tracing::error!(thread = name, error = %e, "thread not started");
     }
 }
 
@@ -212,6 +250,7 @@ mod tests {
             ids: Arc::new(SessionIds::new(1)),
             counters: Arc::new(WorkerCounters::default()),
             status: Mutex::default(),
+            srt: Default::default(),
         })
     }
 

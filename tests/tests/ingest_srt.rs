@@ -1,0 +1,236 @@
+//! MPEG-TS over SRT in: ffmpeg calls strom's SRT listener (with a passphrase; the
+//! stream chosen by `streamid`), a wrong passphrase is refused, H.265 works too, and
+//! strom calls `srt-live-transmit` in listener mode. The stream plays over RTMP and HLS;
+//! `srt_receiver_stats` and `sessions` show the caller; `sessions/delete` ends it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::media::{Proc, probe_streams, publish_coded, rtmp_url, wait_live};
+use common::{Server, free_port, require_tool, wait_for};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const LIVE: Duration = Duration::from_secs(40);
+const PASSPHRASE: &str = "0123456789abcdef";
+
+/// ffmpeg sending a live test source as MPEG-TS to `url` (`codec` libx264 or libx265).
+fn send(url: &str, codec: &str) -> Proc {
+    publish_coded(url, "mpegts", codec)
+}
+
+fn start(cameras: &str) -> Server {
+    let server = Server::start("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1, "protocols": ["HLS"]}},
+ "Cameras": [{cameras}]}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.wait_ready();
+    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+    server
+}
+
+fn listener_camera(port: u16) -> String {
+    format!(
+        r#"{{"id": "srt-in", "ip": "127.0.0.1", "port": {port}, "protocol": "srt", "receive_mode": "listen", "app": "live", "stream": "default",
+  "parameters": [{{"name": "passphrase", "value": "{PASSPHRASE}"}}, {{"name": "latency", "value": "120"}}]}}"#
+    )
+}
+
+/// The caller URL: `streamid` `#!::r=live/<stream>,m=publish`, URL-encoded.
+fn caller_url(port: u16, stream: &str, passphrase: &str) -> String {
+    format!(
+        "srt://127.0.0.1:{port}?passphrase={passphrase}&pkt_size=1316&streamid=%23%21%3A%3Ar%3Dlive%2F{stream}%2Cm%3Dpublish"
+    )
+}
+
+fn wait_tracks(server: &Server, stream: &str) -> serde_json::Value {
+    wait_live(server, "live", stream, LIVE)
+        .unwrap_or_else(|| panic!("{stream} not live; log:\n{}", server.log()));
+    wait_for(LIVE, "both tracks known", || {
+        let (_, body) = server.get("/manage/rtmp_status");
+        let streams = body[0]["streams"].as_array()?.clone();
+        let entry = streams.into_iter().find(|s| s["strm"] == stream)?;
+        entry["acodec"].is_string().then_some(entry)
+    })
+    .unwrap_or_else(|| panic!("no audio; log:\n{}", server.log()))
+}
+
+fn hls_streams(server: &Server, stream: &str, wanted: &str) -> Vec<String> {
+    let playlist = format!(
+        "http://127.0.0.1:{}/live/{stream}/playlist.m3u8",
+        server.ports.http
+    );
+    wait_for(LIVE, "HLS of the SRT input", || {
+        let streams = probe_streams(&playlist);
+        streams
+            .iter()
+            .any(|s| s.starts_with(wanted))
+            .then_some(streams)
+    })
+    .unwrap_or_else(|| panic!("no HLS; log:\n{}", server.log()))
+}
+
+#[test]
+fn srt_caller_with_passphrase_plays_and_is_listed() {
+    let port = free_port();
+    let server = start(&listener_camera(port));
+    let mut sender = send(&caller_url(port, "cam", PASSPHRASE), "libx264");
+    let entry = wait_tracks(&server, "cam");
+    assert_eq!(entry["protocol"], "SRT", "{entry}");
+    assert_eq!(entry["resolution"], "320x240", "{entry}");
+    let rtmp = probe_streams(&rtmp_url(&server, "live/cam"));
+    assert!(
+        rtmp.contains(&"h264,video,320,240".to_owned()),
+        "RTMP: {rtmp:?}"
+    );
+    let hls = hls_streams(&server, "cam", "h264,video,320,240");
+    assert!(
+        hls.iter().any(|s| s.starts_with("aac,audio")),
+        "HLS: {hls:?}"
+    );
+
+    // libsrt's statistics, in the shape deployed clients parse with strict types.
+    let receiver = wait_for(LIVE, "SRT receiver stats", || {
+        let (status, body) = server.try_get("/manage/srt_receiver_stats")?;
+        let receiver = body["SrtReceivers"].as_array()?.first()?.clone();
+        (status == 200 && receiver["stats"]["recv"]["packetsReceived"].as_i64()? > 100)
+            .then_some(receiver)
+    })
+    .unwrap_or_else(|| panic!("no SRT stats; log:\n{}", server.log()));
+    let stats = &receiver["stats"];
+    assert!(
+        receiver["id"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{receiver}"
+    );
+    assert_eq!(receiver["state"], "connected", "{receiver}");
+    assert!(stats["time"].is_i64(), "{stats}");
+    for field in ["flow", "congestion", "flight"] {
+        assert!(stats["window"][field].is_i64(), "{field}: {stats}");
+    }
+    let rtt = stats["link"]["rtt"].as_f64().unwrap();
+    assert!(
+        stats["link"]["rtt"].is_f64() && (0.0..1000.0).contains(&rtt),
+        "{stats}"
+    );
+    assert!(stats["link"]["mbpsBandwidth"].is_f64(), "{stats}");
+    assert!(stats["link"]["mbpsMaxBandwidth"].is_i64(), "{stats}");
+    for field in [
+        "packetsReceived",
+        "packetsReceivedRetransmitted",
+        "packetsLost",
+        "packetsDropped",
+        "packetsBelated",
+        "NAKsSent",
+        "bytesReceived",
+        "bytesLost",
+        "bytesDropped",
+    ] {
+        assert!(stats["recv"][field].is_i64(), "{field}: {stats}");
+    }
+    let rate = stats["recv"]["mbpsRate"].as_f64().unwrap();
+    assert!(stats["recv"]["mbpsRate"].is_f64() && rate < 50.0, "{stats}");
+
+    // The caller is a session; deleting it disconnects it and ends the stream.
+    let (_, sessions) = server.get("/manage/sessions");
+    let session = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "SRT")
+        .unwrap_or_else(|| panic!("{sessions}"))
+        .clone();
+    assert_eq!(
+        (session["app"].clone(), session["stream"].clone()),
+        ("live".into(), "cam".into())
+    );
+    let id = session["id"].as_u64().unwrap();
+    assert_eq!(
+        server.post("/manage/sessions/delete", &format!("[{id}]")).0,
+        200
+    );
+    wait_for(LIVE, "the SRT caller gone", || {
+        let (_, body) = server.get("/manage/srt_receiver_stats");
+        (body["SrtReceivers"].as_array()?.is_empty()).then_some(())
+    })
+    .unwrap_or_else(|| panic!("caller still connected; log:\n{}", server.log()));
+    let _ = sender.stop_and_stderr();
+}
+
+#[test]
+fn a_wrong_passphrase_is_refused() {
+    let port = free_port();
+    let server = start(&listener_camera(port));
+    let mut sender = send(
+        &caller_url(port, "intruder", "wrong-passphrase-0"),
+        "libx264",
+    );
+    let exited = sender.wait_exit(Duration::from_secs(30));
+    assert!(
+        matches!(exited, Some(code) if code != 0),
+        "ffmpeg with a wrong passphrase: {exited:?}"
+    );
+    let (_, body) = server.get("/manage/rtmp_status");
+    assert_eq!(body, serde_json::json!([]));
+    let (_, stats) = server.get("/manage/srt_receiver_stats");
+    assert_eq!(stats["SrtReceivers"], serde_json::json!([]));
+}
+
+#[test]
+fn h265_over_srt_plays_over_hls() {
+    let port = free_port();
+    let server = start(&listener_camera(port));
+    let mut sender = send(&caller_url(port, "hevc", PASSPHRASE), "libx265");
+    let entry = wait_tracks(&server, "hevc");
+    assert!(
+        entry["vcodec"].as_str().unwrap().starts_with("hvc1")
+            || entry["vcodec"].as_str().unwrap().starts_with("hev1"),
+        "{entry}"
+    );
+    let hls = hls_streams(&server, "hevc", "hevc,video,320,240");
+    assert!(
+        hls.iter().any(|s| s.starts_with("aac,audio")),
+        "HLS: {hls:?}"
+    );
+    let _ = sender.stop_and_stderr();
+}
+
+#[test]
+fn strom_pulls_from_srt_live_transmit() {
+    require_tool("srt-live-transmit", "srt-tools");
+    let (udp_port, srt_port) = (free_port(), free_port());
+    let mut relay = Proc(
+        Command::new("srt-live-transmit")
+            .args([
+                &format!("udp://127.0.0.1:{udp_port}"),
+                &format!("srt://127.0.0.1:{srt_port}?mode=listener"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let server = start(&format!(
+        r#"{{"id": "pull", "ip": "127.0.0.1", "port": {srt_port}, "protocol": "srt", "receive_mode": "pull", "app": "live", "stream": "pulled"}}"#
+    ));
+    let mut sender = send(
+        &format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"),
+        "libx264",
+    );
+    let entry = wait_tracks(&server, "pulled");
+    assert_eq!(entry["protocol"], "SRT", "{entry}");
+    let rtmp = probe_streams(&rtmp_url(&server, "live/pulled"));
+    assert!(
+        rtmp.contains(&"h264,video,320,240".to_owned()),
+        "RTMP: {rtmp:?}"
+    );
+    let _ = sender.stop_and_stderr();
+    let _ = relay.stop_and_stderr();
+}

@@ -1,0 +1,378 @@
+//! SRT inputs (`Cameras` entries with `protocol` `srt`): a listener on the socket the
+//! supervisor lends (many callers, each choosing its stream with the standard
+//! `streamid` `#!::r=app/stream,m=publish`, or taking the entry's `app/stream`), or a
+//! caller that dials a remote listener (`receive_mode` `pull`) and redials with backoff.
+//!
+//! libsrt's API blocks, so every listener and every connection runs on its own thread,
+//! polling its stop token between short waits; each connection feeds a [`TsInput`]
+//! directly (demuxing and publishing never wait). Connected callers are listed for the
+//! stats API and as sessions, and `sessions/delete` closes one.
+
+use crate::srt::{SrtListener, SrtOptions, SrtSocket};
+use crate::ts_input::TsInput;
+use crate::udp::IngestShared;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use strom_ipc::rules::CameraSettings;
+use strom_ipc::status::SessionInfo;
+use strom_stream::StreamKey;
+use strom_worker_runtime::InheritedUdpSocket;
+use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
+
+/// How long a thread waits in libsrt before looking at its stop token.
+const POLL: Duration = Duration::from_millis(250);
+/// Callers one listener serves at once unless `max_callers` says otherwise.
+const DEFAULT_MAX_CALLERS: usize = 16;
+/// Live-mode messages are at most this long.
+const MESSAGE_BUFFER: usize = 1500;
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// One connected SRT peer.
+pub struct Connection {
+    pub session_id: u64,
+    pub camera: String,
+    pub key: StreamKey,
+    pub peer: SocketAddr,
+    pub created: i64,
+    pub socket: Arc<SrtSocket>,
+}
+
+/// Every connected SRT peer of the worker.
+#[derive(Default)]
+pub struct Connections {
+    by_session: Mutex<HashMap<u64, Arc<Connection>>>,
+}
+
+impl Connections {
+    fn add(&self, connection: Arc<Connection>) {
+        locked(&self.by_session).insert(connection.session_id, connection);
+    }
+
+    fn remove(&self, session_id: u64) {
+        locked(&self.by_session).remove(&session_id);
+    }
+
+    /// Whether an SRT connection publishes `key`.
+    pub fn carries(&self, key: &StreamKey) -> bool {
+        locked(&self.by_session).values().any(|c| &c.key == key)
+    }
+
+    fn count_for(&self, camera: &str) -> usize {
+        locked(&self.by_session)
+            .values()
+            .filter(|c| c.camera == camera)
+            .count()
+    }
+
+    /// `SrtReceivers` entries: libsrt's statistics of every connection.
+    pub fn receiver_stats(&self) -> Vec<String> {
+        let connections: Vec<_> = locked(&self.by_session).values().cloned().collect();
+        connections
+            .iter()
+            .filter_map(|c| {
+                let stats = c.socket.stats().ok()?;
+                Some(
+                    stats
+                        .receiver_json(&c.peer.to_string(), c.socket.state())
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// Connections as API sessions (type `SRT`).
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        let mut sessions: Vec<SessionInfo> = locked(&self.by_session)
+            .values()
+            .map(|c| {
+                let stats = c.socket.stats().unwrap_or_default();
+                SessionInfo {
+                    id: c.session_id,
+                    app: c.key.app.clone(),
+                    stream: c.key.stream.clone(),
+                    protocol: "SRT".to_owned(),
+                    bytes_recv: stats.byte_recv_total,
+                    bytes_sent: stats.byte_sent_total,
+                    created: c.created,
+                    last_access: unix_now(),
+                    client_ip: c.peer.ip().to_string(),
+                    user_agent: String::new(),
+                    ppv_id: None,
+                    dropped_frames: None,
+                }
+            })
+            .collect();
+        sessions.sort_by_key(|s| s.id);
+        sessions
+    }
+
+    /// Closes the connections among `ids`; returns the ids that were connected.
+    pub fn close(&self, ids: &[u64]) -> Vec<u64> {
+        let map = locked(&self.by_session);
+        ids.iter()
+            .filter_map(|id| {
+                let connection = map.get(id)?;
+                connection.socket.close();
+                Some(*id)
+            })
+            .collect()
+    }
+}
+
+/// Percent-decodes `text` (ffmpeg sends the `streamid` of its URL without decoding it);
+/// text without a valid escape comes back unchanged.
+fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('%') {
+        return text.into();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (bytes[i], escaped) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_or(text.into(), Into::into)
+}
+
+/// The stream a caller asks for with `streamid`: `#!::r=app/stream,m=publish` (keys in
+/// any order; `m` defaults to publish; percent-encoded accepted). `None` when it names
+/// none; `Err` for a request this input cannot serve.
+pub fn requested_stream(stream_id: &str) -> Result<Option<StreamKey>, String> {
+    let decoded = percent_decoded(stream_id);
+    let Some(body) = decoded.strip_prefix("#!::") else {
+        return Ok(None);
+    };
+    let mut resource = None;
+    for pair in body.split(',') {
+        match pair.split_once('=') {
+            Some(("r", value)) => resource = Some(value),
+            Some(("m", "publish")) | None => {}
+            Some(("m", mode)) => return Err(format!("mode {mode} is not served by an input")),
+            Some(_) => {}
+        }
+    }
+    let Some(resource) = resource else {
+        return Ok(None);
+    };
+    let (app, stream) = resource
+        .split_once('/')
+        .ok_or_else(|| format!("resource {resource:?} is not app/stream"))?;
+    strom_ipc::names::check_pair(app, stream).map_err(|e| e.to_string())?;
+    Ok(Some(StreamKey::new(app, stream)))
+}
+
+fn max_callers(camera: &CameraSettings) -> usize {
+    camera
+        .parameters
+        .iter()
+        .find(|(name, _)| name == "max_callers")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(DEFAULT_MAX_CALLERS)
+}
+
+/// Runs a listening SRT input on the lent socket until `stop`.
+pub fn listen(
+    inherited: Arc<InheritedUdpSocket>,
+    camera: CameraSettings,
+    shared: Arc<IngestShared>,
+    stop: CancellationToken,
+) {
+    crate::srt::startup();
+    let options = match SrtOptions::from_parameters(&camera.parameters) {
+        Ok(options) => options,
+        Err(e) => {
+            tracing::error!(input = %camera.id, error = %e, "SRT input not started");
+            return;
+        }
+    };
+    let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), &options, 16) {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!(input = %camera.id, error = %e, "SRT listener failed");
+            return;
+        }
+    };
+    tracing::info!(input = %camera.id, addr = %inherited.spec.addr, "SRT listening");
+    let limit = max_callers(&camera);
+    while !stop.is_cancelled() {
+        let (socket, peer) = match listener.accept(POLL) {
+            Ok(Some(accepted)) => accepted,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(input = %camera.id, error = %e, "SRT accept failed");
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        let stream_id = socket.stream_id();
+        let key = match requested_stream(&stream_id) {
+            Ok(Some(key)) => key,
+            Ok(None) => StreamKey::new(camera.app.clone(), camera.stream.clone()),
+            Err(why) => {
+                tracing::warn!(input = %camera.id, %peer, %stream_id, %why, "SRT caller refused");
+                continue;
+            }
+        };
+        if shared.srt.count_for(&camera.id) >= limit {
+            tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
+            continue;
+        }
+        spawn_connection(&shared, &camera, key, socket, peer, &stop);
+    }
+}
+
+/// Dials the remote listener of a `pull` input until `stop`, again after every end.
+pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
+    crate::srt::startup();
+    let remote = match format!("{}:{}", camera.ip, camera.port).parse::<SocketAddr>() {
+        Ok(remote) => remote,
+        Err(e) => {
+            tracing::error!(input = %camera.id, error = %e, "SRT pull input needs an ip:port");
+            return;
+        }
+    };
+    let options = match SrtOptions::from_parameters(&camera.parameters) {
+        Ok(options) => options,
+        Err(e) => {
+            tracing::error!(input = %camera.id, error = %e, "SRT input not started");
+            return;
+        }
+    };
+    let key = StreamKey::new(camera.app.clone(), camera.stream.clone());
+    let mut backoff = FIRST_BACKOFF;
+    while !stop.is_cancelled() {
+        match SrtSocket::connect(remote, &options, Duration::from_secs(3)) {
+            Ok(socket) => {
+                backoff = FIRST_BACKOFF;
+                tracing::info!(input = %camera.id, %remote, "SRT connected");
+                let connection = connection(&shared, &camera, key.clone(), socket, remote);
+                receive(&shared, &connection, &stop);
+                tracing::info!(input = %camera.id, %remote, "SRT connection ended");
+            }
+            Err(e) => {
+                tracing::debug!(input = %camera.id, %remote, error = %e, "SRT connect failed")
+            }
+        }
+        let until = Instant::now() + backoff;
+        while Instant::now() < until && !stop.is_cancelled() {
+            std::thread::sleep(POLL.min(backoff));
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn connection(
+    shared: &Arc<IngestShared>,
+    camera: &CameraSettings,
+    key: StreamKey,
+    socket: SrtSocket,
+    peer: SocketAddr,
+) -> Arc<Connection> {
+    let connection = Arc::new(Connection {
+        session_id: shared.ids.next_id(),
+        camera: camera.id.clone(),
+        key,
+        peer,
+        created: unix_now(),
+        socket: Arc::new(socket),
+    });
+    shared.srt.add(Arc::clone(&connection));
+    connection
+}
+
+fn spawn_connection(
+    shared: &Arc<IngestShared>,
+    camera: &CameraSettings,
+    key: StreamKey,
+    socket: SrtSocket,
+    peer: SocketAddr,
+    stop: &CancellationToken,
+) {
+    let connection = connection(shared, camera, key, socket, peer);
+    tracing::info!(input = %camera.id, %peer, stream = %connection.key, session = connection.session_id, "SRT caller connected");
+    let (shared, stop) = (Arc::clone(shared), stop.clone());
+    let spawned = std::thread::Builder::new()
+        .name("srt-connection".into())
+        .spawn(move || {
+            receive(&shared, &connection, &stop);
+            tracing::info!(peer = %connection.peer, stream = %connection.key, "SRT caller gone");
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "no thread for an SRT connection");
+    }
+}
+
+/// Feeds what `connection` receives into its stream until it ends or `stop`.
+fn receive(shared: &Arc<IngestShared>, connection: &Arc<Connection>, stop: &CancellationToken) {
+    let mut input = TsInput::new(
+        connection.camera.clone(),
+        connection.key.clone(),
+        "SRT",
+        shared.status_of(&connection.camera),
+        shared.hub.clone(),
+        Arc::clone(&shared.ids),
+    );
+    let mut buffer = vec![0u8; MESSAGE_BUFFER];
+    while !stop.is_cancelled() {
+        match connection.socket.recv(&mut buffer, POLL) {
+            Ok(Some(len)) => {
+                shared.counters.add_received(len as u64);
+                input.status.received(len);
+                input.feed(&buffer[..len], connection.peer);
+            }
+            Ok(None) => {}
+            Err(_) => break,
+        }
+    }
+    input.stopped();
+    connection.socket.close();
+    shared.srt.remove(connection.session_id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_ids_name_the_stream_or_leave_it_to_the_entry() {
+        assert_eq!(
+            requested_stream("#!::r=live/cam,m=publish"),
+            Ok(Some(StreamKey::new("live", "cam")))
+        );
+        assert_eq!(
+            requested_stream("#!::m=publish,r=live/cam2"),
+            Ok(Some(StreamKey::new("live", "cam2")))
+        );
+        assert_eq!(
+            requested_stream("%23%21%3A%3Ar%3Dlive%2Fcam%2Cm%3Dpublish"),
+            Ok(Some(StreamKey::new("live", "cam"))),
+            "as ffmpeg sends it from its URL"
+        );
+        assert_eq!(requested_stream("%zz"), Ok(None));
+        assert_eq!(requested_stream(""), Ok(None));
+        assert_eq!(requested_stream("plain-name"), Ok(None));
+        assert_eq!(requested_stream("#!::u=alice"), Ok(None));
+        assert!(requested_stream("#!::r=live/cam,m=request").is_err());
+        assert!(requested_stream("#!::r=../etc").is_err());
+        assert!(requested_stream("#!::r=live/../../x").is_err());
+    }
+}
