@@ -234,3 +234,111 @@ fn strom_pulls_from_srt_live_transmit() {
     let _ = sender.stop_and_stderr();
     let _ = relay.stop_and_stderr();
 }
+
+/// The text at `url` (curl), empty when it cannot be fetched.
+fn fetch(url: &str) -> String {
+    let output = Command::new("curl")
+        .args(["-s", "--max-time", "5", url])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The media playlist of `live/<stream>`, through its master playlist.
+fn chunklist(server: &Server, stream: &str) -> String {
+    let base = format!("http://127.0.0.1:{}/live/{stream}", server.ports.http);
+    let master = fetch(&format!("{base}/playlist.m3u8"));
+    match master
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        Some(media) => fetch(&format!("{base}/{media}")),
+        None => String::new(),
+    }
+}
+
+/// kill -9 of the ingest worker during an SRT push: the caller (srt-live-transmit, which
+/// reconnects) is back on the air without anyone doing anything, HLS goes on with a
+/// discontinuity, and an RTMP player of another stream notices nothing.
+#[test]
+fn an_ingest_crash_during_an_srt_push_heals_itself() {
+    require_tool("srt-live-transmit", "srt-tools");
+    let (srt_port, udp_port) = (free_port(), free_port());
+    let server = start(&listener_camera(srt_port));
+    let mut rtmp_publisher = common::media::publish(&rtmp_url(&server, "live/other"));
+    wait_live(&server, "live", "other", LIVE).expect("RTMP stream live");
+    let mut rtmp_player = common::media::play(&rtmp_url(&server, "live/other"));
+    let mut caller = Proc(
+        Command::new("srt-live-transmit")
+            .args([
+                "-a:yes",
+                &format!("udp://127.0.0.1:{udp_port}"),
+                &format!("srt://127.0.0.1:{srt_port}?passphrase={PASSPHRASE}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut sender = send(
+        &format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"),
+        "libx264",
+    );
+    wait_tracks(&server, "default");
+    wait_for(LIVE, "HLS segments before the crash", || {
+        chunklist(&server, "default")
+            .contains("#EXTINF")
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("no HLS; log:\n{}", server.log()));
+
+    let ingest = server.worker_pid("ingest");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ingest),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for(LIVE, "a new ingest worker", || {
+        let (_, workers) = server.try_get("/manage/workers")?;
+        let pid = workers
+            .as_array()?
+            .iter()
+            .find(|w| w["kind"] == "ingest" && w["state"] == "ready")?["pid"]
+            .as_i64()?;
+        (pid as i32 != ingest).then_some(())
+    })
+    .unwrap_or_else(|| panic!("ingest not restarted; log:\n{}", server.log()));
+    wait_for(
+        LIVE,
+        "the SRT caller back and the stream live again",
+        || {
+            let (_, stats) = server.try_get("/manage/srt_receiver_stats")?;
+            let back = !stats["SrtReceivers"].as_array()?.is_empty();
+            (back && common::media::is_live(&server, "live", "default")).then_some(())
+        },
+    )
+    .unwrap_or_else(|| panic!("caller did not come back; log:\n{}", server.log()));
+    wait_for(LIVE, "HLS continuing after a discontinuity", || {
+        let media = chunklist(&server, "default");
+        let after = media.split("#EXT-X-DISCONTINUITY").nth(1)?;
+        after.contains("#EXTINF").then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no discontinuity in {}; log:\n{}",
+            chunklist(&server, "default"),
+            server.log()
+        )
+    });
+    assert!(
+        rtmp_player.running(),
+        "the RTMP player of another stream noticed"
+    );
+    assert!(
+        rtmp_publisher.running(),
+        "the RTMP publisher of another stream noticed"
+    );
+    let _ = sender.stop_and_stderr();
+    let _ = caller.stop_and_stderr();
+}
