@@ -78,6 +78,9 @@ pub struct WorkerSettings {
     /// How long the packager keeps serving an unpublished stream's segments before it
     /// frees them in memory and on disk (`hls_stream_grace`).
     pub hls_stream_grace_secs: u32,
+    /// Where the ingest worker browses for NDI sources: IP addresses of local
+    /// interfaces, `*` for all; empty: no NDI discovery (`ndi_discovery_interfaces`).
+    pub ndi_discovery_interfaces: Vec<String>,
 }
 
 /// What a listening socket is for. The descriptor itself travels beside the manifest.

@@ -162,6 +162,13 @@ impl SupervisorState {
                 .unwrap_or_else(|| "*".to_owned()),
             hls_session_timeout_secs: self.instance.hls_session_timeout_secs,
             hls_stream_grace_secs: self.instance.hls_stream_grace_secs,
+            ndi_discovery_interfaces: self
+                .instance
+                .ndi_discovery_interfaces
+                .iter()
+                .flatten()
+                .map(ToString::to_string)
+                .collect(),
         }
     }
 }

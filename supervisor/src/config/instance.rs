@@ -63,6 +63,9 @@ pub struct InstanceConfig {
     /// Seconds the packager keeps an unpublished stream's HLS segments (memory and the
     /// `run_dir/hls` mirror) before freeing them (`hls_stream_grace`).
     pub hls_stream_grace_secs: u32,
+    /// Interfaces the ingest worker browses for NDI sources over mDNS
+    /// (`ndi_discovery_interfaces`); `None`: no discovery, nothing listens on 5353.
+    pub ndi_discovery_interfaces: Option<Vec<ListenAddress>>,
     /// How the management listener treats its connections (`management_*` keys).
     pub management: ManagementServer,
 }
@@ -136,7 +139,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 26] = [
+const KEYS: [&str; 27] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -163,6 +166,7 @@ const KEYS: [&str; 26] = [
     "management_worker_timeout",
     "management_ssl_certificate",
     "management_ssl_certificate_key",
+    "ndi_discovery_interfaces",
 ];
 
 /// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
@@ -287,6 +291,7 @@ impl InstanceConfig {
             access_control_allow_origin: None,
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 30,
+            ndi_discovery_interfaces: None,
             management: ManagementServer::default(),
         }
     }
@@ -374,6 +379,9 @@ impl InstanceConfig {
             "management_ssl_certificate" => self.management.ssl_certificate = Some(path()),
             "management_ssl_certificate_key" => {
                 self.management.ssl_certificate_key = Some(path());
+            }
+            "ndi_discovery_interfaces" => {
+                self.ndi_discovery_interfaces = Some(parse_addresses(value)?);
             }
             _ => return Err("unknown key".to_owned()),
         }
@@ -518,6 +526,8 @@ impl InstanceConfig {
             "hls_stream_grace",
             Some(self.hls_stream_grace_secs),
         );
+        let ndi = self.ndi_discovery_interfaces.as_deref().map(list);
+        show(&mut out, "ndi_discovery_interfaces", ndi);
         let m = &self.management;
         show(
             &mut out,
@@ -705,6 +715,7 @@ mod tests {
             access_control_allow_origin: Some("*".into()),
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 5,
+            ndi_discovery_interfaces: None,
             management: ManagementServer {
                 header_timeout_secs: 2,
                 idle_timeout_secs: 3,

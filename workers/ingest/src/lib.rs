@@ -1,12 +1,16 @@
-//! The `ingest` worker: MPEG-TS inputs over UDP (SRT and RIST to come).
+//! The `ingest` worker: MPEG-TS inputs over UDP and SRT (RIST to come), and the NDI
+//! source list.
 //!
-//! Owns the configured inputs (`Cameras`): each `udp` input's datagrams are demuxed
-//! ([`ts_input`]) into the worker's stream hub as the entry's `app/stream`, which the
-//! worker serves on the media bus, so RTMP players, HLS and re-publishing take it like
-//! an RTMP publish. Answers the MPEG-TS status with each input's live state; the SRT,
-//! RIST and NDI lists stay empty until those transports exist.
+//! Owns the configured inputs (`Cameras`): each `udp` input's datagrams ([`udp`]) and
+//! each SRT connection's messages ([`srt_input`], over libsrt in [`srt`]) are demuxed
+//! ([`ts_input`]) into the worker's stream hub as their `app/stream`, which the worker
+//! serves on the media bus, so RTMP players, HLS and re-publishing take them like an
+//! RTMP publish. Answers the MPEG-TS status with each input's live state, the SRT
+//! receiver statistics and sessions, and the NDI sources mDNS finds ([`ndi`]); the RIST
+//! lists stay empty until RIST exists.
 
 mod input_status;
+mod ndi;
 pub mod srt;
 mod srt_input;
 mod ts_input;
@@ -26,6 +30,7 @@ pub struct IngestWorker {
     rules: Mutex<Arc<Rules>>,
     shared: Arc<IngestShared>,
     udp: UdpReceivers,
+    ndi: ndi::NdiSources,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
@@ -59,6 +64,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         rules: Mutex::new(Arc::new(context.hello.rules)),
         shared,
         udp,
+        ndi: ndi::NdiSources::start(&context.hello.settings.ndi_discovery_interfaces),
     }))
 }
 
@@ -129,9 +135,10 @@ impl WorkerService for IngestWorker {
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {
                 WorkerReply::JsonItems(self.shared.srt.receiver_stats())
             }
-            WorkerRequest::SrtStats(StatsDirection::Senders)
-            | WorkerRequest::RistStats(_)
-            | WorkerRequest::NdiList => WorkerReply::JsonItems(Vec::new()),
+            WorkerRequest::SrtStats(StatsDirection::Senders) | WorkerRequest::RistStats(_) => {
+                WorkerReply::JsonItems(Vec::new())
+            }
+            WorkerRequest::NdiList => WorkerReply::JsonItems(self.ndi.list()),
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!(inputs = rules.cameras.len(), "rules applied");
                 let rules: Arc<Rules> = Arc::from(rules);

@@ -12,7 +12,7 @@ use crate::srt::{SrtListener, SrtOptions, SrtSocket};
 use crate::ts_input::TsInput;
 use crate::udp::IngestShared;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -243,13 +243,6 @@ pub fn listen(
 /// Dials the remote listener of a `pull` input until `stop`, again after every end.
 pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
     crate::srt::startup();
-    let remote = match format!("{}:{}", camera.ip, camera.port).parse::<SocketAddr>() {
-        Ok(remote) => remote,
-        Err(e) => {
-            tracing::error!(input = %camera.id, error = %e, "SRT pull input needs an ip:port");
-            return;
-        }
-    };
     let options = match SrtOptions::from_parameters(&camera.parameters) {
         Ok(options) => options,
         Err(e) => {
@@ -260,7 +253,23 @@ pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: Cancellatio
     let key = StreamKey::new(camera.app.clone(), camera.stream.clone());
     let mut backoff = FIRST_BACKOFF;
     while !stop.is_cancelled() {
-        match SrtSocket::connect(remote, &options, Duration::from_secs(3)) {
+        // `ip` may be a host name: resolved again for every call (this thread may block).
+        let resolved = (camera.ip.as_str(), camera.port)
+            .to_socket_addrs()
+            .map(|mut addrs| addrs.next());
+        let remote = match resolved {
+            Ok(Some(remote)) => remote,
+            Ok(None) | Err(_) => {
+                tracing::warn!(input = %camera.id, host = %camera.ip, "SRT pull input: host not resolved");
+                SocketAddr::from(([0, 0, 0, 0], 0))
+            }
+        };
+        let connected = if remote.port() == 0 {
+            Err(crate::srt::SrtError::Config("unresolved host".into()))
+        } else {
+            SrtSocket::connect(remote, &options, Duration::from_secs(3))
+        };
+        match connected {
             Ok(socket) => {
                 backoff = FIRST_BACKOFF;
                 tracing::info!(input = %camera.id, %remote, "SRT connected");

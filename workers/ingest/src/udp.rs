@@ -49,6 +49,9 @@ pub struct UdpReceivers {
     shared: Arc<IngestShared>,
     shutdown: CancellationToken,
     sockets: Mutex<Vec<Arc<InheritedUdpSocket>>>,
+    /// The SRT threads of the current set: the next set's listeners wait for them to
+    /// end, so two libsrt listeners never read one socket at the same time.
+    srt_threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Stops the tasks of the current socket set.
     current: Mutex<CancellationToken>,
 }
@@ -60,6 +63,7 @@ impl UdpReceivers {
             shared,
             shutdown,
             sockets: Mutex::default(),
+            srt_threads: Mutex::default(),
             current,
         }
     }
@@ -76,20 +80,28 @@ impl UdpReceivers {
         self.restart(rules);
     }
 
+    fn keep(&self, thread: Option<std::thread::JoinHandle<()>>) {
+        locked(&self.srt_threads).extend(thread);
+    }
+
     /// Restarts every receive task with the inputs `rules` describe.
     pub fn restart(&self, rules: &Rules) {
         let next = self.shutdown.child_token();
         let previous = std::mem::replace(&mut *locked(&self.current), next.clone());
         previous.cancel();
+        // Taken once: every new SRT thread waits until all of the previous set ended.
+        let previous_srt = Arc::new(Mutex::new(std::mem::take(&mut *locked(&self.srt_threads))));
         for camera in rules
             .cameras
             .iter()
             .filter(|c| c.protocol == "srt" && c.receive_mode == "pull")
         {
             let (camera, shared, stop) = (camera.clone(), Arc::clone(&self.shared), next.clone());
-            spawn_thread("srt-caller", move || {
+            let previous_srt = Arc::clone(&previous_srt);
+            self.keep(spawn_thread("srt-caller", move || {
+                wait_for(&previous_srt);
                 crate::srt_input::call(camera, shared, stop)
-            });
+            }));
         }
         for inherited in locked(&self.sockets).iter() {
             if inherited.spec.role == ListenerRole::Srt {
@@ -101,9 +113,11 @@ impl UdpReceivers {
                 if let Some(camera) = camera {
                     let (inherited, camera) = (Arc::clone(inherited), camera.clone());
                     let (shared, stop) = (Arc::clone(&self.shared), next.clone());
-                    spawn_thread("srt-listener", move || {
+                    let previous_srt = Arc::clone(&previous_srt);
+                    self.keep(spawn_thread("srt-listener", move || {
+                        wait_for(&previous_srt);
                         crate::srt_input::listen(inherited, camera, shared, stop)
-                    });
+                    }));
                 }
                 // libsrt owns what arrives on an SRT socket: nothing else may read it.
                 continue;
@@ -131,14 +145,27 @@ impl UdpReceivers {
     }
 }
 
+/// Waits until every thread in `threads` ended (the first caller joins them, the others
+/// wait for it on the lock).
+fn wait_for(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
+    let mut threads = locked(threads);
+    for thread in threads.drain(..) {
+        let _ = thread.join();
+    }
+}
+
 /// Runs `work` on a named thread (libsrt blocks); a failure to start is logged.
-fn spawn_thread(name: &str, work: impl FnOnce() + Send + 'static) {
-    if let Err(e) = std::thread::Builder::new()
+fn spawn_thread(
+    name: &str,
+    work: impl FnOnce() + Send + 'static,
+) -> Option<std::thread::JoinHandle<()>> {
+    let spawned = std::thread::Builder::new()
         .name(name.to_owned())
-        .spawn(work)
-    {
+        .spawn(work);
+    if let Err(e) = &spawned {
         tracing::error!(thread = name, error = %e, "thread not started");
     }
+    spawned.ok()
 }
 
 /// The `udp` input configured at `addr`.

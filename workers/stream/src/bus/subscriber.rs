@@ -94,7 +94,7 @@ async fn relay_frames(
                 Ok(publishing) => claim = Some((publishing, header.generation)),
                 Err(_) => {
                     // A local publisher has the name: it wins, the relay waits.
-                    tracing::warn!(stream = %relay.key, producer = %relay.producer, "stream published locally too; relay not played here");
+                    strom_worker_runtime::limited_log!(warn, 3, Duration::from_secs(10); stream = %relay.key, producer = %relay.producer, "stream published locally too; relay not played here");
                     continue;
                 }
             }
