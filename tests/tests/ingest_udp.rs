@@ -116,6 +116,21 @@ fn mpegts_over_udp_plays_over_rtmp_and_hls() {
     let server = start("127.0.0.1", port, "");
     let mut sender = send_ts(&format!("udp://127.0.0.1:{port}?pkt_size=1316"));
     plays_over_rtmp_and_hls(&server);
+    // The sender is listed as a session of the stream.
+    let (_, sessions) = server.get("/manage/sessions");
+    let sender_session = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "MPEGTS")
+        .unwrap_or_else(|| panic!("{sessions}"))
+        .clone();
+    assert_eq!(sender_session["stream"], "cam", "{sender_session}");
+    assert_eq!(sender_session["client_ip"], "127.0.0.1", "{sender_session}");
+    assert!(
+        sender_session["bytes_recv"].as_u64().unwrap() > 0,
+        "{sender_session}"
+    );
     // The sender stops: the input goes offline and the stream ends.
     let _ = sender.stop_and_stderr();
     wait_for(LIVE, "the stream gone after the sender stopped", || {
@@ -125,6 +140,15 @@ fn mpegts_over_udp_plays_over_rtmp_and_hls() {
     .unwrap_or_else(|| panic!("still live; log:\n{}", server.log()));
     let (_, status) = server.get("/manage/mpeg2ts_status");
     assert_eq!(status["Cameras"][0]["st"], "offline", "{status}");
+    let (_, sessions) = server.get("/manage/sessions");
+    assert!(
+        !sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["type"] == "MPEGTS"),
+        "{sessions}"
+    );
     assert!(
         server.log().contains("input stopped sending"),
         "{}",

@@ -92,6 +92,15 @@ impl IngestWorker {
             .collect()
     }
 
+    /// Contributors: SRT connections and the senders of live `udp` inputs.
+    fn sessions(&self) -> Vec<SessionInfo> {
+        let statuses: Vec<_> = locked(&self.shared.status).values().cloned().collect();
+        let mut sessions = self.shared.srt.sessions();
+        sessions.extend(statuses.iter().filter_map(|status| status.session()));
+        sessions.sort_by_key(|s| s.id);
+        sessions
+    }
+
     /// The streams the inputs publish, as `rtmp_status` lists them.
     fn live_streams(&self) -> Vec<LiveStream> {
         self.shared
@@ -113,9 +122,9 @@ impl IngestWorker {
 impl WorkerService for IngestWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.srt.sessions()),
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
-                let sessions = self.shared.srt.sessions();
+                let sessions = self.sessions();
                 strom_ipc::paging::sessions_page(
                     sessions.iter().map(|s| (s.id, s)),
                     after_id,

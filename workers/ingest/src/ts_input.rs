@@ -3,7 +3,7 @@
 //! input's `app/stream`. The stream is claimed at the first frame and released when the
 //! sender stops, so an input that is configured but silent is not live.
 
-use crate::input_status::InputStatus;
+use crate::input_status::{Contributor, InputStatus};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use strom_ipc::status::{TsElementaryStream, TsProgram};
@@ -64,6 +64,16 @@ impl TsInput {
         }
         if self.claim.is_none() {
             self.claim = self.take(sender);
+            if self.claim.is_some() && self.protocol == "MPEGTS" {
+                self.status.set_contributor(Some(Contributor {
+                    session_id: self.ids.next_id(),
+                    app: self.key.app.clone(),
+                    stream: self.key.stream.clone(),
+                    sender,
+                    created: unix_now(),
+                    bytes_before: self.status.total_bytes(),
+                }));
+            }
         }
         match &self.claim {
             Some(claim) => {
@@ -79,6 +89,7 @@ impl TsInput {
     pub fn stopped(&mut self) {
         if let Some(claim) = self.claim.take() {
             claim.release();
+            self.status.set_contributor(None);
             tracing::info!(input = %self.id, stream = %self.key, "input stopped sending: stream ended");
         }
         self.demuxer = TsDemuxer::new(None);
