@@ -195,6 +195,16 @@ impl SrtListener {
             call: "dup",
             message: e.to_string(),
         })?;
+        // libsrt's receive thread expects a blocking socket: on a non-blocking one (the
+        // worker runtime adopts lent sockets non-blocking for tokio) it spins on EAGAIN
+        // and burns a core. The flag belongs to the open file, which every copy of this
+        // socket shares; nothing else reads an SRT socket.
+        socket2::SockRef::from(&dup)
+            .set_nonblocking(false)
+            .map_err(|e| SrtError::Call {
+                call: "fcntl",
+                message: e.to_string(),
+            })?;
         // SAFETY: `owned.0` is a socket we created; `dup` is an open UDP fd we own.
         // libsrt only calls getsockname/setsockopt on it and keeps it on success.
         let rc = unsafe { ffi::srt_bind_acquire(owned.0, dup.as_raw_fd()) };

@@ -372,6 +372,8 @@ fn connected_pair(options: &SrtOptions) -> (SrtListener, SrtSocket, SrtSocket) {
 #[test]
 fn srt_listener_on_a_lent_udp_socket_receives_messages_in_order() {
     let udp = UdpSocket::bind(LOCALHOST).unwrap();
+    // Lent sockets arrive non-blocking (the worker runtime adopts them for tokio).
+    udp.set_nonblocking(true).unwrap();
     let udp_addr = udp.local_addr().unwrap();
     let listener_options = SrtOptions {
         passphrase: Some(PASSPHRASE.into()),
@@ -379,6 +381,8 @@ fn srt_listener_on_a_lent_udp_socket_receives_messages_in_order() {
         ..SrtOptions::default()
     };
     let listener = SrtListener::bind_acquire(udp.as_fd(), &listener_options, 4).unwrap();
+    // libsrt's receive thread gets a blocking socket (on a non-blocking one it spins).
+    assert!(!socket2::SockRef::from(&udp).nonblocking().unwrap());
     // The caller's socket is still open and its own.
     assert_eq!(udp.local_addr().unwrap(), udp_addr);
     assert_eq!(listener.local_addr().unwrap(), udp_addr);
