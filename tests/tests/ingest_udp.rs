@@ -197,3 +197,71 @@ fn garbage_datagrams_make_no_stream() {
     let (status, streams) = server.get("/manage/rtmp_status");
     assert_eq!((status, streams), (200, serde_json::json!([])));
 }
+
+/// A flood of garbage at one input (as fast as this machine sends it) neither becomes a
+/// stream nor disturbs another input's live stream.
+#[test]
+fn a_garbage_flood_at_one_input_leaves_another_alone() {
+    let (good_port, junk_port) = (free_port(), free_port());
+    let server = Server::start("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1, "protocols": ["HLS"]}},
+ "Cameras": [{{"id": "good", "ip": "127.0.0.1", "port": {good_port}, "protocol": "udp", "app": "live", "stream": "good"}},
+             {{"id": "junk", "ip": "127.0.0.1", "port": {junk_port}, "protocol": "udp", "app": "live", "stream": "junk"}}]}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.wait_ready();
+    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+    let mut sender = send_ts(&format!("udp://127.0.0.1:{good_port}?pkt_size=1316"));
+    wait_live(&server, "live", "good", LIVE)
+        .unwrap_or_else(|| panic!("not live; log:\n{}", server.log()));
+
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut noise = 0x9e37_79b9u32;
+    let mut datagram = vec![0u8; 1316];
+    let started = std::time::Instant::now();
+    let mut sent = 0u64;
+    while started.elapsed() < Duration::from_secs(3) {
+        for byte in datagram.iter_mut() {
+            noise ^= noise << 13;
+            noise ^= noise >> 17;
+            noise ^= noise << 5;
+            *byte = noise as u8;
+        }
+        // Every 8th datagram starts like TS, so the demuxer keeps finding sync bytes.
+        if sent.is_multiple_of(8) {
+            datagram[0] = 0x47;
+        }
+        if socket.send_to(&datagram, ("127.0.0.1", junk_port)).is_ok() {
+            sent += 1;
+        }
+    }
+    eprintln!("sent {sent} garbage datagrams in 3 s");
+
+    let rtmp = probe_streams(&rtmp_url(&server, "live/good"));
+    assert!(
+        rtmp.contains(&"h264,video,320,240".to_owned()),
+        "RTMP: {rtmp:?}"
+    );
+    let (_, status) = server.get("/manage/mpeg2ts_status");
+    let cameras = status["Cameras"].as_array().unwrap();
+    let junk = cameras.iter().find(|c| c["id"] == "junk").unwrap();
+    assert!(
+        junk["tr"].as_str().unwrap().parse::<u64>().unwrap() > 0,
+        "{junk}"
+    );
+    let (_, streams) = server.get("/manage/rtmp_status");
+    let names: Vec<&str> = streams[0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["strm"].as_str())
+        .collect();
+    assert_eq!(names, ["good"], "{streams}");
+    assert!(sender.running(), "the good input's sender is still sending");
+    let _ = sender.stop_and_stderr();
+}
