@@ -342,3 +342,33 @@ fn an_ingest_crash_during_an_srt_push_heals_itself() {
     let _ = sender.stop_and_stderr();
     let _ = caller.stop_and_stderr();
 }
+
+#[test]
+fn rendezvous_with_srt_live_transmit() {
+    require_tool("srt-live-transmit", "srt-tools");
+    let (udp_port, tool_port, our_port) = (free_port(), free_port(), free_port());
+    let mut peer = Proc(
+        Command::new("srt-live-transmit")
+            .args([
+                &format!("udp://127.0.0.1:{udp_port}"),
+                &format!("srt://127.0.0.1:{our_port}?mode=rendezvous&port={tool_port}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let server = start(&format!(
+        r#"{{"id": "rv", "ip": "127.0.0.1", "port": {tool_port}, "protocol": "srt", "receive_mode": "rendezvous", "app": "live", "stream": "met",
+  "parameters": [{{"name": "local_ip", "value": "127.0.0.1"}}, {{"name": "local_port", "value": "{our_port}"}}]}}"#
+    ));
+    let mut sender = send(
+        &format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"),
+        "libx264",
+    );
+    let entry = wait_tracks(&server, "met");
+    assert_eq!(entry["protocol"], "SRT", "{entry}");
+    let _ = sender.stop_and_stderr();
+    let _ = peer.stop_and_stderr();
+}

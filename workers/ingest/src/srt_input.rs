@@ -241,6 +241,26 @@ pub fn listen(
 }
 
 /// Dials the remote listener of a `pull` input until `stop`, again after every end.
+/// The local address of a `rendezvous` input: `local_ip` (required by validation) and
+/// `local_port` (default: the remote port, as SRT rendezvous peers usually use).
+fn rendezvous_local(camera: &CameraSettings) -> Option<SocketAddr> {
+    let parameter = |name: &str| {
+        camera
+            .parameters
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    };
+    let ip = parameter("local_ip")?.parse().ok()?;
+    let port = match parameter("local_port") {
+        Some(port) => port.parse().ok()?,
+        None => camera.port,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+/// Dials the remote side of a `pull` input (or meets it, `rendezvous`) until `stop`,
+/// again after every end.
 pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
     crate::srt::startup();
     let options = match SrtOptions::from_parameters(&camera.parameters) {
@@ -264,10 +284,17 @@ pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: Cancellatio
                 SocketAddr::from(([0, 0, 0, 0], 0))
             }
         };
-        let connected = if remote.port() == 0 {
-            Err(crate::srt::SrtError::Config("unresolved host".into()))
-        } else {
-            SrtSocket::connect(remote, &options, Duration::from_secs(3))
+        let connected = match (remote.port(), camera.receive_mode.as_str()) {
+            (0, _) => Err(crate::srt::SrtError::Config("unresolved host".into())),
+            (_, "rendezvous") => match rendezvous_local(&camera) {
+                Some(local) => {
+                    SrtSocket::rendezvous(local, remote, &options, Duration::from_secs(3))
+                }
+                None => Err(crate::srt::SrtError::Config(
+                    "rendezvous needs local_ip (and a valid local_port)".into(),
+                )),
+            },
+            _ => SrtSocket::connect(remote, &options, Duration::from_secs(3)),
         };
         match connected {
             Ok(socket) => {

@@ -91,11 +91,9 @@ impl UdpReceivers {
         previous.cancel();
         // Taken once: every new SRT thread waits until all of the previous set ended.
         let previous_srt = Arc::new(Mutex::new(std::mem::take(&mut *locked(&self.srt_threads))));
-        for camera in rules
-            .cameras
-            .iter()
-            .filter(|c| c.protocol == "srt" && c.receive_mode == "pull")
-        {
+        for camera in rules.cameras.iter().filter(|c| {
+            c.protocol == "srt" && matches!(c.receive_mode.as_str(), "pull" | "rendezvous")
+        }) {
             let (camera, shared, stop) = (camera.clone(), Arc::clone(&self.shared), next.clone());
             let previous_srt = Arc::clone(&previous_srt);
             self.keep(spawn_thread("srt-caller", move || {

@@ -39,7 +39,10 @@ pub(super) fn validate_all(list: Vec<RawCamera>) -> Result<Vec<CameraSettings>, 
     })?;
     let listening: Vec<Option<String>> = cameras
         .iter()
-        .map(|c| (c.receive_mode != "pull").then(|| format!("{}:{}", c.ip, c.port)))
+        .map(|c| {
+            (!matches!(c.receive_mode.as_str(), "pull" | "rendezvous"))
+                .then(|| format!("{}:{}", c.ip, c.port))
+        })
         .collect();
     for (i, key) in listening.iter().enumerate() {
         let Some(key) = key else { continue };
@@ -62,8 +65,11 @@ impl RawCamera {
             }
             ("srt" | "rist", None) => "listen",
             ("srt" | "rist", Some(mode @ ("listen" | "pull"))) => mode,
+            ("srt", Some("rendezvous")) => "rendezvous",
             ("srt" | "rist", Some(other)) => {
-                let message = format!("expected \"listen\" or \"pull\", got {other:?}");
+                let message = format!(
+                    "expected \"listen\" or \"pull\" (\"rendezvous\" for srt), got {other:?}"
+                );
                 return Err(FieldError::new("receive_mode", message));
             }
             (other, _) => {
@@ -73,7 +79,15 @@ impl RawCamera {
         };
         // A pulled input names the remote side, which may be a host name; otherwise `ip`
         // is the local address to receive on.
-        if receive_mode == "pull" {
+        if receive_mode == "rendezvous" {
+            // The worker binds the local side itself: its address must be named.
+            let local = self.parameters.iter().find(|p| p.name == "local_ip");
+            if local.is_none_or(|p| p.value.parse::<IpAddr>().is_err()) {
+                let message = "a rendezvous input needs the parameter local_ip (an IP address)";
+                return Err(FieldError::new("parameters", message));
+            }
+        }
+        if matches!(receive_mode, "pull" | "rendezvous") {
             if self.ip.is_empty() || self.ip.chars().any(char::is_whitespace) {
                 let message = format!("expected a host name or IP address, got {:?}", self.ip);
                 return Err(FieldError::new("ip", message));

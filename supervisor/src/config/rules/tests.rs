@@ -338,6 +338,14 @@ fn semantic_errors_name_the_json_path() {
             "Cameras[0].receive_mode: expected \"listen\" or \"pull\"",
         ),
         (
+            r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "srt", "receive_mode": "rendezvous"}]}"#,
+            "Cameras[0].parameters: a rendezvous input needs the parameter local_ip",
+        ),
+        (
+            r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "rist", "receive_mode": "rendezvous"}]}"#,
+            "Cameras[0].receive_mode: expected \"listen\" or \"pull\"",
+        ),
+        (
             r#"{"Cameras": [{"id": "c", "ip": "host", "port": 1, "protocol": "srt"}]}"#,
             "Cameras[0].ip: expected an IP address",
         ),
