@@ -205,18 +205,10 @@ fn h265_over_srt_plays_over_hls() {
 fn strom_pulls_from_srt_live_transmit() {
     require_tool("srt-live-transmit", "srt-tools");
     let (udp_port, srt_port) = (free_port(), free_port());
-    let mut relay = Proc(
-        Command::new("srt-live-transmit")
-            .args([
-                &format!("udp://127.0.0.1:{udp_port}"),
-                &format!("srt://127.0.0.1:{srt_port}?mode=listener"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut relay = srt_live_transmit(&[
+        &format!("udp://127.0.0.1:{udp_port}"),
+        &format!("srt://127.0.0.1:{srt_port}?mode=listener"),
+    ]);
     let server = start(&format!(
         r#"{{"id": "pull", "ip": "127.0.0.1", "port": {srt_port}, "protocol": "srt", "receive_mode": "pull", "app": "live", "stream": "pulled"}}"#
     ));
@@ -233,6 +225,20 @@ fn strom_pulls_from_srt_live_transmit() {
     );
     let _ = sender.stop_and_stderr();
     let _ = relay.stop_and_stderr();
+}
+
+/// `srt-live-transmit` with `args` (Debian package srt-tools), killed when dropped.
+fn srt_live_transmit(args: &[&str]) -> Proc {
+    require_tool("srt-live-transmit", "srt-tools");
+    Proc(
+        Command::new("srt-live-transmit")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 /// The text at `url` (curl), empty when it cannot be fetched.
@@ -268,19 +274,11 @@ fn an_ingest_crash_during_an_srt_push_heals_itself() {
     let mut rtmp_publisher = common::media::publish(&rtmp_url(&server, "live/other"));
     wait_live(&server, "live", "other", LIVE).expect("RTMP stream live");
     let mut rtmp_player = common::media::play(&rtmp_url(&server, "live/other"));
-    let mut caller = Proc(
-        Command::new("srt-live-transmit")
-            .args([
-                "-a:yes",
-                &format!("udp://127.0.0.1:{udp_port}"),
-                &format!("srt://127.0.0.1:{srt_port}?passphrase={PASSPHRASE}"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut caller = srt_live_transmit(&[
+        "-a:yes",
+        &format!("udp://127.0.0.1:{udp_port}"),
+        &format!("srt://127.0.0.1:{srt_port}?passphrase={PASSPHRASE}"),
+    ]);
     let mut sender = send(
         &format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"),
         "libx264",
@@ -347,18 +345,10 @@ fn an_ingest_crash_during_an_srt_push_heals_itself() {
 fn rendezvous_with_srt_live_transmit() {
     require_tool("srt-live-transmit", "srt-tools");
     let (udp_port, tool_port, our_port) = (free_port(), free_port(), free_port());
-    let mut peer = Proc(
-        Command::new("srt-live-transmit")
-            .args([
-                &format!("udp://127.0.0.1:{udp_port}"),
-                &format!("srt://127.0.0.1:{our_port}?mode=rendezvous&port={tool_port}"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut peer = srt_live_transmit(&[
+        &format!("udp://127.0.0.1:{udp_port}"),
+        &format!("srt://127.0.0.1:{our_port}?mode=rendezvous&port={tool_port}"),
+    ]);
     let server = start(&format!(
         r#"{{"id": "rv", "ip": "127.0.0.1", "port": {tool_port}, "protocol": "srt", "receive_mode": "rendezvous", "app": "live", "stream": "met",
   "parameters": [{{"name": "local_ip", "value": "127.0.0.1"}}, {{"name": "local_port", "value": "{our_port}"}}]}}"#
