@@ -23,6 +23,10 @@ import socket
 import sys
 import time
 
+# Shared with the HLS serving benchmark (its latency poller is used by run.sh too).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hls_serving"))
+from hlsbench import percentile  # noqa: E402
+
 
 def now_ms():
     return time.time() * 1000.0
@@ -114,15 +118,6 @@ def read_keys(path):
             if len(parts) == 2 and parts[1] != "-1":
                 keys.setdefault(int(parts[1]), float(parts[0]))
     return keys
-
-
-def percentile(values, p):
-    """Nearest rank."""
-    if not values:
-        return None
-    v = sorted(values)
-    k = max(1, -(-len(v) * p // 100))
-    return round(v[int(k) - 1], 1)
 
 
 def transit(tap_log, sink_log, from_ms):

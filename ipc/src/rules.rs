@@ -250,6 +250,16 @@ pub struct CameraSettings {
     pub stream: String,
 }
 
+impl CameraSettings {
+    /// The value of parameter `name`, if the entry sets it.
+    pub fn parameter(&self, name: &str) -> Option<&str> {
+        self.parameters
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
 /// When a pulled source is pulled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PullMode {

@@ -127,3 +127,13 @@ pub(crate) fn aac_track(asc: &str) -> crate::sample::AudioTrack {
         record,
     }
 }
+
+/// A 4-byte length-prefixed sample of `nals` (MP4 sample form).
+pub(crate) fn length_prefixed(nals: &[&[u8]]) -> bytes::Bytes {
+    let mut data = Vec::new();
+    for nal in nals {
+        data.extend_from_slice(&(nal.len() as u32).to_be_bytes());
+        data.extend_from_slice(nal);
+    }
+    bytes::Bytes::from(data)
+}

@@ -10,7 +10,7 @@ use super::access_unit::{AVC, HEVC};
 use super::pes::read_timestamp;
 use super::*;
 use crate::aac::AacConfig;
-use crate::test_vectors::{aac_track, h264_track, h265_track, hex};
+use crate::test_vectors::{aac_track, h264_track, h265_track, hex, length_prefixed};
 
 // ---- a minimal TS reader -------------------------------------------------
 
@@ -173,16 +173,6 @@ fn tracks(video: Option<VideoTrack>, audio: bool) -> Tracks {
         video,
         audio: audio.then(|| aac_track("1210")),
     }
-}
-
-/// A 4-byte length-prefixed sample of `nals`.
-fn length_prefixed(nals: &[&[u8]]) -> Bytes {
-    let mut data = Vec::new();
-    for nal in nals {
-        data.extend_from_slice(&(nal.len() as u32).to_be_bytes());
-        data.extend_from_slice(nal);
-    }
-    Bytes::from(data)
 }
 
 fn video(dts: i64, pts: i64, keyframe: bool, nals: &[&[u8]]) -> Sample {

@@ -6,20 +6,11 @@ use bytes::Bytes;
 
 use super::*;
 use crate::sample::{Sample, TrackKind, Tracks};
-use crate::test_vectors::{aac_track, h264_track, h265_track};
+use crate::test_vectors::{aac_track, h264_track, h265_track, length_prefixed};
 use crate::track_info::{self, TrackInfo};
 use crate::ts::TsMuxer;
 
 // ---- helpers ---------------------------------------------------------------
-
-fn length_prefixed(nals: &[&[u8]]) -> Bytes {
-    let mut data = Vec::new();
-    for nal in nals {
-        data.extend_from_slice(&(nal.len() as u32).to_be_bytes());
-        data.extend_from_slice(nal);
-    }
-    Bytes::from(data)
-}
 
 fn video(dts: i64, pts: i64, keyframe: bool, n: u8) -> Sample {
     let first: u8 = if keyframe { 0x65 } else { 0x41 };

@@ -182,11 +182,16 @@ pub fn requested_stream(stream_id: &str) -> Result<Option<StreamKey>, String> {
 
 fn max_callers(camera: &CameraSettings) -> usize {
     camera
-        .parameters
-        .iter()
-        .find(|(name, _)| name == "max_callers")
-        .and_then(|(_, value)| value.parse().ok())
+        .parameter("max_callers")
+        .and_then(|value| value.parse().ok())
         .unwrap_or(DEFAULT_MAX_CALLERS)
+}
+
+/// The SRT options of `camera`'s parameters; `None` (logged) when they are invalid.
+fn options_of(camera: &CameraSettings) -> Option<SrtOptions> {
+    SrtOptions::from_parameters(&camera.parameters)
+        .inspect_err(|e| tracing::error!(input = %camera.id, error = %e, "SRT input not started"))
+        .ok()
 }
 
 /// Runs a listening SRT input on the lent socket until `stop`.
@@ -197,12 +202,8 @@ pub fn listen(
     stop: CancellationToken,
 ) {
     crate::srt::startup();
-    let options = match SrtOptions::from_parameters(&camera.parameters) {
-        Ok(options) => options,
-        Err(e) => {
-            tracing::error!(input = %camera.id, error = %e, "SRT input not started");
-            return;
-        }
+    let Some(options) = options_of(&camera) else {
+        return;
     };
     let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), &options, 16) {
         Ok(listener) => listener,
@@ -240,19 +241,11 @@ pub fn listen(
     }
 }
 
-/// Dials the remote listener of a `pull` input until `stop`, again after every end.
 /// The local address of a `rendezvous` input: `local_ip` (required by validation) and
 /// `local_port` (default: the remote port, as SRT rendezvous peers usually use).
 fn rendezvous_local(camera: &CameraSettings) -> Option<SocketAddr> {
-    let parameter = |name: &str| {
-        camera
-            .parameters
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    };
-    let ip = parameter("local_ip")?.parse().ok()?;
-    let port = match parameter("local_port") {
+    let ip = camera.parameter("local_ip")?.parse().ok()?;
+    let port = match camera.parameter("local_port") {
         Some(port) => port.parse().ok()?,
         None => camera.port,
     };
@@ -263,12 +256,8 @@ fn rendezvous_local(camera: &CameraSettings) -> Option<SocketAddr> {
 /// again after every end.
 pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
     crate::srt::startup();
-    let options = match SrtOptions::from_parameters(&camera.parameters) {
-        Ok(options) => options,
-        Err(e) => {
-            tracing::error!(input = %camera.id, error = %e, "SRT input not started");
-            return;
-        }
+    let Some(options) = options_of(&camera) else {
+        return;
     };
     let key = StreamKey::new(camera.app.clone(), camera.stream.clone());
     let mut backoff = FIRST_BACKOFF;

@@ -103,11 +103,7 @@ impl UdpReceivers {
         }
         for inherited in locked(&self.sockets).iter() {
             if inherited.spec.role == ListenerRole::Srt {
-                let camera = rules.cameras.iter().find(|camera| {
-                    camera.protocol == "srt"
-                        && camera.port == inherited.spec.addr.port()
-                        && camera.ip.parse::<IpAddr>().ok() == Some(inherited.spec.addr.ip())
-                });
+                let camera = camera_at(rules, "srt", inherited.spec.addr);
                 if let Some(camera) = camera {
                     let (inherited, camera) = (Arc::clone(inherited), camera.clone());
                     let (shared, stop) = (Arc::clone(&self.shared), next.clone());
@@ -121,7 +117,7 @@ impl UdpReceivers {
                 continue;
             }
             let input = match inherited.spec.role {
-                ListenerRole::Udp => camera_at(rules, inherited.spec.addr).map(|camera| {
+                ListenerRole::Udp => camera_at(rules, "udp", inherited.spec.addr).map(|camera| {
                     TsInput::new(
                         camera.id.clone(),
                         StreamKey::new(camera.app.clone(), camera.stream.clone()),
@@ -166,21 +162,13 @@ fn spawn_thread(
     spawned.ok()
 }
 
-/// The `udp` input configured at `addr`.
-fn camera_at(rules: &Rules, addr: SocketAddr) -> Option<&CameraSettings> {
+/// The input of `protocol` configured to receive at `addr`.
+fn camera_at<'a>(rules: &'a Rules, protocol: &str, addr: SocketAddr) -> Option<&'a CameraSettings> {
     rules.cameras.iter().find(|camera| {
-        camera.protocol == "udp"
+        camera.protocol == protocol
             && camera.port == addr.port()
             && camera.ip.parse::<IpAddr>().ok() == Some(addr.ip())
     })
-}
-
-fn parameter<'a>(camera: &'a CameraSettings, name: &str) -> Option<&'a str> {
-    camera
-        .parameters
-        .iter()
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.as_str())
 }
 
 /// Joins the multicast group a `udp` input listens on again where its parameters ask
@@ -194,10 +182,10 @@ fn join_multicast(inherited: &InheritedUdpSocket, rules: &Rules) {
     if !group.is_multicast() {
         return;
     }
-    let camera = camera_at(rules, inherited.spec.addr);
+    let camera = camera_at(rules, "udp", inherited.spec.addr);
     let address = |name| {
         camera
-            .and_then(|camera| parameter(camera, name))
+            .and_then(|camera| camera.parameter(name))
             .and_then(|value| value.parse::<Ipv4Addr>().ok())
     };
     if address("interface").is_none() && address("source").is_none() {

@@ -366,16 +366,7 @@ impl SrtSocket {
         options: &SrtOptions,
         timeout: Duration,
     ) -> Result<Self, SrtError> {
-        let owned = Owned::create(options)?;
-        options.apply_stream_id(owned.0)?;
-        set_int(
-            owned.0,
-            ffi::SRTO_CONNTIMEO,
-            millis(timeout),
-            "setsockflag SRTO_CONNTIMEO",
-        )?;
-        connect_addr(owned.0, addr)?;
-        Ok(Self::from_owned(owned))
+        Self::dial(None, addr, options, timeout)
     }
 
     /// Rendezvous mode: binds `local` and connects to `remote` (`SRTO_RENDEZVOUS`),
@@ -386,21 +377,35 @@ impl SrtSocket {
         options: &SrtOptions,
         timeout: Duration,
     ) -> Result<Self, SrtError> {
+        Self::dial(Some(local), remote, options, timeout)
+    }
+
+    /// Caller (`local` `None`) or rendezvous from `local`: connects to `remote`.
+    fn dial(
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        options: &SrtOptions,
+        timeout: Duration,
+    ) -> Result<Self, SrtError> {
         let owned = Owned::create(options)?;
         options.apply_stream_id(owned.0)?;
-        set_int(
-            owned.0,
-            ffi::SRTO_RENDEZVOUS,
-            1,
-            "setsockflag SRTO_RENDEZVOUS",
-        )?;
+        if local.is_some() {
+            set_int(
+                owned.0,
+                ffi::SRTO_RENDEZVOUS,
+                1,
+                "setsockflag SRTO_RENDEZVOUS",
+            )?;
+        }
         set_int(
             owned.0,
             ffi::SRTO_CONNTIMEO,
             millis(timeout),
             "setsockflag SRTO_CONNTIMEO",
         )?;
-        bind_addr(owned.0, local)?;
+        if let Some(local) = local {
+            bind_addr(owned.0, local)?;
+        }
         connect_addr(owned.0, remote)?;
         Ok(Self::from_owned(owned))
     }
