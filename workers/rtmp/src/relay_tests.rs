@@ -17,6 +17,38 @@ use strom_stream::{Hub, PublisherInfo, StreamKey};
 use strom_worker_runtime::{SessionIds, WorkerService};
 use tokio_util::sync::CancellationToken;
 
+/// An avcC record (High profile, level 3.1) with one SPS and one PPS.
+const AVCC: [u8; 19] = [
+    0x01, 0x64, 0x00, 0x1f, 0xff, 0xe1, 0x00, 0x04, 0x67, 0x64, 0x00, 0x1f, 0x01, 0x00, 0x04, 0x68,
+    0xee, 0x3c, 0x80,
+];
+
+/// A hub served on a real bus socket in `dir`, as another worker process serves it.
+fn another_worker(dir: &std::path::Path) -> (Hub, std::path::PathBuf, CancellationToken) {
+    let bus_path = dir.join("ingest.sock");
+    let hub = Hub::default();
+    let stop = CancellationToken::new();
+    tokio::spawn(producer::serve(
+        strom_worker_runtime::bus::bind(&bus_path).unwrap(),
+        hub.clone(),
+        Arc::new(SessionIds::new(9)),
+        stop.clone(),
+    ));
+    (hub, bus_path, stop)
+}
+
+/// The producer-side publisher of the relayed stream.
+fn publisher(session_id: u64) -> PublisherInfo {
+    PublisherInfo {
+        session_id,
+        ip: "192.0.2.7".into(),
+        publish_time: 0,
+        query: String::new(),
+        source_url: None,
+        relayed_from: None,
+    }
+}
+
 fn avc(keyframe: bool, packet_type: u8, composition: u8, body: &[u8]) -> Bytes {
     let mut out = vec![
         if keyframe { 0x17 } else { 0x27 },
@@ -33,15 +65,7 @@ fn avc(keyframe: bool, packet_type: u8, composition: u8, body: &[u8]) -> Bytes {
 async fn a_stream_produced_by_another_worker_plays_byte_identical() {
     let mut server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let bus_path = dir.path().join("ingest.sock");
-    let producer_hub = Hub::default();
-    let stop = CancellationToken::new();
-    tokio::spawn(producer::serve(
-        strom_worker_runtime::bus::bind(&bus_path).unwrap(),
-        producer_hub.clone(),
-        Arc::new(SessionIds::new(9)),
-        stop.clone(),
-    ));
+    let (producer_hub, bus_path, stop) = another_worker(dir.path());
     let key = StreamKey::new("live", "remote");
 
     // The player asks first; the registry then says another worker produces the stream.
@@ -64,29 +88,13 @@ async fn a_stream_produced_by_another_worker_plays_byte_identical() {
     })
     .await;
 
-    let publishing = producer_hub
-        .claim(
-            &key,
-            PublisherInfo {
-                session_id: 5,
-                ip: "192.0.2.7".into(),
-                publish_time: 0,
-                query: String::new(),
-                source_url: None,
-                relayed_from: None,
-            },
-        )
-        .unwrap();
+    let publishing = producer_hub.claim(&key, publisher(5)).unwrap();
     let mut metadata = StreamMetadata::new();
     metadata.video_width = Some(320);
     metadata.video_height = Some(240);
-    let avcc = [
-        0x01, 0x64, 0x00, 0x1f, 0xff, 0xe1, 0x00, 0x04, 0x67, 0x64, 0x00, 0x1f, 0x01, 0x00, 0x04,
-        0x68, 0xee, 0x3c, 0x80,
-    ];
     let sent = vec![
         Media::Metadata(metadata.clone()),
-        Media::Video(0, avc(true, 0, 0, &avcc)),
+        Media::Video(0, avc(true, 0, 0, &AVCC)),
         Media::Audio(0, Bytes::from_static(&[0xaf, 0x00, 0x12, 0x10])),
         Media::Video(0, avc(true, 1, 40, &[0, 0, 0, 2, 0x65, 0x88])),
         Media::Audio(21, Bytes::from_static(&[0xaf, 0x01, 0x21, 0x10, 0x04])),
@@ -122,6 +130,77 @@ async fn a_stream_produced_by_another_worker_plays_byte_identical() {
     within("the relay stopping", WAIT, async {
         while producer_hub.reader_count(&key) > 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    stop.cancel();
+}
+
+/// A re-publishing rule that matches a stream produced by another worker relays it in
+/// without any player here, and pushes it to the destination (a second RTMP server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_produced_by_another_worker_is_republished() {
+    use strom_ipc::rules::{AuthSchema, RepublishRule, RuleOwner, Rules};
+    let destination = TestServer::start().await;
+    let mut rules = Rules::default();
+    rules.republish.push(RepublishRule {
+        id: "out".into(),
+        owner: RuleOwner::Api,
+        src_app: "live".into(),
+        src_stream: "remote".into(),
+        dest_addr: destination.addr.ip().to_string(),
+        dest_port: destination.addr.port(),
+        dest_app: "edge".into(),
+        dest_stream: "copy".into(),
+        dest_app_params: String::new(),
+        dest_stream_params: String::new(),
+        auth_schema: AuthSchema::None,
+        dest_login: String::new(),
+        dest_password: String::new(),
+        keep_src_stream_params: false,
+        ssl: false,
+    });
+    let server = TestServer::with_rules(rules).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (producer_hub, bus_path, stop) = another_worker(dir.path());
+    let key = StreamKey::new("live", "remote");
+    server
+        .worker
+        .handle(WorkerRequest::StreamRegistry(vec![StreamLocation {
+            app: "live".into(),
+            stream: "remote".into(),
+            producer: WorkerKind::Ingest,
+            bus_path,
+        }]))
+        .await;
+    within("the relay subscribing without a player", WAIT, async {
+        while producer_hub.reader_count(&key) == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await;
+    let publishing = producer_hub.claim(&key, publisher(6)).unwrap();
+    let copy = StreamKey::new("edge", "copy");
+    within("the push live at the destination", WAIT, async {
+        let mut ms = 0u32;
+        loop {
+            for body in [
+                avc(true, 0, 0, &AVCC),
+                avc(true, 1, 0, &[0, 0, 0, 2, 0x65, 0x88]),
+            ] {
+                publishing.publish(flv_adapter::video_frame(&body, i64::from(ms) * 90).unwrap());
+            }
+            ms += 40;
+            if destination
+                .shared
+                .streams
+                .live()
+                .iter()
+                .any(|s| s.key == copy)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
         }
     })
     .await;
