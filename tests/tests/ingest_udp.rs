@@ -156,6 +156,20 @@ fn mpegts_over_udp_plays_over_rtmp_and_hls() {
     );
 }
 
+/// MPEG-TS in RTP (RFC 2250, what many encoders and IPTV headends send) is detected and
+/// unwrapped per datagram.
+#[test]
+fn rtp_wrapped_mpegts_plays() {
+    let port = free_port();
+    let server = start("127.0.0.1", port, "");
+    let mut sender = publish_as(
+        &format!("rtp://127.0.0.1:{port}?pkt_size=1328"),
+        "rtp_mpegts",
+    );
+    plays_over_rtmp_and_hls(&server);
+    let _ = sender.stop_and_stderr();
+}
+
 #[test]
 fn multicast_mpegts_on_loopback_plays() {
     let port = free_port();
