@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real clients the end-to-end tests use; a test whose tool is missing fails and names it.
-# g++ builds libFuzzer for the fuzz run at the end; libsrt-openssl-dev is the SRT library
-# strom links (the ingest worker's SRT inputs), srt-tools has srt-live-transmit.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools pkg-config)
+# g++ builds libFuzzer for the fuzz run at the end; libsrt-openssl-dev and librist-dev are
+# the SRT and RIST libraries strom links (the ingest worker), srt-tools has
+# srt-live-transmit and rist-tools ristsender/ristreceiver.
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.

@@ -43,13 +43,14 @@ pub fn owner(role: ListenerRole) -> WorkerKind {
     }
 }
 
-/// The datagram role of an input that receives on a local socket; `None` for inputs the
-/// ingest worker dials out to (`receive_mode` `pull`).
+/// The datagram role of an input that receives on a socket the supervisor binds and
+/// lends; `None` for inputs the ingest worker dials out to (`receive_mode` `pull`) and
+/// for every `rist` input: librist binds its own sockets and cannot adopt a lent one, so
+/// the ingest worker binds listening RIST ports itself (README, `Cameras`).
 fn camera_role(protocol: &str, receive_mode: &str) -> Option<ListenerRole> {
     match (protocol, receive_mode) {
         ("udp", _) => Some(ListenerRole::Udp),
         ("srt", "listen") => Some(ListenerRole::Srt),
-        ("rist", "listen") => Some(ListenerRole::Rist),
         _ => None,
     }
 }
@@ -325,8 +326,8 @@ mod tests {
                 (ListenerRole::Udp, "127.0.0.1:5000".to_owned()),
                 (ListenerRole::Udp, "239.1.1.1:5001".to_owned()),
                 (ListenerRole::Srt, "0.0.0.0:9000".to_owned()),
-                (ListenerRole::Rist, "[::]:9002".to_owned()),
-            ]
+            ],
+            "a listening rist input is bound by the ingest worker, not lent"
         );
     }
 

@@ -1,16 +1,20 @@
-//! The `ingest` worker: MPEG-TS inputs over UDP and SRT (RIST to come), and the NDI
-//! source list.
+//! The `ingest` worker: MPEG-TS inputs over UDP, SRT and RIST, and the NDI source list.
 //!
-//! Owns the configured inputs (`Cameras`): each `udp` input's datagrams ([`udp`]) and
-//! each SRT connection's messages ([`srt_input`], over libsrt in [`srt`]) are demuxed
-//! ([`ts_input`]) into the worker's stream hub as their `app/stream`, which the worker
-//! serves on the media bus, so RTMP players, HLS and re-publishing take them like an
-//! RTMP publish. Answers the MPEG-TS status with each input's live state, the SRT
-//! receiver statistics and sessions, and the NDI sources mDNS finds ([`ndi`]); the RIST
-//! lists stay empty until RIST exists.
+//! Owns the configured inputs (`Cameras`): each `udp` input's datagrams ([`udp`]), each
+//! SRT connection's messages ([`srt_input`], over libsrt in [`srt`]) and each RIST
+//! input's blocks ([`rist_input`], over librist in [`rist`]) are demuxed ([`ts_input`])
+//! into the worker's stream hub as their `app/stream`, which the worker serves on the
+//! media bus, so RTMP players, HLS and re-publishing take them like an RTMP publish.
+//! Answers the MPEG-TS status with each input's live state, the SRT receiver
+//! statistics and sessions, librist's receiver stats, and the NDI sources mDNS finds
+//! ([`ndi`]).
 
 mod input_status;
+#[cfg(test)]
+mod layout_table;
 mod ndi;
+pub mod rist;
+mod rist_input;
 pub mod srt;
 mod srt_input;
 mod ts_input;
@@ -30,6 +34,7 @@ pub struct IngestWorker {
     rules: Mutex<Arc<Rules>>,
     shared: Arc<IngestShared>,
     udp: UdpReceivers,
+    rist: rist_input::RistInputs,
     ndi: ndi::NdiSources,
 }
 
@@ -58,12 +63,15 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         status: Mutex::default(),
         srt: Default::default(),
     });
+    let rist = rist_input::RistInputs::new(Arc::clone(&shared), context.shutdown.clone());
+    rist.restart(&context.hello.rules);
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
     udp.replace(context.udp_sockets, &context.hello.rules);
     Ok(Arc::new(IngestWorker {
         rules: Mutex::new(Arc::new(context.hello.rules)),
         shared,
         udp,
+        rist,
         ndi: ndi::NdiSources::start(&context.hello.settings.ndi_discovery_interfaces),
     }))
 }
@@ -110,6 +118,8 @@ impl IngestWorker {
             .filter_map(|stream| {
                 let protocol = if self.shared.srt.carries(&stream.key) {
                     "SRT"
+                } else if self.rist.carries(&stream.key) {
+                    "RIST"
                 } else {
                     "MPEGTS"
                 };
@@ -144,7 +154,12 @@ impl WorkerService for IngestWorker {
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {
                 WorkerReply::JsonItems(self.shared.srt.receiver_stats())
             }
-            WorkerRequest::SrtStats(StatsDirection::Senders) | WorkerRequest::RistStats(_) => {
+            WorkerRequest::RistStats(StatsDirection::Receivers) => {
+                WorkerReply::JsonItems(self.rist.receiver_stats())
+            }
+            // No SRT or RIST outputs yet.
+            WorkerRequest::SrtStats(StatsDirection::Senders)
+            | WorkerRequest::RistStats(StatsDirection::Senders) => {
                 WorkerReply::JsonItems(Vec::new())
             }
             WorkerRequest::NdiList => WorkerReply::JsonItems(self.ndi.list()),
@@ -153,6 +168,7 @@ impl WorkerService for IngestWorker {
                 let rules: Arc<Rules> = Arc::from(rules);
                 *locked(&self.rules) = Arc::clone(&rules);
                 self.udp.restart(&rules);
+                self.rist.restart(&rules);
                 WorkerReply::Done
             }
             other => WorkerReply::error(

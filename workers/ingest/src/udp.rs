@@ -1,9 +1,9 @@
 //! The UDP sockets the supervisor lends the ingest worker (listening `Cameras`: `udp`,
-//! and `srt`/`rist` in `listen` mode). Each `udp` socket feeds the MPEG-TS input whose
-//! `Cameras` entry names its address: one receive task per socket, which joins the
-//! multicast group when the address is one, counts what arrives, and ends the input's
-//! stream when its sender stops. SRT sockets are handed to libsrt
-//! ([`crate::srt_input`]); RIST sockets are only counted until RIST exists.
+//! and `srt` in `listen` mode; RIST inputs bind their own, see [`crate::rist_input`]).
+//! Each `udp` socket feeds the MPEG-TS input whose `Cameras` entry names its address:
+//! one receive task per socket, which joins the multicast group when the address is
+//! one, counts what arrives, and ends the input's stream when its sender stops. SRT
+//! sockets are handed to libsrt ([`crate::srt_input`]).
 //!
 //! The set of sockets is replaced when the supervisor lends a new one; the inputs are
 //! rebuilt when the rules change (same sockets, new mapping).

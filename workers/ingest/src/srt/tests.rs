@@ -8,10 +8,8 @@
 
 use super::ffi::{self, SRT_EPOLL_EVENT, SRT_TRACEBSTATS};
 use super::*;
-use libc::c_char;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::mem::{offset_of, size_of};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
@@ -20,11 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-#[repr(C)]
-struct LayoutEntry {
-    name: *const c_char,
-    value: i64,
-}
+use crate::layout_table::LayoutEntry;
 
 unsafe extern "C" {
     /// csrc/srt_layout.c: a static table of (name, value) and its length.
@@ -32,21 +26,7 @@ unsafe extern "C" {
 }
 
 fn c_layout() -> HashMap<String, i64> {
-    let mut count = 0usize;
-    // SAFETY: the C function writes the length to `count` and returns a pointer to a
-    // static array of `count` entries whose names are static NUL-terminated strings.
-    let entries = unsafe {
-        let table = strom_srt_layout(&mut count);
-        std::slice::from_raw_parts(table, count)
-    };
-    entries
-        .iter()
-        .map(|entry| {
-            // SAFETY: see above: every name is a static C string literal.
-            let name = unsafe { CStr::from_ptr(entry.name) };
-            (name.to_str().unwrap().to_owned(), entry.value)
-        })
-        .collect()
+    crate::layout_table::read(strom_srt_layout)
 }
 
 macro_rules! stats_offsets {
