@@ -5,6 +5,7 @@
 //!
 //! - [`frame`]: the protocol-neutral [`frame::Frame`] every producer and reader shares.
 //! - [`track_info`]: learning a track's codec string, size and rate from its frames.
+//! - [`track_builder`]: frames to muxer tracks and samples.
 //! - [`flv`]: RTMP audio/video message payloads (legacy FLV and Enhanced RTMP).
 //! - [`flv_adapter`]: FLV bodies to frames and back, byte for byte.
 //! - [`avc`], [`sps`]: H.264 `avcC` records and SPS (picture size).
@@ -31,6 +32,7 @@ pub mod hevc;
 pub mod hls;
 pub mod sample;
 pub mod sps;
+pub mod track_builder;
 pub mod track_info;
 pub mod ts;
 pub mod ts_demux;

@@ -1,16 +1,19 @@
-//! Turning neutral frames into the packager's tracks and samples: tracks are learned
-//! from configuration frames by the shared track learner, media frames of a packaged
-//! codec become samples.
+//! Turning neutral frames into muxer tracks and samples (HLS, fMP4 and live MPEG-TS
+//! outputs): tracks are learned from configuration frames by [`crate::track_info`],
+//! media frames of a muxed codec (H.264, H.265, AAC) become samples.
 
-use strom_media::frame::{Codec, Frame, Track};
-use strom_media::sample::{Sample, TrackKind, Tracks, VideoConfig};
-use strom_media::track_info::{self, TrackInfo};
+use crate::frame::{Codec, Frame, Track};
+use crate::sample::{Sample, TrackKind, Tracks, VideoConfig};
+use crate::track_info::{self, TrackInfo};
 
 #[derive(Debug, Default)]
 pub struct TrackBuilder {
     pub tracks: Tracks,
     /// Bumped whenever a codec configuration changes (a new fMP4 init segment).
     pub config_version: u32,
+    /// A video codec whose configuration arrived but that no muxer here writes (AV1,
+    /// VP9, or a record that did not parse); taken by [`Self::take_unmuxed_video`].
+    unmuxed_video: Option<Codec>,
 }
 
 impl TrackBuilder {
@@ -40,6 +43,11 @@ impl TrackBuilder {
         })
     }
 
+    /// The video codec last seen that cannot be muxed, once (for the caller's log line).
+    pub fn take_unmuxed_video(&mut self) -> Option<Codec> {
+        self.unmuxed_video.take()
+    }
+
     fn video_codec(&self) -> Option<Codec> {
         self.tracks.video.as_ref().map(|v| match v.config {
             VideoConfig::H264 { .. } => Codec::H264,
@@ -66,12 +74,10 @@ impl TrackBuilder {
                         self.config_version += 1;
                     }
                     Some(_) => {}
-                    None => tracing::warn!(?codec, "video codec not packaged for HLS"),
+                    None => self.unmuxed_video = Some(codec),
                 }
             }
-            None if frame.track == Track::Video => {
-                tracing::warn!(codec = ?frame.codec, "video codec not packaged for HLS");
-            }
+            None if frame.track == Track::Video => self.unmuxed_video = Some(frame.codec),
             None => {}
         }
     }
@@ -98,7 +104,7 @@ mod tests {
             config: false,
             control: false,
             payload: Bytes::copy_from_slice(payload),
-            form: strom_media::frame::SourceForm::Neutral,
+            form: crate::frame::SourceForm::Neutral,
         }
     }
 
@@ -182,6 +188,8 @@ mod tests {
             None
         );
         assert_eq!(builder.accept_frame(config(Codec::H264, &[1])), None);
+        assert_eq!(builder.take_unmuxed_video(), Some(Codec::H264));
+        assert_eq!(builder.take_unmuxed_video(), None);
         assert_eq!((builder.tracks.video, builder.config_version), (None, 0));
     }
 }

@@ -1,4 +1,5 @@
-//! MPEG-TS muxing for HLS segments (ISO/IEC 13818-1, HLS's `.ts` segments).
+//! MPEG-TS muxing for HLS segments (ISO/IEC 13818-1, HLS's `.ts` segments) and for live
+//! TS outputs ([`live`], with per-receiver [`continuity`] and the [`cbr`] mux).
 //!
 //! One program (number 1, PMT on PID 0x1000) with up to two streams:
 //!
@@ -37,6 +38,9 @@
 //! - Samples with empty data (video: no non-empty NAL unit) are skipped.
 
 mod access_unit;
+pub mod cbr;
+pub mod continuity;
+pub mod live;
 mod packet;
 mod pes;
 pub(crate) mod psi;

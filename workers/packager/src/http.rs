@@ -4,7 +4,8 @@
 //! URLs, under `/<app>/<stream>/`:
 //! `playlist.m3u8` (master, MPEG-TS) and `playlist_fmp4.m3u8` (master, fMP4) open a
 //! viewer session; `chunks.m3u8?sid=N` / `chunks_fmp4.m3u8?sid=N` are the live media
-//! playlists; `seg_<n>.ts`, `seg_<n>.m4s` and `init_<id>.mp4` the segments.
+//! playlists; `seg_<n>.ts`, `seg_<n>.m4s` and `init_<id>.mp4` the segments;
+//! `mpegts.stream` is the live stream as MPEG-TS over HTTP ([`crate::ts_http`]).
 //!
 //! An `<app>` or `<stream>` that fails `strom_ipc::names` is answered 404 before anything
 //! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
@@ -12,9 +13,11 @@
 
 use crate::packaging::Packaging;
 use crate::tls::SwappableCertificate;
+use crate::ts_http::{Refusal, TsBody, TsDelivery};
+use crate::ts_viewers::TsViewers;
 use crate::viewers::{Lookup, Viewer, Viewers};
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -39,6 +42,7 @@ pub struct Delivery {
     pub tls: Arc<rustls::ServerConfig>,
     pub packaging: Arc<Packaging>,
     pub viewers: Arc<Viewers>,
+    pub ts_viewers: Arc<TsViewers>,
     /// `Access-Control-Allow-Origin` on every answer.
     pub cors_origin: HeaderValue,
 }
@@ -80,13 +84,15 @@ impl Delivery {
             counters: Arc::clone(&self.counters),
             packaging: Arc::clone(&self.packaging),
             viewers: Arc::clone(&self.viewers),
+            ts_viewers: Arc::clone(&self.ts_viewers),
             cors_origin: self.cors_origin.clone(),
             peer,
+            shutdown: shutdown.clone(),
         };
         let context = Arc::new(context);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let context = Arc::clone(&context);
-            async move { Ok::<_, Infallible>(context.respond(&request)) }
+            async move { Ok::<_, Infallible>(context.respond_any(&request)) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
@@ -111,8 +117,10 @@ struct Context {
     counters: Arc<WorkerCounters>,
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
+    ts_viewers: Arc<TsViewers>,
     cors_origin: HeaderValue,
     peer: SocketAddr,
+    shutdown: CancellationToken,
 }
 
 const PLAYLIST_TYPE: &str = "application/vnd.apple.mpegurl";
@@ -157,17 +165,61 @@ fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
 }
 
 impl Context {
+    /// `mpegts.stream` answers with a streaming body, everything else with a whole one.
+    fn respond_any(&self, request: &Request<Incoming>) -> Response<Either<Full<Bytes>, TsBody>> {
+        match self.mpegts(request) {
+            Some(response) => response,
+            None => self.respond(request).map(Either::Left),
+        }
+    }
+
+    /// The answer to a GET or HEAD of `/<app>/<stream>/mpegts.stream` with valid names;
+    /// `None` for every other request.
+    fn mpegts(&self, request: &Request<Incoming>) -> Option<Response<Either<Full<Bytes>, TsBody>>> {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return None;
+        }
+        let mut parts = request.uri().path().trim_start_matches('/').split('/');
+        let (Some(app), Some(stream), Some(crate::ts_http::FILE_NAME), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        strom_ipc::names::check_pair(app, stream).ok()?;
+        let rules = self.packaging.rules();
+        let delivery = TsDelivery {
+            hub: self.packaging.hub(),
+            rules: &rules,
+            viewers: &self.ts_viewers,
+            counters: &self.counters,
+            shutdown: &self.shutdown,
+        };
+        let user_agent = request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let head = method == Method::HEAD;
+        match delivery.open(app, stream, self.peer.ip(), user_agent, head) {
+            Ok(mut response) => {
+                response.headers_mut().insert(
+                    header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                    self.cors_origin.clone(),
+                );
+                Some(response.map(Either::Right))
+            }
+            // The ordinary routes answer 404 for it.
+            Err(Refusal::NotFound) => None,
+            Err(Refusal::TooManyViewers) => Some(
+                self.respond_with(error(StatusCode::SERVICE_UNAVAILABLE, "too many viewers"))
+                    .map(Either::Left),
+            ),
+        }
+    }
+
     fn respond(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
-        let mut response = self.route(request);
-        let headers = response.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_ORIGIN,
-            self.cors_origin.clone(),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("Content-Length, Content-Range"),
-        );
+        let response = self.respond_with(self.route(request));
         let sent = response
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -177,6 +229,20 @@ impl Context {
         if request.method() != Method::HEAD {
             self.counters.add_sent(sent);
         }
+        response
+    }
+
+    /// Adds the CORS headers every answer carries.
+    fn respond_with(&self, mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+        let headers = response.headers_mut();
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            self.cors_origin.clone(),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("Content-Length, Content-Range"),
+        );
         response
     }
 
@@ -219,6 +285,8 @@ impl Context {
         });
         let head = method == Method::HEAD;
         match file {
+            // Live streams are answered before routing (`Context::mpegts`).
+            crate::ts_http::FILE_NAME => error(StatusCode::NOT_FOUND, "no such stream"),
             "playlist.m3u8" | "playlist_fmp4.m3u8" => {
                 self.master(request, app, stream, file == "playlist_fmp4.m3u8", head)
             }

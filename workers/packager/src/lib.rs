@@ -10,7 +10,8 @@ mod packaging;
 mod service;
 mod store;
 pub mod tls;
-mod tracks;
+mod ts_http;
+mod ts_viewers;
 mod viewers;
 
 pub use service::{PackagerWorker, start};

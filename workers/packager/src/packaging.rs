@@ -12,7 +12,6 @@
 //! never packaged (a producer should not announce them; if one does, it is logged).
 
 use crate::store::{HlsStream, Store};
-use crate::tracks::TrackBuilder;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,12 +19,21 @@ use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::{DeliveryOutput, Rules};
 use strom_media::fmp4::{Fragmenter, init_segment};
 use strom_media::hls::segmenter::{CutSegment, Segmenter};
+use strom_media::track_builder::TrackBuilder;
 use strom_media::ts::TsMuxer;
 use strom_stream::bus::subscriber::{Relay, feed};
 use strom_stream::{Hub, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
+
+/// Whether `app/stream` is delivered as MPEG-TS over HTTP (`mpegts.stream`).
+pub fn mpegts_enabled(rules: &Rules, app: &str, stream: &str) -> bool {
+    rules
+        .delivery
+        .for_stream(app, stream)
+        .has(DeliveryOutput::MpegTs)
+}
 
 /// HLS switch and segment duration of a stream, from the delivery settings only, never
 /// the RTMP listener's settings (the supervisor translates those of old files).
@@ -39,6 +47,8 @@ pub fn hls_settings(rules: &Rules, app: &str, stream: &str) -> (bool, u32) {
 
 struct Task {
     location: StreamLocation,
+    /// Whether the task packages HLS (or only relays the stream for `mpegts.stream`).
+    hls: bool,
     stop: CancellationToken,
 }
 
@@ -77,13 +87,22 @@ impl Packaging {
         *locked(&self.rules) = Arc::new(rules);
     }
 
-    /// Starts packaging streams that appeared and stops those that are gone.
+    /// The packager's hub: streams relayed here for HLS or MPEG-TS over HTTP.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Starts relaying (and packaging, for HLS) streams that appeared and stops those
+    /// that are gone.
     pub fn apply_registry(&self, locations: Vec<StreamLocation>) {
         let rules = self.rules();
         let mut tasks = locked(&self.tasks);
         let wanted: HashMap<(String, String), StreamLocation> = locations
             .into_iter()
-            .filter(|l| hls_settings(&rules, &l.app, &l.stream).0)
+            .filter(|l| {
+                hls_settings(&rules, &l.app, &l.stream).0
+                    || mpegts_enabled(&rules, &l.app, &l.stream)
+            })
             .filter(|l| match strom_ipc::names::check_pair(&l.app, &l.stream) {
                 Ok(()) => true,
                 Err(e) => {
@@ -94,7 +113,9 @@ impl Packaging {
             .map(|l| ((l.app.clone(), l.stream.clone()), l))
             .collect();
         tasks.retain(|key, task| {
-            let keep = wanted.get(key).is_some_and(|l| *l == task.location);
+            let keep = wanted.get(key).is_some_and(|l| {
+                *l == task.location && hls_settings(&rules, &l.app, &l.stream).0 == task.hls
+            });
             if !keep {
                 task.stop.cancel();
                 if !wanted.contains_key(key) {
@@ -107,38 +128,47 @@ impl Packaging {
             if tasks.contains_key(&key) {
                 continue;
             }
-            let (_, duration) = hls_settings(&rules, &location.app, &location.stream);
+            let (hls, duration) = hls_settings(&rules, &location.app, &location.stream);
             let stop = self.shutdown.child_token();
-            let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
-                continue;
-            };
-            tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
             let relay = Relay {
                 key: StreamKey::new(key.0.clone(), key.1.clone()),
                 bus_path: location.bus_path.clone(),
                 producer: location.producer.to_string(),
             };
-            let reader = self.ids.next_id();
-            let (frames, _dropped) = self.hub.subscribe(&relay.key, reader);
-            tokio::spawn(package(
-                Reading {
-                    hub: self.hub.clone(),
-                    key: relay.key.clone(),
-                    id: reader,
-                    frames,
-                },
-                stream,
-                Arc::clone(&self.store),
-                duration,
-                stop.clone(),
-            ));
+            if hls {
+                let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
+                    continue;
+                };
+                tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
+                let reader = self.ids.next_id();
+                let (frames, _dropped) = self.hub.subscribe(&relay.key, reader);
+                tokio::spawn(package(
+                    Reading {
+                        hub: self.hub.clone(),
+                        key: relay.key.clone(),
+                        id: reader,
+                        frames,
+                    },
+                    stream,
+                    Arc::clone(&self.store),
+                    duration,
+                    stop.clone(),
+                ));
+            }
             tokio::spawn(feed(
                 self.hub.clone(),
                 relay,
                 Arc::clone(&self.ids),
                 stop.clone(),
             ));
-            tasks.insert(key, Task { location, stop });
+            tasks.insert(
+                key,
+                Task {
+                    location,
+                    hls,
+                    stop,
+                },
+            );
         }
     }
 }
@@ -203,7 +233,11 @@ async fn package(
                 timeline.insert(Timeline::new(frame.generation))
             }
         };
-        let Some(sample) = current.tracks.accept_frame(frame.frame.clone()) else {
+        let sample = current.tracks.accept_frame(frame.frame.clone());
+        if let Some(codec) = current.tracks.take_unmuxed_video() {
+            tracing::warn!(stream = %reading.key, ?codec, "video codec not packaged for HLS");
+        }
+        let Some(sample) = sample else {
             continue;
         };
         let has_video = current.tracks.tracks.video.is_some();

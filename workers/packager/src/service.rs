@@ -4,6 +4,7 @@ use crate::http::Delivery;
 use crate::packaging::Packaging;
 use crate::store::{Limits, Store};
 use crate::tls::{SwappableCertificate, certified_key, server_config};
+use crate::ts_viewers::TsViewers;
 use crate::viewers::Viewers;
 use hyper::header::HeaderValue;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,7 @@ pub struct PackagerWorker {
     certificate: Arc<SwappableCertificate>,
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
+    ts_viewers: Arc<TsViewers>,
     drm: Mutex<Option<DrmSettings>>,
     /// The last registry, re-evaluated when the rules change which apps get HLS.
     registry: Mutex<Vec<StreamLocation>>,
@@ -53,6 +55,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     ));
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
     let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
+    let ts_viewers = Arc::new(TsViewers::new(Arc::clone(&context.session_ids)));
     let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
         .map_err(|e| format!("access_control_allow_origin: {e}"))?;
     let handler = Delivery {
@@ -61,6 +64,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         tls: server_config(Arc::clone(&certificate))?,
         packaging: Arc::clone(&packaging),
         viewers: Arc::clone(&viewers),
+        ts_viewers: Arc::clone(&ts_viewers),
         cors_origin,
     };
     let accept = AcceptLoops::new(
@@ -80,6 +84,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         certificate,
         packaging,
         viewers,
+        ts_viewers,
         drm: Mutex::new(context.hello.drm),
         registry: Mutex::new(Vec::new()),
     }))
@@ -113,18 +118,53 @@ async fn housekeeping(
     }
 }
 
+impl PackagerWorker {
+    /// HLS viewer sessions and `mpegts.stream` viewers, by id.
+    fn sessions(&self) -> Vec<strom_ipc::status::SessionInfo> {
+        let mut sessions = self.viewers.list();
+        sessions.extend(self.ts_viewers.list());
+        sessions.sort_by_key(|s| s.id);
+        sessions
+    }
+
+    /// A page of [`Self::sessions`]: the HLS page (walked in the viewers' B-tree) merged
+    /// with the few `mpegts.stream` viewers after `after_id`.
+    fn sessions_page(&self, after_id: u64, limit: u32) -> WorkerReply {
+        let reply = self.viewers.page(after_id, limit);
+        let WorkerReply::SessionsPage { mut sessions, more } = reply else {
+            return reply;
+        };
+        sessions.extend(
+            self.ts_viewers
+                .list()
+                .into_iter()
+                .filter(|s| s.id > after_id),
+        );
+        sessions.sort_by_key(|s| s.id);
+        let room = limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize;
+        let more = more || sessions.len() > room;
+        sessions.truncate(room);
+        WorkerReply::SessionsPage { sessions, more }
+    }
+}
+
 impl WorkerService for PackagerWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.viewers.list()),
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
-                self.viewers.page(after_id, limit)
+                self.sessions_page(after_id, limit)
             }
             WorkerRequest::DeleteSessions(ids) => {
-                let ended = self.viewers.revoke(&ids);
+                let mut ended = self.viewers.revoke(&ids);
                 if !ended.is_empty() {
                     tracing::info!(sessions = ?ended, "hls viewer sessions ended by request");
                 }
+                let streams = self.ts_viewers.end(&ids);
+                if !streams.is_empty() {
+                    tracing::info!(sessions = ?streams, "mpegts.stream viewers ended by request");
+                }
+                ended.extend(streams);
                 WorkerReply::SessionsDeleted(ended)
             }
             WorkerRequest::IcecastInfo { .. }

@@ -88,7 +88,7 @@ fn client_key(ip: IpAddr) -> IpAddr {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
-fn truncated(text: &str, max: usize) -> &str {
+pub(crate) fn truncated(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }

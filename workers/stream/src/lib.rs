@@ -9,7 +9,8 @@
 //! producer serving other workers) get a bounded queue of [`SharedFrame`]s that starts
 //! at the last keyframe and drops whole GOPs when they fall behind, counting the drops.
 //! [`HubEvents`] says when streams are published, released, demanded and their tracks
-//! known. The media [`bus`] links the hubs of different worker processes.
+//! known. The media [`bus`] links the hubs of different worker processes. Live MPEG-TS
+//! outputs read a stream through a [`TsFeed`].
 
 pub mod bus;
 pub mod events;
@@ -21,6 +22,9 @@ pub mod shared_frame;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+pub mod ts_feed;
+#[cfg(test)]
+mod ts_feed_tests;
 
 pub use events::{HubEvent, HubEvents};
 pub use hub::{Announcer, Hub};
@@ -29,3 +33,4 @@ pub use publisher::{AlreadyPublishing, PublisherInfo, Publishing};
 pub use reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES};
 pub use shared_frame::SharedFrame;
 pub use stream::{CodecInfo, Stream};
+pub use ts_feed::TsFeed;

@@ -20,6 +20,9 @@ pub struct SharedFrame {
     container: OnceLock<Bytes>,
     /// The container form framed for the wire (RTMP chunks on the common stream id).
     wire: OnceLock<Bytes>,
+    /// The frame as live MPEG-TS packets (see [`crate::ts_feed`]), kept apart from
+    /// `container` because a worker may deliver both forms.
+    mpegts: OnceLock<Bytes>,
 }
 
 impl SharedFrame {
@@ -29,6 +32,7 @@ impl SharedFrame {
             generation,
             container: OnceLock::new(),
             wire: OnceLock::new(),
+            mpegts: OnceLock::new(),
         }
     }
 
@@ -56,6 +60,15 @@ impl SharedFrame {
         }
         let built = build(self)?;
         Some(self.wire.get_or_init(|| built))
+    }
+
+    /// The frame as live MPEG-TS packets, rendered by `render` on first use.
+    pub fn mpegts(&self, render: impl FnOnce(&Frame) -> Option<Bytes>) -> Option<&Bytes> {
+        if let Some(bytes) = self.mpegts.get() {
+            return Some(bytes);
+        }
+        let rendered = render(&self.frame)?;
+        Some(self.mpegts.get_or_init(|| rendered))
     }
 
     /// Bytes the frame counts for in bandwidth figures: its container form when the
@@ -106,6 +119,13 @@ mod tests {
         let unrenderable = SharedFrame::new(frame(), 1);
         assert!(unrenderable.container(|_| None).is_none());
         assert!(unrenderable.wire(|_| None).is_none());
+        assert!(unrenderable.mpegts(|_| None).is_none());
+        let ts = unrenderable.mpegts(|_| Some(Bytes::from_static(b"ts")));
+        assert_eq!(ts.map(|b| b.as_ref()), Some(&b"ts"[..]));
+        assert_eq!(
+            unrenderable.mpegts(|_| None).map(|b| b.as_ref()),
+            Some(&b"ts"[..])
+        );
         assert_eq!(
             unrenderable
                 .wire(|_| Some(Bytes::from_static(b"w")))
