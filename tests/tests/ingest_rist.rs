@@ -91,6 +91,17 @@ fn ffmpeg_sends_to_a_listening_rist_input_that_plays_with_stats() {
     let (_, status) = server.get("/manage/mpeg2ts_status");
     let camera = &status["Cameras"][0];
     assert_eq!(camera["st"], "online", "{status}");
+
+    // The sender is listed as a session of type RIST.
+    let (_, sessions) = server.get("/manage/sessions");
+    let session = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "RIST")
+        .unwrap_or_else(|| panic!("{sessions}"));
+    assert_eq!(session["client_ip"], "127.0.0.1", "{session}");
+    assert!(session["bytes_recv"].as_u64().unwrap() > 0, "{session}");
     let _ = sender.stop_and_stderr();
 }
 

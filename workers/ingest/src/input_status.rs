@@ -19,15 +19,18 @@ pub struct InputStatus {
     bytes: AtomicU64,
     rate: Mutex<Rate>,
     programs: Mutex<Vec<TsProgram>>,
-    /// Who sends the stream of a `udp` input right now (SRT connections are listed by
+    /// Who sends the stream of a `udp` or `rist` input right now (SRT connections are listed by
     /// `srt_input`).
     contributor: Mutex<Option<Contributor>>,
 }
 
-/// The sender of a `udp` input's live stream, listed as a session.
+/// The sender of a `udp` or `rist` input's live stream, listed as a session (listed
+/// only: neither can be disconnected).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contributor {
     pub session_id: u64,
+    /// `MPEGTS` (UDP) or `RIST`: the session's `type`.
+    pub protocol: &'static str,
     pub app: String,
     pub stream: String,
     pub sender: std::net::SocketAddr,
@@ -84,14 +87,14 @@ impl InputStatus {
         *locked(&self.contributor) = contributor;
     }
 
-    /// The current sender as an API session (`type` `MPEGTS`).
+    /// The current sender as an API session (`type` `MPEGTS` or `RIST`).
     pub fn session(&self) -> Option<strom_ipc::status::SessionInfo> {
         let contributor = locked(&self.contributor).clone()?;
         Some(strom_ipc::status::SessionInfo {
             id: contributor.session_id,
             app: contributor.app,
             stream: contributor.stream,
-            protocol: "MPEGTS".to_owned(),
+            protocol: contributor.protocol.to_owned(),
             bytes_recv: self.total_bytes().saturating_sub(contributor.bytes_before),
             bytes_sent: 0,
             created: contributor.created,

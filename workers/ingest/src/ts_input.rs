@@ -64,9 +64,11 @@ impl TsInput {
         }
         if self.claim.is_none() {
             self.claim = self.take(sender);
-            if self.claim.is_some() && self.protocol == "MPEGTS" {
+            // SRT connections are sessions of their own (`srt_input`).
+            if self.claim.is_some() && self.protocol != "SRT" {
                 self.status.set_contributor(Some(Contributor {
                     session_id: self.ids.next_id(),
+                    protocol: self.protocol,
                     app: self.key.app.clone(),
                     stream: self.key.stream.clone(),
                     sender,
