@@ -17,6 +17,8 @@ pub struct Rules {
     pub rtmp: RtmpSettings,
     pub republish: Vec<RepublishRule>,
     pub cameras: Vec<CameraSettings>,
+    /// MPEG-TS outputs over SRT, RIST and UDP (`TsOutputs`), served by the ingest worker.
+    pub ts_outputs: Vec<TsOutputSettings>,
     /// Streams the rtmp worker pulls from other servers (`RtmpPullSources`).
     pub pull_sources: Vec<PullSource>,
     /// Which outputs each stream gets, segment durations and ABR groups.
@@ -251,6 +253,35 @@ pub struct CameraSettings {
 }
 
 impl CameraSettings {
+    /// The value of parameter `name`, if the entry sets it.
+    pub fn parameter(&self, name: &str) -> Option<&str> {
+        self.parameters
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// An MPEG-TS output (`TsOutputs` in `rules.conf`): a live stream sent out over SRT,
+/// RIST or UDP by the ingest worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TsOutputSettings {
+    pub id: String,
+    /// `srt`, `rist` or `udp`.
+    pub protocol: String,
+    /// `listen` (srt, rist: receivers call in) or `push` (srt, rist, udp: strom sends
+    /// to `ip:port`).
+    pub mode: String,
+    pub ip: String,
+    pub port: u16,
+    pub parameters: Vec<(String, String)>,
+    /// The source `<app>/<stream>`; both empty only for an SRT listener whose callers
+    /// choose the stream with `streamid` (`#!::r=app/stream,m=request`).
+    pub app: String,
+    pub stream: String,
+}
+
+impl TsOutputSettings {
     /// The value of parameter `name`, if the entry sets it.
     pub fn parameter(&self, name: &str) -> Option<&str> {
         self.parameters

@@ -150,6 +150,7 @@ impl RawRules {
             rtmp,
             republish,
             cameras,
+            ts_outputs: Vec::new(),
             pull_sources,
             delivery,
         })
