@@ -19,12 +19,13 @@ pub fn check_config(path: &Path) -> anyhow::Result<()> {
     reload::load_management_tls(&instance)?;
     print!("{}", instance.effective_settings());
     println!(
-        "# {}: {} RTMP interface(s), {} app(s), {} re-publishing rule(s), {} MPEG-TS input(s), {} pulled source(s)",
+        "# {}: {} RTMP interface(s), {} app(s), {} re-publishing rule(s), {} MPEG-TS input(s), {} MPEG-TS output(s), {} pulled source(s)",
         instance.rules_path.display(),
         rules.rtmp.interfaces.len(),
         rules.rtmp.apps.len(),
         rules.republish.len(),
         rules.cameras.len(),
+        rules.ts_outputs.len(),
         rules.pull_sources.len()
     );
     println!("configuration OK");

@@ -8,7 +8,8 @@
 //! UDP inputs (`Cameras` that listen: `udp`, and `srt`/`rist` in `listen` mode) are lent
 //! the same way as bound UDP sockets: datagrams queue in the socket's receive buffer
 //! while the ingest worker restarts, and a multicast group stays joined because the
-//! supervisor's copy of the socket holds the membership.
+//! supervisor's copy of the socket holds the membership. SRT outputs in `listen` mode
+//! (`TsOutputs`) are lent to the ingest worker the same way as SRT inputs.
 
 use crate::config::instance::{InstanceConfig, ListenAddress, socket_addrs};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -82,6 +83,20 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
         wanted.insert(ListenerKey {
             role,
             addr: SocketAddr::new(ip, camera.port),
+        });
+    }
+    // MPEG-TS outputs that listen: SRT the same way as SRT inputs; RIST is bound by the
+    // ingest worker (see `camera_role`); UDP outputs only push.
+    for output in &rules.ts_outputs {
+        let (true, Ok(ip)) = (
+            output.protocol == "srt" && output.mode == "listen",
+            output.ip.parse::<IpAddr>(),
+        ) else {
+            continue;
+        };
+        wanted.insert(ListenerKey {
+            role: ListenerRole::Srt,
+            addr: SocketAddr::new(ip, output.port),
         });
     }
     let http: &[ListenAddress] = &instance.listen_interfaces;
@@ -328,6 +343,41 @@ mod tests {
                 (ListenerRole::Srt, "0.0.0.0:9000".to_owned()),
             ],
             "a listening rist input is bound by the ingest worker, not lent"
+        );
+    }
+
+    #[test]
+    fn srt_outputs_that_listen_are_planned_for_the_ingest_worker() {
+        let text = r#"{"RtmpSettings": {"interfaces": []},
+            "Cameras": [{"id": "s", "ip": "0.0.0.0", "port": 9000, "protocol": "srt"}],
+            "TsOutputs": [
+            {"protocol": "srt", "mode": "listen", "ip": "0.0.0.0", "port": 9100},
+            {"protocol": "srt", "mode": "listen", "ip": "::1", "port": 9101,
+             "app": "live", "stream": "tv"},
+            {"protocol": "rist", "mode": "listen", "ip": "0.0.0.0", "port": 9102,
+             "app": "live", "stream": "tv"},
+            {"protocol": "srt", "ip": "dest.example.com", "port": 9103,
+             "app": "live", "stream": "tv"},
+            {"protocol": "rist", "ip": "10.0.0.1", "port": 9104, "app": "live", "stream": "tv"},
+            {"protocol": "udp", "ip": "239.1.1.1", "port": 5000, "app": "live", "stream": "tv"}
+            ]}"#;
+        let rules = crate::config::rules::parse(text, std::path::Path::new("rules.conf")).unwrap();
+        let instance =
+            crate::config::instance::parse("", std::path::Path::new("/etc/strom/strom.conf"))
+                .unwrap();
+        let planned: Vec<_> = plan(&instance, &rules)
+            .into_iter()
+            .filter(|key| owner(key.role) == WorkerKind::Ingest)
+            .map(|key| (key.role, key.addr.to_string()))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                (ListenerRole::Srt, "0.0.0.0:9000".to_owned()),
+                (ListenerRole::Srt, "0.0.0.0:9100".to_owned()),
+                (ListenerRole::Srt, "[::1]:9101".to_owned()),
+            ],
+            "only srt listeners are lent: the worker binds rist itself, pushers bind nothing"
         );
     }
 

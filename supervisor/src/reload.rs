@@ -161,7 +161,7 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
                 || old.republish != new.republish
                 || old.pull_sources != new.pull_sources
         }
-        WorkerKind::Ingest => old.cameras != new.cameras,
+        WorkerKind::Ingest => old.cameras != new.cameras || old.ts_outputs != new.ts_outputs,
         WorkerKind::Packager => old.delivery != new.delivery,
         WorkerKind::Dvr => old != new,
     }
@@ -203,6 +203,16 @@ pub async fn apply_rules(state: &SupervisorState, new: Rules) -> Result<(), Relo
             )
             .await;
         }
+    }
+    // A worker that has just become a subscriber (the ingest worker with its first
+    // `TsOutputs` entry, the packager with its first packaged output) gets the live
+    // streams now rather than at the next publish.
+    let before = crate::state::bus_subscribers(&old);
+    if crate::state::bus_subscribers(&new)
+        .iter()
+        .any(|kind| !before.contains(kind))
+    {
+        state.registry_changed();
     }
     Ok(())
 }
@@ -308,7 +318,7 @@ pub async fn reload_certificates(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strom_ipc::rules::CameraSettings;
+    use strom_ipc::rules::{CameraSettings, TsOutputSettings};
 
     #[test]
     fn only_concerned_workers_hear_about_a_change() {
@@ -328,5 +338,20 @@ mod tests {
         assert!(!concerns(WorkerKind::Rtmp, &old, &new));
         assert!(!concerns(WorkerKind::Packager, &old, &new));
         assert!(!concerns(WorkerKind::Ingest, &old, &old));
+
+        let mut outputs = old.clone();
+        outputs.ts_outputs.push(TsOutputSettings {
+            id: "ts-1".into(),
+            protocol: "srt".into(),
+            mode: "listen".into(),
+            ip: "0.0.0.0".into(),
+            port: 9100,
+            parameters: Vec::new(),
+            app: String::new(),
+            stream: String::new(),
+        });
+        assert!(concerns(WorkerKind::Ingest, &old, &outputs));
+        assert!(!concerns(WorkerKind::Rtmp, &old, &outputs));
+        assert!(!concerns(WorkerKind::Packager, &old, &outputs));
     }
 }

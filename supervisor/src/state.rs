@@ -145,7 +145,9 @@ impl SupervisorState {
         self.registry_version.subscribe()
     }
 
-    fn registry_changed(&self) {
+    /// Has the registry pushed to the subscriber workers again, as when a worker becomes
+    /// one on a reload.
+    pub(crate) fn registry_changed(&self) {
         self.registry_version.send_modify(|version| *version += 1);
     }
 
@@ -243,7 +245,8 @@ impl SupervisorHooks for SupervisorState {
 /// Workers that read other workers' streams over the media bus under `rules`, and so
 /// get the registry of live streams: the packager when any stream is delivered in a
 /// packaged output, the rtmp worker when it has listeners (its players may ask for any
-/// stream) or re-publishing rules. Which streams each one subscribes to is its own
+/// stream) or re-publishing rules, the ingest worker when it has MPEG-TS outputs
+/// (`TsOutputs`: it relays streams produced elsewhere). Which streams each one subscribes to is its own
 /// decision, from the same rules.
 pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
     let delivery = &rules.delivery;
@@ -257,16 +260,21 @@ pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
             .iter()
             .any(|s| s.outputs.as_ref().is_some_and(|o| !o.is_empty()));
     let plays = !rules.rtmp.interfaces.is_empty() || !rules.republish.is_empty();
-    [(packaged, WorkerKind::Packager), (plays, WorkerKind::Rtmp)]
-        .into_iter()
-        .filter_map(|(wanted, kind)| wanted.then_some(kind))
-        .collect()
+    let relays_ts = !rules.ts_outputs.is_empty();
+    [
+        (packaged, WorkerKind::Packager),
+        (plays, WorkerKind::Rtmp),
+        (relays_ts, WorkerKind::Ingest),
+    ]
+    .into_iter()
+    .filter_map(|(wanted, kind)| wanted.then_some(kind))
+    .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strom_ipc::rules::{AppDelivery, DeliveryOutput, RtmpInterface};
+    use strom_ipc::rules::{AppDelivery, DeliveryOutput, RtmpInterface, TsOutputSettings};
 
     #[test]
     fn bus_subscribers_follow_the_rules() {
@@ -290,6 +298,27 @@ mod tests {
         assert_eq!(
             bus_subscribers(&rules),
             [WorkerKind::Packager, WorkerKind::Rtmp]
+        );
+        rules.ts_outputs.push(TsOutputSettings {
+            id: "ts-1".into(),
+            protocol: "udp".into(),
+            mode: "push".into(),
+            ip: "239.1.1.1".into(),
+            port: 5000,
+            parameters: Vec::new(),
+            app: "live".into(),
+            stream: "tv".into(),
+        });
+        assert_eq!(
+            bus_subscribers(&rules),
+            [WorkerKind::Packager, WorkerKind::Rtmp, WorkerKind::Ingest]
+        );
+        rules.delivery.apps.clear();
+        rules.rtmp.interfaces.clear();
+        assert_eq!(
+            bus_subscribers(&rules),
+            [WorkerKind::Ingest],
+            "MPEG-TS outputs alone make the ingest worker a subscriber"
         );
     }
 }

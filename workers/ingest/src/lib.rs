@@ -13,6 +13,7 @@ mod input_status;
 #[cfg(test)]
 mod layout_table;
 mod ndi;
+mod outputs;
 pub mod rist;
 mod rist_input;
 pub mod srt;
@@ -26,6 +27,7 @@ use strom_ipc::rules::Rules;
 use strom_ipc::status::{CameraStatus, LiveStream, SessionInfo};
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
+use strom_stream::bus::relays::Relays;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
 use udp::{IngestShared, UdpReceivers};
@@ -36,6 +38,8 @@ pub struct IngestWorker {
     udp: UdpReceivers,
     rist: rist_input::RistInputs,
     ndi: ndi::NdiSources,
+    /// Feeds streams of other workers into the hub while TS outputs read them.
+    relays: Arc<Relays>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
@@ -62,7 +66,15 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         counters: context.counters,
         status: Mutex::default(),
         srt: Default::default(),
+        outputs: Default::default(),
     });
+    let relays = Relays::start(
+        shared.hub.clone(),
+        Arc::clone(&shared.ids),
+        WorkerKind::Ingest,
+        Box::new(|_| false),
+        context.shutdown.clone(),
+    );
     let rist = rist_input::RistInputs::new(Arc::clone(&shared), context.shutdown.clone());
     rist.restart(&context.hello.rules);
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
@@ -73,6 +85,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         udp,
         rist,
         ndi: ndi::NdiSources::start(&context.hello.settings.ndi_discovery_interfaces),
+        relays,
     }))
 }
 
@@ -104,6 +117,7 @@ impl IngestWorker {
     fn sessions(&self) -> Vec<SessionInfo> {
         let statuses: Vec<_> = locked(&self.shared.status).values().cloned().collect();
         let mut sessions = self.shared.srt.sessions();
+        sessions.extend(self.shared.outputs.sessions());
         sessions.extend(statuses.iter().filter_map(|status| status.session()));
         sessions.sort_by_key(|s| s.id);
         sessions
@@ -143,11 +157,20 @@ impl WorkerService for IngestWorker {
                 )
             }
             WorkerRequest::DeleteSessions(ids) => {
-                let closed = self.shared.srt.close(&ids);
+                let mut closed = self.shared.srt.close(&ids);
                 if !closed.is_empty() {
                     tracing::info!(sessions = ?closed, "SRT callers disconnected by request");
                 }
+                let viewers = self.shared.outputs.close(&ids);
+                if !viewers.is_empty() {
+                    tracing::info!(sessions = ?viewers, "SRT output connections closed by request");
+                }
+                closed.extend(viewers);
                 WorkerReply::SessionsDeleted(closed)
+            }
+            WorkerRequest::StreamRegistry(locations) => {
+                self.relays.apply_registry(locations);
+                WorkerReply::Done
             }
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
@@ -157,10 +180,11 @@ impl WorkerService for IngestWorker {
             WorkerRequest::RistStats(StatsDirection::Receivers) => {
                 WorkerReply::JsonItems(self.rist.receiver_stats())
             }
-            // No SRT or RIST outputs yet.
-            WorkerRequest::SrtStats(StatsDirection::Senders)
-            | WorkerRequest::RistStats(StatsDirection::Senders) => {
-                WorkerReply::JsonItems(Vec::new())
+            WorkerRequest::SrtStats(StatsDirection::Senders) => {
+                WorkerReply::JsonItems(self.shared.outputs.srt_sender_stats())
+            }
+            WorkerRequest::RistStats(StatsDirection::Senders) => {
+                WorkerReply::JsonItems(self.shared.outputs.rist_sender_stats())
             }
             WorkerRequest::NdiList => WorkerReply::JsonItems(self.ndi.list()),
             WorkerRequest::ApplyRules(rules) => {

@@ -125,61 +125,6 @@ impl Connections {
     }
 }
 
-/// Percent-decodes `text` (ffmpeg sends the `streamid` of its URL without decoding it);
-/// text without a valid escape comes back unchanged.
-fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('%') {
-        return text.into();
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = bytes
-            .get(i + 1..i + 3)
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match (bytes[i], escaped) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_or(text.into(), Into::into)
-}
-
-/// The stream a caller asks for with `streamid`: `#!::r=app/stream,m=publish` (keys in
-/// any order; `m` defaults to publish; percent-encoded accepted). `None` when it names
-/// none; `Err` for a request this input cannot serve.
-pub fn requested_stream(stream_id: &str) -> Result<Option<StreamKey>, String> {
-    let decoded = percent_decoded(stream_id);
-    let Some(body) = decoded.strip_prefix("#!::") else {
-        return Ok(None);
-    };
-    let mut resource = None;
-    for pair in body.split(',') {
-        match pair.split_once('=') {
-            Some(("r", value)) => resource = Some(value),
-            Some(("m", "publish")) | None => {}
-            Some(("m", mode)) => return Err(format!("mode {mode} is not served by an input")),
-            Some(_) => {}
-        }
-    }
-    let Some(resource) = resource else {
-        return Ok(None);
-    };
-    let (app, stream) = resource
-        .split_once('/')
-        .ok_or_else(|| format!("resource {resource:?} is not app/stream"))?;
-    strom_ipc::names::check_pair(app, stream).map_err(|e| e.to_string())?;
-    Ok(Some(StreamKey::new(app, stream)))
-}
-
 fn max_callers(camera: &CameraSettings) -> usize {
     camera
         .parameter("max_callers")
@@ -225,7 +170,7 @@ pub fn listen(
             }
         };
         let stream_id = socket.stream_id();
-        let key = match requested_stream(&stream_id) {
+        let key = match crate::srt::stream_id::requested(&stream_id, "publish") {
             Ok(Some(key)) => key,
             Ok(None) => StreamKey::new(camera.app.clone(), camera.stream.clone()),
             Err(why) => {
@@ -371,33 +316,4 @@ fn receive(shared: &Arc<IngestShared>, connection: &Arc<Connection>, stop: &Canc
     input.stopped();
     connection.socket.close();
     shared.srt.remove(connection.session_id);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stream_ids_name_the_stream_or_leave_it_to_the_entry() {
-        assert_eq!(
-            requested_stream("#!::r=live/cam,m=publish"),
-            Ok(Some(StreamKey::new("live", "cam")))
-        );
-        assert_eq!(
-            requested_stream("#!::m=publish,r=live/cam2"),
-            Ok(Some(StreamKey::new("live", "cam2")))
-        );
-        assert_eq!(
-            requested_stream("%23%21%3A%3Ar%3Dlive%2Fcam%2Cm%3Dpublish"),
-            Ok(Some(StreamKey::new("live", "cam"))),
-            "as ffmpeg sends it from its URL"
-        );
-        assert_eq!(requested_stream("%zz"), Ok(None));
-        assert_eq!(requested_stream(""), Ok(None));
-        assert_eq!(requested_stream("plain-name"), Ok(None));
-        assert_eq!(requested_stream("#!::u=alice"), Ok(None));
-        assert!(requested_stream("#!::r=live/cam,m=request").is_err());
-        assert!(requested_stream("#!::r=../etc").is_err());
-        assert!(requested_stream("#!::r=live/../../x").is_err());
-    }
 }

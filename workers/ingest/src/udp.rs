@@ -36,6 +36,8 @@ pub struct IngestShared {
     pub status: Mutex<HashMap<String, Arc<InputStatus>>>,
     /// Connected SRT peers.
     pub srt: crate::srt_input::Connections,
+    /// SRT connections and RIST stats of the TS outputs.
+    pub outputs: crate::outputs::OutputState,
 }
 
 impl IngestShared {
@@ -101,7 +103,10 @@ impl UdpReceivers {
                 crate::srt_input::call(camera, shared, stop)
             }));
         }
-        for inherited in locked(&self.sockets).iter() {
+        let sockets = locked(&self.sockets).clone();
+        let outputs = crate::outputs::start(rules, &self.shared, &sockets, &next, &previous_srt);
+        locked(&self.srt_threads).extend(outputs);
+        for inherited in &sockets {
             if inherited.spec.role == ListenerRole::Srt {
                 let camera = camera_at(rules, "srt", inherited.spec.addr);
                 if let Some(camera) = camera {
@@ -141,7 +146,7 @@ impl UdpReceivers {
 
 /// Waits until every thread in `threads` ended (the first caller joins them, the others
 /// wait for it on the lock).
-fn wait_for(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
+pub fn wait_for(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
     let mut threads = locked(threads);
     for thread in threads.drain(..) {
         let _ = thread.join();
@@ -149,7 +154,7 @@ fn wait_for(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
 }
 
 /// Runs `work` on a named thread (libsrt blocks); a failure to start is logged.
-fn spawn_thread(
+pub fn spawn_thread(
     name: &str,
     work: impl FnOnce() + Send + 'static,
 ) -> Option<std::thread::JoinHandle<()>> {
@@ -264,6 +269,7 @@ mod tests {
             counters: Arc::new(WorkerCounters::default()),
             status: Mutex::default(),
             srt: Default::default(),
+            outputs: Default::default(),
         })
     }
 

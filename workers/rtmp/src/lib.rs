@@ -25,7 +25,6 @@ mod publish_frames;
 mod pull;
 #[cfg(test)]
 mod relay_tests;
-mod relays;
 mod republish;
 #[doc(hidden)]
 pub mod server_input;

@@ -6,7 +6,6 @@
 //! re-published here ([`Relays`], following the supervisor's stream registry).
 
 use crate::pull::Pulls;
-use crate::relays::Relays;
 use crate::republish::Republisher;
 use crate::shared::Shared;
 use std::net::SocketAddr;
@@ -16,6 +15,7 @@ use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_ipc::status::LiveStream;
 use strom_ipc::{FailureKind, WorkerKind};
+use strom_stream::bus::relays::Relays;
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
@@ -86,7 +86,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         context.shutdown.clone(),
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
-    let relays = Relays::start(Arc::clone(&shared), context.shutdown.clone());
+    let relays = relays(&shared, context.shutdown.clone());
     Ok(Arc::new(RtmpWorker {
         shared,
         accept,
@@ -94,6 +94,25 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         pulls,
         relays,
     }))
+}
+
+/// Relays of other workers' streams into the hub: while they have players here, or a
+/// re-publishing rule wants them.
+fn relays(shared: &Arc<Shared>, shutdown: CancellationToken) -> Arc<Relays> {
+    let rules_of = Arc::clone(shared);
+    Relays::start(
+        shared.streams.clone(),
+        Arc::clone(&shared.ids),
+        strom_ipc::WorkerKind::Rtmp,
+        Box::new(move |key| {
+            let rules = rules_of.rules();
+            rules
+                .republish
+                .iter()
+                .any(|rule| crate::republish::matches(rule, key))
+        }),
+        shutdown,
+    )
 }
 
 impl RtmpWorker {
@@ -115,7 +134,7 @@ impl RtmpWorker {
             shutdown.clone(),
         );
         let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
-        let relays = Relays::start(Arc::clone(&shared), shutdown);
+        let relays = relays(&shared, shutdown);
         Self {
             shared,
             accept,

@@ -65,6 +65,12 @@ impl TsFeed {
         written.len()
     }
 
+    /// Starts again at the next keyframe, with tables (after the caller threw away
+    /// packets this feed wrote).
+    pub fn restart(&mut self) {
+        self.started = None;
+    }
+
     fn may_start_at(&self, sample: &Sample) -> bool {
         match sample.kind {
             TrackKind::Video => sample.keyframe,

@@ -1,8 +1,9 @@
 //! `rules.conf`: the JSON document of everything that can change at run time (RTMP
-//! settings, re-publishing rules, MPEG-TS/SRT/RIST inputs, pulled sources, delivery),
-//! read into raw serde structs and validated into [`strom_ipc::rules::Rules`], which
-//! workers trust as they are. One module per top-level key: [`rtmp`], [`republish`],
-//! [`cameras`], [`pull`], [`delivery`]; [`fields`] holds the checks they share.
+//! settings, re-publishing rules, MPEG-TS/SRT/RIST inputs and outputs, pulled sources,
+//! delivery), read into raw serde structs and validated into [`strom_ipc::rules::Rules`],
+//! which workers trust as they are. One module per top-level key: [`rtmp`], [`republish`],
+//! [`cameras`], [`ts_outputs`], [`pull`], [`delivery`]; [`fields`] holds the checks they
+//! share.
 //!
 //! Schema (every top-level key is optional; unknown keys are errors at every level):
 //!
@@ -31,6 +32,9 @@
 //!   "Cameras": [{"id": "cam1", "ip": "0.0.0.0", "port": 9000, "protocol": "srt",
 //!                "receive_mode": "listen", "parameters": [{"name": "latency", "value": "200"}],
 //!                "app": "live", "stream": "cam1"}],
+//!   "TsOutputs": [{"id": "out1", "app": "live", "stream": "tv", "protocol": "srt",
+//!                  "mode": "listen", "ip": "0.0.0.0", "port": 9100,
+//!                  "parameters": [{"name": "latency", "value": "200"}]}],
 //!   "RtmpPullSources": [{"app": "live", "stream": "pulled",
 //!                        "url": "rtmp://origin.example.com:1935/live/cam",
 //!                        "mode": "always", "idle_grace_secs": 30}],
@@ -64,7 +68,10 @@
 //!
 //! Every listening input in `Cameras` (`udp`; `srt` and `rist` with receive mode
 //! `listen`) must have its own `ip:port`: the supervisor binds it and lends the socket to
-//! the ingest worker.
+//! the ingest worker. A listening `TsOutputs` entry (`srt` or `rist` in mode `listen`)
+//! must not share its UDP port with any other listening input or output on the same
+//! address or a wildcard one (see [`ts_outputs`]); an output without an `id` gets
+//! `ts-<position, from 1>`.
 
 mod cameras;
 mod delivery;
@@ -74,6 +81,9 @@ mod republish;
 mod rtmp;
 #[cfg(test)]
 mod tests;
+mod ts_outputs;
+#[cfg(test)]
+mod ts_outputs_tests;
 
 use super::error::{ConfigError, FieldError};
 use serde::Deserialize;
@@ -130,6 +140,8 @@ struct RawRules {
     cameras: Vec<cameras::RawCamera>,
     #[serde(rename = "CamerasHash", default)]
     _cameras_hash: Option<IgnoredAny>,
+    #[serde(rename = "TsOutputs", default)]
+    ts_outputs: Vec<ts_outputs::RawTsOutput>,
     #[serde(rename = "RtmpPullSources", default)]
     pull_sources: Vec<pull::RawPullSource>,
     #[serde(rename = "Delivery", default)]
@@ -141,6 +153,7 @@ impl RawRules {
         let rtmp = self.rtmp.validate().map_err(|e| e.under("RtmpSettings"))?;
         let republish = republish::validate_all(self.republish)?;
         let cameras = cameras::validate_all(self.cameras)?;
+        let ts_outputs = ts_outputs::validate_all(self.ts_outputs, &cameras)?;
         let pull_sources = pull::validate_all(self.pull_sources, &cameras)?;
         let delivery = match self.delivery {
             Some(raw) => raw.validate().map_err(|e| e.under("Delivery"))?,
@@ -150,7 +163,7 @@ impl RawRules {
             rtmp,
             republish,
             cameras,
-            ts_outputs: Vec::new(),
+            ts_outputs,
             pull_sources,
             delivery,
         })

@@ -7,6 +7,7 @@
 mod ffi;
 mod socket;
 mod stats;
+pub mod stream_id;
 #[cfg(test)]
 mod tests;
 

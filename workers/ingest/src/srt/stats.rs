@@ -32,6 +32,7 @@ pub struct SrtStats {
     pub byte_snd_drop_total: u64,
     pub mbps_send_rate: f64,
     pub pkt_recv_nak_total: i32,
+    pub pkt_sent_total: i64,
 }
 
 impl SrtStats {
@@ -59,6 +60,7 @@ impl SrtStats {
             byte_snd_drop_total: raw.byteSndDropTotal,
             mbps_send_rate: raw.mbpsSendRate,
             pkt_recv_nak_total: raw.pktRecvNAKTotal,
+            pkt_sent_total: raw.pktSentTotal,
         }
     }
 
@@ -87,13 +89,15 @@ impl SrtStats {
     }
 
     /// The sender entry: the same `time`/`window`/`link`, and `"send": {"bytesSent",
-    /// "bytesRetransmitted", "bytesDropped", "mbpsRate" (float), "NAKsReceived"}`.
+    /// "bytesRetransmitted", "bytesDropped", "packetsSent", "mbpsRate" (float),
+    /// "NAKsReceived"}`.
     pub fn sender_json(&self, id: &str, state: &str) -> Value {
         let mut stats = self.common_json();
         stats["send"] = json!({
             "bytesSent": clamp_u64(self.byte_sent_total),
             "bytesRetransmitted": clamp_u64(self.byte_retrans_total),
             "bytesDropped": clamp_u64(self.byte_snd_drop_total),
+            "packetsSent": self.pkt_sent_total,
             "mbpsRate": float(self.mbps_send_rate),
             "NAKsReceived": self.pkt_recv_nak_total,
         });

@@ -323,6 +323,7 @@ fn srt_stats_json_types_are_strict() {
             "link": {"rtt": "f64", "mbpsBandwidth": "f64", "mbpsMaxBandwidth": "i64"},
             "send": {
                 "bytesSent": "i64", "bytesRetransmitted": "i64", "bytesDropped": "i64",
+                "packetsSent": "i64",
                 "mbpsRate": "f64", "NAKsReceived": "i64"
             }
         }

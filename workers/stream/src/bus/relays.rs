@@ -1,20 +1,20 @@
-//! Streams whose producer is another worker (an MPEG-TS, SRT or RIST ingest, ...),
-//! played and re-published by this worker like its own.
+//! Streams whose producer is another worker, read in this worker like its own: the
+//! rtmp worker plays and re-publishes an SRT ingest, the ingest worker sends an RTMP
+//! publish out over SRT.
 //!
 //! The supervisor's registry says which streams other workers produce. A relay (a bus
-//! subscription feeding the stream into this worker's hub, `strom_stream::bus`) runs
-//! while the stream has readers here (RTMP players, pushes) or a re-publishing rule
-//! wants it, and stops when neither is true any more. Streams the rtmp worker produces
-//! itself are never relayed back into it.
+//! subscription feeding the stream into this worker's hub, [`super::subscriber`]) runs
+//! while the stream has readers here or the worker's own rules want it (a re-publishing
+//! rule, a TS output: the `wanted` predicate), and stops when neither is true any more.
+//! Streams the worker produces itself are never relayed back into it.
 
-use crate::republish::matches;
-use crate::shared::Shared;
+use super::subscriber::{Relay, feed};
+use crate::{Hub, HubEvent, StreamKey};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
-use strom_stream::bus::subscriber::{Relay, feed};
-use strom_stream::{HubEvent, StreamKey};
+use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -27,17 +27,33 @@ struct State {
     running: HashMap<StreamKey, (StreamLocation, CancellationToken)>,
 }
 
+/// Whether the worker's rules want a stream relayed even without readers.
+pub type Wanted = Box<dyn Fn(&StreamKey) -> bool + Send + Sync>;
+
 pub struct Relays {
-    shared: Arc<Shared>,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    /// The worker this runs in: its own streams are not relayed.
+    own: WorkerKind,
+    wanted: Wanted,
     state: Mutex<State>,
     shutdown: CancellationToken,
 }
 
 impl Relays {
-    /// Starts following the hub's demand.
-    pub fn start(shared: Arc<Shared>, shutdown: CancellationToken) -> Arc<Self> {
+    /// Starts following `hub`'s demand.
+    pub fn start(
+        hub: Hub,
+        ids: Arc<SessionIds>,
+        own: WorkerKind,
+        wanted: Wanted,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
         let relays = Arc::new(Self {
-            shared,
+            hub,
+            ids,
+            own,
+            wanted,
             state: Mutex::default(),
             shutdown,
         });
@@ -49,7 +65,7 @@ impl Relays {
     pub fn apply_registry(&self, locations: Vec<StreamLocation>) {
         let remote = locations
             .into_iter()
-            .filter(|l| l.producer != WorkerKind::Rtmp)
+            .filter(|l| l.producer != self.own)
             .filter(|l| strom_ipc::names::check_pair(&l.app, &l.stream).is_ok())
             .map(|l| (StreamKey::new(l.app.clone(), l.stream.clone()), l))
             .collect();
@@ -59,15 +75,12 @@ impl Relays {
 
     /// Starts the relays that are wanted and not running, stops those no longer wanted.
     pub fn reconcile(&self) {
-        let rules = self.shared.rules();
-        let hub = &self.shared.streams;
+        let hub = &self.hub;
         let mut state = locked(&self.state);
         let wanted: HashMap<StreamKey, StreamLocation> = state
             .remote
             .iter()
-            .filter(|(key, _)| {
-                hub.reader_count(key) > 0 || rules.republish.iter().any(|rule| matches(rule, key))
-            })
+            .filter(|(key, _)| hub.reader_count(key) > 0 || (self.wanted)(key))
             .map(|(key, location)| (key.clone(), location.clone()))
             .collect();
         state.running.retain(|key, (location, stop)| {
@@ -91,7 +104,7 @@ impl Relays {
                     bus_path: location.bus_path.clone(),
                     producer: location.producer.to_string(),
                 },
-                Arc::clone(&self.shared.ids),
+                Arc::clone(&self.ids),
                 stop.clone(),
             ));
             state.running.insert(key, (location, stop));
@@ -101,7 +114,7 @@ impl Relays {
 
 /// Reconciles when a stream gains its first reader or loses its last.
 async fn follow(relays: Arc<Relays>) {
-    let mut events = relays.shared.streams.events().listen();
+    let mut events = relays.hub.events().listen();
     loop {
         let event = tokio::select! {
             () = relays.shutdown.cancelled() => return,

@@ -1,0 +1,196 @@
+//! SRT outputs: a listener on the socket the supervisor lends, whose callers each get a
+//! stream (`streamid` `#!::r=app/stream,m=request`, or the output's own `app/stream`),
+//! and a push that calls a remote listener and calls again with backoff.
+//!
+//! libsrt blocks, so every connection sends from its own thread: it waits for the next
+//! frame ([`Follower`]), and sends its TS packets in messages of 7 packets (1316
+//! bytes). A receiver that does not keep up fills libsrt's send buffer; the thread then
+//! waits in `srt_sendmsg`, its hub reader fills and loses whole GOPs, and nobody else
+//! notices.
+
+use super::follow::Follower;
+use super::{SrtSender, source};
+use crate::srt::{SrtListener, SrtOptions, SrtSocket};
+use crate::udp::IngestShared;
+use bytes::BytesMut;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strom_ipc::rules::TsOutputSettings;
+use strom_stream::StreamKey;
+use strom_worker_runtime::InheritedUdpSocket;
+use strom_worker_runtime::clock::unix_now;
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+/// How long the accept loop waits in libsrt before looking at its stop token.
+const POLL: Duration = Duration::from_millis(250);
+/// Callers one output listener serves at once unless `max_callers` says otherwise.
+const DEFAULT_MAX_CALLERS: usize = 100;
+/// Seven TS packets: what one SRT live-mode message carries.
+const MESSAGE: usize = 7 * 188;
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+fn options_of(output: &TsOutputSettings) -> Option<SrtOptions> {
+    SrtOptions::from_parameters(&output.parameters)
+        .inspect_err(|e| tracing::error!(output = %output.id, error = %e, "SRT output not started"))
+        .ok()
+}
+
+/// The stream a caller of `output` gets: the output's own, else the one it asks for.
+fn stream_for(output: &TsOutputSettings, stream_id: &str) -> Result<StreamKey, String> {
+    if !output.app.is_empty() {
+        return Ok(source(output));
+    }
+    crate::srt::stream_id::requested(stream_id, "request")?
+        .ok_or_else(|| "no stream named (streamid #!::r=app/stream,m=request)".to_owned())
+}
+
+/// Serves callers on the lent socket until `stop`.
+pub fn listen(
+    inherited: Arc<InheritedUdpSocket>,
+    output: TsOutputSettings,
+    shared: Arc<IngestShared>,
+    stop: CancellationToken,
+    runtime: Handle,
+) {
+    crate::srt::startup();
+    let Some(options) = options_of(&output) else {
+        return;
+    };
+    let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), &options, 64) {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!(output = %output.id, error = %e, "SRT output listener failed");
+            return;
+        }
+    };
+    tracing::info!(output = %output.id, addr = %inherited.spec.addr, "SRT output listening");
+    let limit = output
+        .parameter("max_callers")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_MAX_CALLERS);
+    while !stop.is_cancelled() {
+        let (socket, peer) = match listener.accept(POLL) {
+            Ok(Some(accepted)) => accepted,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(output = %output.id, error = %e, "SRT accept failed");
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        let stream_id = socket.stream_id();
+        let key = match stream_for(&output, &stream_id) {
+            Ok(key) => key,
+            Err(why) => {
+                tracing::warn!(output = %output.id, %peer, %stream_id, %why, "SRT viewer refused");
+                continue;
+            }
+        };
+        if shared.outputs.callers_of(&output.id) >= limit {
+            tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
+            continue;
+        }
+        let sender = register(&shared, &output, key, socket, peer, &stop);
+        tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
+        let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
+        crate::udp::spawn_thread("srt-out-viewer", move || {
+            send(&shared, &sender, &runtime);
+            tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
+        });
+    }
+}
+
+/// Calls the remote listener of a push output until `stop`, again after every end.
+pub fn push(
+    output: TsOutputSettings,
+    shared: Arc<IngestShared>,
+    stop: CancellationToken,
+    runtime: Handle,
+) {
+    crate::srt::startup();
+    let Some(options) = options_of(&output) else {
+        return;
+    };
+    let mut backoff = FIRST_BACKOFF;
+    while !stop.is_cancelled() {
+        // `ip` may be a host name: resolved again for every call (this thread may block).
+        let remote = (output.ip.as_str(), output.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next());
+        match remote.map(|remote| {
+            (
+                remote,
+                SrtSocket::connect(remote, &options, Duration::from_secs(3)),
+            )
+        }) {
+            Some((remote, Ok(socket))) => {
+                backoff = FIRST_BACKOFF;
+                let sender = register(&shared, &output, source(&output), socket, remote, &stop);
+                tracing::info!(output = %output.id, %remote, stream = %sender.key, "SRT push connected");
+                send(&shared, &sender, &runtime);
+                tracing::info!(output = %output.id, %remote, "SRT push ended");
+            }
+            Some((remote, Err(e))) => {
+                tracing::debug!(output = %output.id, %remote, error = %e, "SRT push: connect failed")
+            }
+            None => {
+                tracing::warn!(output = %output.id, host = %output.ip, "SRT push: host not resolved")
+            }
+        }
+        let until = Instant::now() + backoff;
+        while Instant::now() < until && !stop.is_cancelled() {
+            std::thread::sleep(POLL.min(backoff));
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn register(
+    shared: &Arc<IngestShared>,
+    output: &TsOutputSettings,
+    key: StreamKey,
+    socket: SrtSocket,
+    peer: SocketAddr,
+    stop: &CancellationToken,
+) -> Arc<SrtSender> {
+    let sender = Arc::new(SrtSender {
+        session_id: shared.ids.next_id(),
+        output: output.id.clone(),
+        key,
+        peer,
+        created: unix_now(),
+        socket: Arc::new(socket),
+        stop: stop.child_token(),
+    });
+    shared.outputs.add_srt(Arc::clone(&sender));
+    sender
+}
+
+/// Sends `sender`'s stream until the connection or the output ends.
+fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle) {
+    let mut follower = Follower::start(
+        &shared.hub,
+        sender.key.clone(),
+        sender.session_id,
+        &sender.stop,
+        runtime,
+    );
+    let mut packets = BytesMut::with_capacity(64 * 1024);
+    'frames: while follower.next_packets(&mut packets) {
+        for message in packets.chunks(MESSAGE) {
+            if sender.socket.send(message).is_err() {
+                break 'frames;
+            }
+        }
+        shared.counters.add_sent(packets.len() as u64);
+        packets.clear();
+    }
+    drop(follower);
+    sender.socket.close();
+    shared.outputs.remove_srt(sender.session_id);
+}
