@@ -7,6 +7,8 @@
 //! continuity counters written here are placeholders that each viewer's
 //! [`super::continuity::Continuity`] rewrites. Tables go before every video keyframe,
 //! and in a stream without video before the first audio frame of every half second.
+//! SCTE-35 sections pass through on their own PID, which the PMT lists (with the `CUEI`
+//! registration descriptor) once the stream carried a marker.
 
 use super::{Layout, TsMuxer};
 use crate::ParseError;
@@ -26,7 +28,7 @@ impl Layout {
             Some(super::STREAM_TYPE_H264) => 1,
             Some(_) => 2,
         };
-        (video * 2 + u8::from(self.audio)) & 0x1f
+        (video * 4 + u8::from(self.audio) * 2 + u8::from(self.scte35)) & 0x1f
     }
 }
 
@@ -38,9 +40,13 @@ impl TsMuxer {
         muxer
     }
 
-    /// Appends a PAT and a PMT describing `tracks`.
-    pub fn write_tables(&mut self, tracks: &Tracks, out: &mut Vec<u8>) {
-        self.layout = Layout::of(tracks);
+    /// Appends a PAT and a PMT describing `tracks`, and the SCTE-35 PID (with the
+    /// `CUEI` registration descriptor) when `scte35`.
+    pub fn write_tables(&mut self, tracks: &Tracks, scte35: bool, out: &mut Vec<u8>) {
+        self.layout = Layout {
+            scte35,
+            ..Layout::of(tracks)
+        };
         self.pmt_version = self.layout.live_version();
         self.write_psi(out);
     }
@@ -51,11 +57,12 @@ impl TsMuxer {
     pub fn write_live_sample(
         &mut self,
         tracks: &Tracks,
+        scte35: bool,
         sample: &Sample,
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
         let start = out.len();
-        let result = self.write_live_inner(tracks, sample, out);
+        let result = self.write_live_inner(tracks, scte35, sample, out);
         if result.is_err() {
             out.truncate(start);
         }
@@ -65,13 +72,17 @@ impl TsMuxer {
     fn write_live_inner(
         &mut self,
         tracks: &Tracks,
+        scte35: bool,
         sample: &Sample,
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
         if tables_precede(tracks, sample) {
-            self.write_tables(tracks, out);
+            self.write_tables(tracks, scte35, out);
         } else {
-            self.layout = Layout::of(tracks);
+            self.layout = Layout {
+                scte35,
+                ..Layout::of(tracks)
+            };
         }
         let pcr_pid = self.layout.pcr_pid();
         match sample.kind {
@@ -91,6 +102,15 @@ impl TsMuxer {
                 self.write_audio(audio, group, pcr_pid == super::AUDIO_PID, out)
             }
         }
+    }
+}
+
+impl TsMuxer {
+    /// Appends one SCTE-35 `splice_info_section` (whole, CRC included, at most 4096
+    /// bytes) on [`super::SCTE35_PID`].
+    pub fn write_scte35(&mut self, section: &[u8], out: &mut Vec<u8>) {
+        let section = section.get(..section.len().min(4096)).unwrap_or_default();
+        super::psi::write_whole_section(super::SCTE35_PID, section, &mut self.cc.scte35, out);
     }
 }
 

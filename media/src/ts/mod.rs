@@ -64,6 +64,13 @@ pub const PAT_PID: u16 = 0x0000;
 pub const PMT_PID: u16 = 0x1000;
 pub const VIDEO_PID: u16 = 0x0100;
 pub const AUDIO_PID: u16 = 0x0101;
+/// SCTE-35 sections, in live outputs of streams that carry markers.
+pub const SCTE35_PID: u16 = 0x0102;
+/// stream_type of SCTE-35 sections (ANSI/SCTE 35 §8.1).
+pub const STREAM_TYPE_SCTE35: u8 = 0x86;
+/// The registration descriptor with format_identifier `CUEI` that SCTE 35 §8.1 asks
+/// for in the program loop of a program that carries SCTE-35.
+const CUEI_REGISTRATION: [u8; 6] = [0x05, 0x04, b'C', b'U', b'E', b'I'];
 /// PMT PCR_PID when the program has no streams.
 const NO_PCR_PID: u16 = 0x1fff;
 
@@ -84,6 +91,8 @@ const AAC_FRAME_SAMPLES: i64 = 1024;
 struct Layout {
     video_stream_type: Option<u8>,
     audio: bool,
+    /// SCTE-35 sections on [`SCTE35_PID`] (live outputs of streams that carry markers).
+    scte35: bool,
 }
 
 impl Layout {
@@ -94,6 +103,7 @@ impl Layout {
                 VideoConfig::H265 { .. } => STREAM_TYPE_H265,
             }),
             audio: tracks.audio.is_some(),
+            scte35: false,
         }
     }
 
@@ -113,6 +123,7 @@ struct Counters {
     pmt: u8,
     video: u8,
     audio: u8,
+    scte35: u8,
 }
 
 /// Writes HLS MPEG-TS segments for one stream; keep one per stream (rendition) so
@@ -207,13 +218,20 @@ impl TsMuxer {
         let layout = self.layout;
         let video = layout.video_stream_type.map(|t| (t, VIDEO_PID));
         let audio = layout.audio.then_some((STREAM_TYPE_AAC_ADTS, AUDIO_PID));
-        let streams: Vec<(u8, u16)> = video.into_iter().chain(audio).collect();
+        let scte35 = layout.scte35.then_some((STREAM_TYPE_SCTE35, SCTE35_PID));
+        let streams: Vec<(u8, u16)> = video.into_iter().chain(audio).chain(scte35).collect();
+        let program_info: &[u8] = if layout.scte35 {
+            &CUEI_REGISTRATION
+        } else {
+            &[]
+        };
         psi::write_pat(PROGRAM_NUMBER, PMT_PID, 0, &mut self.cc.pat, out);
         psi::write_pmt(
             PROGRAM_NUMBER,
             PMT_PID,
             self.pmt_version,
             layout.pcr_pid(),
+            program_info,
             &streams,
             &mut self.cc.pmt,
             out,

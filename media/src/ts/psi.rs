@@ -66,12 +66,15 @@ pub(crate) fn write_pat(
 }
 
 /// Appends a PMT for `program_number` on `pmt_pid` listing `streams` as
-/// (stream_type, elementary PID), without descriptors.
+/// (stream_type, elementary PID), without stream descriptors; `program_info` is the
+/// program's descriptor loop (a few bytes at most).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_pmt(
     program_number: u16,
     pmt_pid: u16,
     version: u8,
     pcr_pid: u16,
+    program_info: &[u8],
     streams: &[(u8, u16)],
     cc: &mut u8,
     out: &mut Vec<u8>,
@@ -79,8 +82,11 @@ pub(crate) fn write_pmt(
     let [prog_hi, prog_lo] = program_number.to_be_bytes();
     let [pcr_hi, pcr_lo] = pcr_pid.to_be_bytes();
     let header = [prog_hi, prog_lo, version_byte(version), 0, 0];
-    // PCR_PID, then program_info_length 0.
-    let pcr = [0xe0 | (pcr_hi & 0x1f), pcr_lo, 0xf0, 0x00];
+    let [info_hi, info_lo] = (program_info.len() as u16 & 0x3ff).to_be_bytes();
+    // PCR_PID, then program_info_length and the descriptors.
+    let pcr = [0xe0 | (pcr_hi & 0x1f), pcr_lo, 0xf0 | info_hi, info_lo]
+        .into_iter()
+        .chain(program_info.iter().copied());
     let entries = streams.iter().flat_map(|&(stream_type, pid)| {
         let [pid_hi, pid_lo] = pid.to_be_bytes();
         // stream_type, elementary_PID, ES_info_length 0.
@@ -93,6 +99,30 @@ pub(crate) fn write_pmt(
 /// reserved '11', version_number, current_next_indicator 1.
 fn version_byte(version: u8) -> u8 {
     0xc1 | ((version & 0x1f) << 1)
+}
+
+/// Appends `section` (a whole PSI section, CRC included, as received) on `pid` in as
+/// many TS packets as it needs, the first with pointer_field 0, the last padded with
+/// 0xFF (ISO/IEC 13818-1 §2.4.4).
+pub(crate) fn write_whole_section(pid: u16, section: &[u8], cc: &mut u8, out: &mut Vec<u8>) {
+    let [pid_hi, pid_lo] = pid.to_be_bytes();
+    let mut rest = section;
+    let mut first = true;
+    while first || !rest.is_empty() {
+        let start = out.len();
+        let unit_start = if first { 0x40 } else { 0 };
+        out.extend_from_slice(&[SYNC_BYTE, unit_start | (pid_hi & 0x1f), pid_lo, 0x10 | *cc]);
+        *cc = (*cc + 1) & 0x0f;
+        if first {
+            out.push(0x00);
+        }
+        let room = PACKET_SIZE - (out.len() - start);
+        let (now, later) = rest.split_at(rest.len().min(room));
+        out.extend_from_slice(now);
+        out.resize(start + PACKET_SIZE, 0xff);
+        rest = later;
+        first = false;
+    }
 }
 
 /// Writes one TS packet on `pid` holding a section with `table_id` and
@@ -153,6 +183,7 @@ mod tests {
                     0x1000,
                     0,
                     0x100,
+                    &[],
                     &[(0x1b, 0x100), (0x0f, 0x101)],
                     cc,
                     out,
@@ -182,7 +213,7 @@ mod tests {
         for &(version, pcr_pid, streams) in cases {
             let mut cc = 15;
             let mut out = Vec::new();
-            write_pmt(1, 0x1000, version, pcr_pid, streams, &mut cc, &mut out);
+            write_pmt(1, 0x1000, version, pcr_pid, &[], streams, &mut cc, &mut out);
             assert_eq!(cc, 0, "wraps mod 16");
             assert_eq!(out[..5], [0x47, 0x50, 0x00, 0x1f, 0x00]);
             let len = usize::from(u16::from_be_bytes([out[6], out[7]]) & 0x0fff);

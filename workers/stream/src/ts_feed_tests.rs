@@ -173,3 +173,82 @@ fn frames_are_rendered_once_for_all_receivers_and_nothing_before_a_keyframe() {
         before.as_ptr()
     ));
 }
+
+/// CRC-32/MPEG-2, for the test's own section.
+fn crc32_mpeg2(data: &[u8]) -> u32 {
+    data.iter().fold(0xffff_ffff, |mut crc, &byte| {
+        crc ^= u32::from(byte) << 24;
+        for _ in 0..8 {
+            crc = if crc & 0x8000_0000 != 0 {
+                (crc << 1) ^ 0x04c1_1db7
+            } else {
+                crc << 1
+            };
+        }
+        crc
+    })
+}
+
+#[test]
+fn scte35_markers_pass_through_on_their_own_pid_with_the_cuei_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.ts");
+    ffmpeg_h264_aac(&source);
+    let (frames, _) = demux(&std::fs::read(&source).unwrap());
+    // A splice_info_section (splice_null) with its CRC.
+    let mut section = vec![
+        0xfc, 0x30, 0x12, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xf0, 0, 0, 0, 0, 0,
+    ];
+    section.extend_from_slice(&crc32_mpeg2(&section).to_be_bytes());
+    let mut shared: Vec<SharedFrame> = Vec::new();
+    for (i, frame) in frames.into_iter().enumerate() {
+        if i == 40 {
+            shared.push(SharedFrame::new(
+                Frame {
+                    track: Track::Data,
+                    codec: strom_media::frame::Codec::Scte35,
+                    dts: frame.dts,
+                    pts: frame.dts,
+                    keyframe: false,
+                    config: false,
+                    control: false,
+                    payload: bytes::Bytes::from(section.clone()),
+                    form: strom_media::frame::SourceForm::Neutral,
+                },
+                1,
+            ));
+        }
+        shared.push(SharedFrame::new(frame, 1));
+    }
+    let mut feed = TsFeed::new();
+    let mut out = BytesMut::new();
+    for frame in &shared {
+        feed.push(frame, &mut out);
+    }
+    assert!(
+        out.windows(6)
+            .any(|w| w == [0x05, 0x04, b'C', b'U', b'E', b'I']),
+        "CUEI registration in the PMT"
+    );
+    let (frames, events) = demux(&out);
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            DemuxEvent::ContinuityError { .. } | DemuxEvent::BadSection { .. }
+        )),
+        "{events:?}"
+    );
+    let markers: Vec<&Frame> = frames
+        .iter()
+        .filter(|f| f.codec == strom_media::frame::Codec::Scte35)
+        .collect();
+    assert_eq!(markers.len(), 1);
+    assert_eq!(markers[0].payload[..], section[..]);
+    assert_eq!(
+        frames
+            .iter()
+            .filter(|f| f.track == Track::Video && f.is_sample())
+            .count(),
+        75
+    );
+}
