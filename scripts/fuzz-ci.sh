@@ -70,7 +70,7 @@ run() {
 
 run rtmp_server_input "$seconds" corpus/rtmp_server_input
 if [ "$other_seconds" -gt 0 ]; then
-  for target in flv_tags codec_configs control_frames bus_headers ts_demux; do
+  for target in flv_tags codec_configs control_frames bus_headers ts_demux scte35; do
     run "$target" "$other_seconds"
   done
 fi

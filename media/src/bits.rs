@@ -71,6 +71,25 @@ impl<'a> BitReader<'a> {
         u32::try_from(value).map_err(|_| ParseError::Invalid("bit field"))
     }
 
+    /// `n` bits (at most 64) as an unsigned big-endian number (33-bit PTS, 40-bit
+    /// durations).
+    pub fn read_u64(&mut self, n: u8) -> Result<u64, ParseError> {
+        if n > 64 {
+            return Err(ParseError::Invalid("bit field wider than 64 bits"));
+        }
+        let mut value = 0u64;
+        for _ in 0..n {
+            value = (value << 1) | u64::from(self.read_bit()?);
+        }
+        Ok(value)
+    }
+
+    /// The index of the next whole byte (the current one when reading mid-byte is done
+    /// on a byte boundary).
+    pub fn byte_position(&self) -> usize {
+        self.pos + usize::from(self.bit != 0)
+    }
+
     /// Eight bits.
     pub fn read_u8(&mut self) -> Result<u8, ParseError> {
         u8::try_from(self.read_bits(8)?).map_err(|_| ParseError::Invalid("byte"))

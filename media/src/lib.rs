@@ -14,6 +14,7 @@
 //! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
 //! - [`ts`]: MPEG-TS muxing of HLS segments.
 //! - [`ts_demux`]: MPEG-TS demuxing into frames (TS ingest), [`ts_demux::strip_rtp`].
+//! - [`scte35`]: SCTE-35 splice_info_sections, built and parsed.
 //! - [`bits`]: the bit reader behind the codec header parsers.
 //! - [`codec_string`] names codecs the way playlists and the management API do.
 
@@ -31,6 +32,7 @@ pub mod frame;
 pub mod hevc;
 pub mod hls;
 pub mod sample;
+pub mod scte35;
 pub mod sps;
 pub mod track_builder;
 pub mod track_info;
