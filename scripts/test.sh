@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # g++ builds libFuzzer for the fuzz run at the end; libsrt-openssl-dev and librist-dev are
 # the SRT and RIST libraries strom links (the ingest worker), srt-tools has
 # srt-live-transmit and rist-tools ristsender/ristreceiver.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config)
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.
@@ -29,6 +29,15 @@ fi
 if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json; then
   npm ci --prefix tests/browser --no-audit --no-fund
   cp tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json
+fi
+
+# threefive (PyPI), an independent SCTE-35 decoder the SCTE-35 test checks strom's
+# sections with, in a venv under target/ (created once, pinned).
+# Debian's python3 (a pyenv one earlier on PATH may lack ensurepip).
+if ! target/pytools/bin/python3 -c 'import threefive' 2>/dev/null; then
+  rm -rf target/pytools
+  "$(command -v /usr/bin/python3 || command -v python3)" -m venv target/pytools
+  target/pytools/bin/pip install --quiet --disable-pip-version-check threefive==3.1.5
 fi
 
 cargo fmt --all -- --check

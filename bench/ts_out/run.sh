@@ -254,6 +254,17 @@ window() {
     W_REST=$(awk -v c="$W_C0" -v u="$W_CPU" 'BEGIN { printf "%.0f", c - u }')
 }
 
+RETRIES=2 # repeat a window that other load on core 0 disturbed (> 10% of core 0 not ours)
+measure() { # measure LABEL ROOT_PIDS...: window, repeated up to RETRIES times while disturbed
+    local try
+    for ((try = 0; try <= RETRIES; try++)); do
+        window "$@"
+        awk -v r="$W_REST" 'BEGIN { exit !(r > 10) }' || return 0
+        ((try < RETRIES)) && log "$1: window disturbed (core 0: ${W_REST}% other load); again"
+    done
+    return 0
+}
+
 note_for() { # note_for CPU REST: the notes column
     local n=""
     awk -v r="$2" 'BEGIN { exit !(r > 10) }' && n="core 0 not quiet: $2% other load"
@@ -269,7 +280,7 @@ run_strom_srt() {
     log "strom SRT: starting strom (TsOutputs SRT listener, Delivery.outputs []) and the RTMP publisher"
     start_strom '[]' 1 srt
     sleep "$WARMUP"
-    SNAP="" window "strom, no caller" "$SERVER_PID"
+    SNAP="" measure "strom, no caller" "$SERVER_PID"
     SRT_ROWS+=("| strom, no caller (RTMP ingest only; $(tree_count "$SERVER_PID") processes) | 0 | $W_CPU | | | | | $W_C0 / $W_C1 | $W_REST | $(note_for "$W_CPU" "$W_REST") |")
     STROM_IDLE_CPU=$W_CPU
     for n in "${SRT_LIST[@]}"; do
@@ -279,7 +290,7 @@ run_strom_srt() {
         log "strom SRT: $n callers"
         for ((i = 0; i < n; i++)); do srt_caller "$dir" "$i" "$url"; done
         sleep "$WARMUP"
-        SNAP=$dir/sessions window "strom, $n SRT callers" "$SERVER_PID"
+        SNAP=$dir/sessions measure "strom, $n SRT callers" "$SERVER_PID"
         alive "$SERVER_PID" || die "strom exited: $(tail -5 "$STROM_DIR/server.log")"
         rate=$(python3 "$HERE/tsbench.py" srtrate "$W_T0" "$W_T1" "$dir"/c*.csv)
         echo "$rate" >"$dir/rate.json"
@@ -329,7 +340,7 @@ run_peer_srt() {
             -f mpegts "udp://127.0.0.1:$FAN_PORT?pkt_size=1316" >"$dir/ffmpeg.log" 2>&1 &
         PIDS+=($!)
         sleep "$WARMUP"
-        SNAP="" window "peer, $n callers" "${LISTENERS[@]}"
+        SNAP="" measure "peer, $n callers" "${LISTENERS[@]}"
         local dead=0; for p in "${LISTENERS[@]}"; do alive "$p" || ((dead += 1)); done
         rate=$(python3 "$HERE/tsbench.py" srtrate "$W_T0" "$W_T1" "$dir"/c*.csv)
         echo "$rate" >"$dir/rate.json"
@@ -347,23 +358,24 @@ run_strom_http() {
     log "strom HTTP: starting strom (Delivery.outputs [\"MPEGTS\"]) and the RTMP publisher"
     start_strom '["MPEGTS"]' 0 http
     sleep "$WARMUP"
-    SNAP="" window "strom HTTP, no viewer" "$SERVER_PID"
+    SNAP="" measure "strom HTTP, no viewer" "$SERVER_PID"
     HTTP_ROWS+=("| 0 | $W_CPU | | | | | $W_C0 / $W_C1 | $W_REST | $(note_for "$W_CPU" "$W_REST") |")
+    HTTP_IDLE_CPU=$W_CPU
     for n in "${HTTP_LIST[@]}"; do
         dir=$TMP/strom-http/n$n; mkdir -p "$dir"
         local VIEWERS=()
         log "strom HTTP: $n viewers"
         for ((i = 0; i < n; i++)); do
             addr=127.0.0.$((2 + i / PER_ADDR))
-            taskset -c 1 curl -s -o /dev/null --interface "$addr" --max-time $((WARMUP + DURATION + 5)) \
+            taskset -c 1 curl -s -o /dev/null --interface "$addr" --max-time $((WARMUP + (RETRIES + 1) * (DURATION + 3) + 5)) \
                 -w '%{http_code} %{size_download} %{time_total}\n' \
                 "http://127.0.0.1:$HTTP_PORT/live/bench/mpegts.stream" >"$dir/v$i.out" 2>/dev/null &
             VIEWERS+=($!); PIDS+=($!)
         done
         sleep "$WARMUP"
-        SNAP=$dir/sessions window "strom HTTP, $n viewers" "$SERVER_PID"
+        SNAP=$dir/sessions measure "strom HTTP, $n viewers" "$SERVER_PID"
         alive "$SERVER_PID" || die "strom exited: $(tail -5 "$STROM_DIR/server.log")"
-        for p in "${VIEWERS[@]}"; do wait "$p" 2>/dev/null || true; done # they end on --max-time
+        for p in "${VIEWERS[@]}"; do wait "$p" 2>/dev/null || true; done # they end on --max-time (room for the retries)
         local srv cl
         srv=$(python3 "$HERE/tsbench.py" sessions "$dir/sessions.0.json" "$dir/sessions.1.json" MPEGTS "$W_SECS")
         cl=$(python3 "$HERE/tsbench.py" curlrate "$dir"/v*.out)
@@ -375,6 +387,7 @@ run_strom_http() {
         note=$(note_for "$W_CPU" "$W_REST")
         ((recv < n)) && note="$note; $((n - recv)) viewers received nothing"
         note="$note; curl exit codes: $(jget "$cl" codes | tr -d '{}"')"
+        printf -v "HTTP_CPU_$n" '%s' "$W_CPU"
         HTTP_ROWS+=("| $n ($both sessions in the window, $recv curls received) | $W_CPU | $per | $(jget "$srv" mbps.median) ($(jget "$srv" mbps.min)–$(jget "$srv" mbps.max)) | $(jget "$cl" mbps.median) | $vpc | $W_C0 / $W_C1 | $W_REST | $note |")
         sleep 1
     done
@@ -423,6 +436,14 @@ if [[ $ONLY != srt ]]; then
     echo "| viewers | CPU % of a core | CPU ms per viewer-second | delivered Mbit/s per viewer, median (min–max), strom's bytes_sent in the window | curl's own count, median Mbit/s over its life | viewers per core at this bitrate (N / CPU fraction) | core 0 / 1 busy % | core 0 not this server % | notes |"
     echo "|---|---:|---:|---|---:|---:|---|---:|---|"
     printf '%s\n' "${HTTP_ROWS[@]}"
+    echo
+    for n in "${HTTP_LIST[@]}"; do
+        h=HTTP_CPU_$n
+        awk -v n="$n" -v c="${!h:-0}" -v i="${HTTP_IDLE_CPU:-0}" 'BEGIN {
+            m = (c - i) * 10 / n
+            printf "- %s viewers: above the no-viewer ingest (%.2f%%), %.3f ms CPU per viewer-second, %s viewers per core at this bitrate from the marginal cost\n",
+                n, i, m, (m > 0 ? sprintf("%.0f", 1000 / m) : "n/a") }'
+    done
 fi
 echo
 echo "Command: \`$CMDLINE\`"

@@ -23,6 +23,56 @@ pub struct Rules {
     pub pull_sources: Vec<PullSource>,
     /// Which outputs each stream gets, segment durations and ABR groups.
     pub delivery: DeliverySettings,
+    /// Ad insertion (SCTE-35) per app or stream (`AdInsertion`).
+    pub ad_insertion: Vec<AdInsertionSettings>,
+}
+
+impl Rules {
+    /// The ad-insertion settings of `app/stream`: its own entry, else its app's
+    /// (an entry with an empty `stream`).
+    pub fn ad_insertion_for(&self, app: &str, stream: &str) -> Option<&AdInsertionSettings> {
+        let of_app = self.ad_insertion.iter().filter(|a| a.app == app);
+        of_app
+            .clone()
+            .find(|a| a.stream == stream)
+            .or_else(|| of_app.clone().find(|a| a.stream.is_empty()))
+    }
+
+    /// Whether `app/stream` takes SCTE-35 markers from the API (`time_sync` `scte35`).
+    pub fn scte35_enabled(&self, app: &str, stream: &str) -> bool {
+        self.ad_insertion_for(app, stream)
+            .is_some_and(|a| a.time_sync == TimeSync::Scte35)
+    }
+}
+
+/// How ad breaks are timed for a stream (`time_sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimeSync {
+    /// SCTE-35 markers in the stream (`scte35`).
+    Scte35,
+    /// Markers are not taken from the API (`none`).
+    None,
+}
+
+/// How HLS media playlists show SCTE-35 breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HlsCueTags {
+    /// `#EXT-X-DATERANGE` with `SCTE35-OUT`/`SCTE35-IN` (RFC 8216 §4.3.2.7.1).
+    #[default]
+    DateRange,
+    /// `#EXT-X-CUE-OUT` / `#EXT-X-CUE-OUT-CONT` / `#EXT-X-CUE-IN`.
+    Cue,
+    /// `#EXT-X-SPLICEPOINT-SCTE35` with the section in base64.
+    SplicePoint,
+}
+
+/// One `AdInsertion` entry: an app (empty `stream`) or one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdInsertionSettings {
+    pub app: String,
+    pub stream: String,
+    pub time_sync: TimeSync,
+    pub hls_tags: HlsCueTags,
 }
 
 /// Output protocols a stream can be packaged into.

@@ -37,7 +37,10 @@ pub enum SpliceCommand {
     TimeSignal(Option<u64>),
     BandwidthReservation,
     /// Another command type, its bytes as they came.
-    Other { command_type: u8, bytes: Vec<u8> },
+    Other {
+        command_type: u8,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +68,10 @@ pub struct BreakDuration {
 pub enum Descriptor {
     Segmentation(SegmentationDescriptor),
     /// Another descriptor: tag and body (after the length).
-    Other { tag: u8, body: Vec<u8> },
+    Other {
+        tag: u8,
+        body: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,12 +199,21 @@ impl SpliceInfo {
         let start = r.byte_position();
         let command_bytes = body.get(start..).unwrap_or_default();
         let (command, used) = parse_command(command_type, command_bytes, command_length)?;
-        let rest = command_bytes.get(used..).ok_or(ParseError::Truncated("SCTE-35 section"))?;
+        let rest = command_bytes
+            .get(used..)
+            .ok_or(ParseError::Truncated("SCTE-35 section"))?;
         let loop_length = usize::from(u16::from_be_bytes([
-            *rest.first().ok_or(ParseError::Truncated("SCTE-35 section"))?,
-            *rest.get(1).ok_or(ParseError::Truncated("SCTE-35 section"))?,
+            *rest
+                .first()
+                .ok_or(ParseError::Truncated("SCTE-35 section"))?,
+            *rest
+                .get(1)
+                .ok_or(ParseError::Truncated("SCTE-35 section"))?,
         ]));
-        let descriptors = parse_descriptors(rest.get(2..2 + loop_length).ok_or(ParseError::Truncated("SCTE-35 section"))?)?;
+        let descriptors = parse_descriptors(
+            rest.get(2..2 + loop_length)
+                .ok_or(ParseError::Truncated("SCTE-35 section"))?,
+        )?;
         Ok(Self {
             pts_adjustment,
             tier,
@@ -229,8 +244,10 @@ pub fn from_hex(text: &str) -> Result<Vec<u8>, ParseError> {
         .strip_prefix("0x")
         .or_else(|| text.strip_prefix("0X"))
         .unwrap_or(text);
-    if digits.len() % 2 != 0 || digits.len() > MAX_SECTION * 2 {
-        return Err(ParseError::Invalid("hex SCTE-35 of odd or excessive length"));
+    if !digits.len().is_multiple_of(2) || digits.len() > MAX_SECTION * 2 {
+        return Err(ParseError::Invalid(
+            "hex SCTE-35 of odd or excessive length",
+        ));
     }
     (0..digits.len())
         .step_by(2)
@@ -332,8 +349,14 @@ fn parse_command(
         0x06 => SpliceCommand::TimeSignal(read_splice_time(&mut r)?),
         0x07 => SpliceCommand::BandwidthReservation,
         other => {
-            let length = if command_length == 0xfff { 0 } else { command_length };
-            let raw = bytes.get(..length).ok_or(ParseError::Truncated("SCTE-35 section"))?;
+            let length = if command_length == 0xfff {
+                0
+            } else {
+                command_length
+            };
+            let raw = bytes
+                .get(..length)
+                .ok_or(ParseError::Truncated("SCTE-35 section"))?;
             return Ok((
                 SpliceCommand::Other {
                     command_type: other,
@@ -344,9 +367,15 @@ fn parse_command(
         }
     };
     let parsed = r.byte_position();
-    let used = if command_length == 0xfff { parsed } else { command_length };
+    let used = if command_length == 0xfff {
+        parsed
+    } else {
+        command_length
+    };
     if used > bytes.len() || used < parsed {
-        return Err(ParseError::Invalid("splice_command_length disagrees with the command"));
+        return Err(ParseError::Invalid(
+            "splice_command_length disagrees with the command",
+        ));
     }
     Ok((command, used))
 }
@@ -403,7 +432,9 @@ fn parse_insert(r: &mut BitReader<'_>) -> Result<SpliceInsert, ParseError> {
 fn parse_descriptors(mut bytes: &[u8]) -> Result<Vec<Descriptor>, ParseError> {
     let mut descriptors = Vec::new();
     while let [tag, length, rest @ ..] = bytes {
-        let body = rest.get(..usize::from(*length)).ok_or(ParseError::Truncated("SCTE-35 section"))?;
+        let body = rest
+            .get(..usize::from(*length))
+            .ok_or(ParseError::Truncated("SCTE-35 section"))?;
         let segmentation = (*tag == SEGMENTATION_DESCRIPTOR)
             .then(|| parse_segmentation(body))
             .transpose()?
@@ -458,7 +489,10 @@ fn parse_segmentation(body: &[u8]) -> Result<Option<SegmentationDescriptor>, Par
     descriptor.upid_type = r.read_bits(8)? as u8;
     let upid_length = r.read_bits(8)? as usize;
     let start = r.byte_position();
-    descriptor.upid = body.get(start..start + upid_length).ok_or(ParseError::Truncated("SCTE-35 section"))?.to_vec();
+    descriptor.upid = body
+        .get(start..start + upid_length)
+        .ok_or(ParseError::Truncated("SCTE-35 section"))?
+        .to_vec();
     let mut r = BitReader::new(body.get(start + upid_length..).unwrap_or_default());
     descriptor.type_id = r.read_bits(8)? as u8;
     descriptor.segment_num = r.read_bits(8)? as u8;

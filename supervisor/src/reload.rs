@@ -154,15 +154,18 @@ async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
 }
 
 /// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
+/// Ad insertion concerns every producer (which takes cues) and the packager (its tags).
 fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
+    let ads = old.ad_insertion != new.ad_insertion;
     match kind {
         WorkerKind::Rtmp => {
             old.rtmp != new.rtmp
                 || old.republish != new.republish
                 || old.pull_sources != new.pull_sources
+                || ads
         }
-        WorkerKind::Ingest => old.cameras != new.cameras || old.ts_outputs != new.ts_outputs,
-        WorkerKind::Packager => old.delivery != new.delivery,
+        WorkerKind::Ingest => old.cameras != new.cameras || old.ts_outputs != new.ts_outputs || ads,
+        WorkerKind::Packager => old.delivery != new.delivery || ads,
         WorkerKind::Dvr => old != new,
     }
 }

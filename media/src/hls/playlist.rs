@@ -43,6 +43,8 @@ pub struct SegmentEntry {
     pub discontinuity: bool,
     /// URI of the init segment in force (fMP4 only).
     pub map_uri: Option<String>,
+    /// Tag lines that go right before the segment's `#EXTINF` (SCTE-35 breaks).
+    pub tags: Vec<String>,
     pub uri: String,
 }
 
@@ -79,6 +81,10 @@ pub fn media_playlist(
             "#EXT-X-PROGRAM-DATE-TIME:{}",
             iso8601_utc(entry.program_date_time_ms)
         );
+        for tag in &entry.tags {
+            out.push_str(tag);
+            out.push('\n');
+        }
         let _ = write!(out, "#EXTINF:{:.3},\n{}\n", entry.duration_secs, entry.uri);
     }
     out
@@ -95,6 +101,7 @@ mod tests {
             program_date_time_ms: 1_795_238_400_000 + sequence as i64 * 2000,
             discontinuity,
             map_uri: None,
+            tags: Vec::new(),
             uri: format!("seg_{sequence}.ts"),
         }
     }

@@ -28,6 +28,8 @@ pub struct Segmenter {
     hard_limit: i64,
     pending: Vec<Sample>,
     start: Option<i64>,
+    /// Cut at the next place a segment may start, whatever the duration (a splice).
+    cut_next: bool,
 }
 
 impl Segmenter {
@@ -39,6 +41,7 @@ impl Segmenter {
             hard_limit: target * 4,
             pending: Vec::new(),
             start: None,
+            cut_next: false,
         }
     }
 
@@ -55,13 +58,14 @@ impl Segmenter {
             return None;
         };
         let elapsed = sample.dts - start;
-        let cut = (starts_segment && elapsed >= self.target)
+        let cut = (starts_segment && (elapsed >= self.target || (self.cut_next && elapsed > 0)))
             || (self.video && elapsed >= self.hard_limit && sample.kind == TrackKind::Video);
         if !cut {
             self.pending.push(sample);
             return None;
         }
         let end = sample.dts;
+        self.cut_next = false;
         let samples = std::mem::take(&mut self.pending);
         self.start = Some(sample.dts);
         self.pending.push(sample);
@@ -70,6 +74,17 @@ impl Segmenter {
             start,
             end,
         })
+    }
+
+    /// Cuts at the next sample that may start a segment, however short the segment
+    /// being built is (an SCTE-35 splice point: the break starts on a boundary).
+    pub fn cut_at_next_start(&mut self) {
+        self.cut_next = true;
+    }
+
+    /// Whether a segment is being built.
+    pub fn started(&self) -> bool {
+        self.start.is_some()
     }
 
     /// Drops what is pending (the publisher went away mid-segment).
@@ -131,6 +146,23 @@ mod tests {
                 cut.duration_secs()
             );
         }
+    }
+
+    #[test]
+    fn a_splice_cuts_at_the_next_keyframe_however_short_the_segment() {
+        let mut segmenter = Segmenter::new(6, true);
+        assert!(segmenter.push(video(0, true)).is_none());
+        assert!(segmenter.push(video(3_600, false)).is_none());
+        segmenter.cut_at_next_start();
+        assert!(
+            segmenter.push(video(7_200, false)).is_none(),
+            "not a keyframe"
+        );
+        let cut = segmenter.push(video(10_800, true)).unwrap();
+        assert_eq!((cut.start, cut.end, cut.samples.len()), (0, 10_800, 3));
+        // Back to the target duration afterwards.
+        assert!(segmenter.push(video(14_400, true)).is_none());
+        assert!(segmenter.started());
     }
 
     #[test]

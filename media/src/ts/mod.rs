@@ -136,6 +136,8 @@ pub struct TsMuxer {
     pmt_version: u8,
     /// Scratch buffer for one PES packet, reused across samples.
     pes: Vec<u8>,
+    /// An SCTE-35 marker went out: the PMT keeps listing its PID.
+    carries_markers: bool,
 }
 
 impl TsMuxer {
@@ -145,6 +147,7 @@ impl TsMuxer {
             layout: Layout::of(tracks),
             pmt_version: 0,
             pes: Vec::new(),
+            carries_markers: false,
         }
     }
 
@@ -162,12 +165,26 @@ impl TsMuxer {
         samples: &[Sample],
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
+        self.write_segment_with_markers(tracks, &[], samples, out)
+    }
+
+    /// [`Self::write_segment`] for a segment that starts at an SCTE-35 splice: the
+    /// `markers` (whole sections) go on [`SCTE35_PID`] after the tables, and from the
+    /// first marker on the PMT lists that PID with the `CUEI` registration descriptor.
+    pub fn write_segment_with_markers(
+        &mut self,
+        tracks: &Tracks,
+        markers: &[&[u8]],
+        samples: &[Sample],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ParseError> {
         let start = out.len();
-        let saved = (self.cc, self.layout, self.pmt_version);
-        let result = self.write_segment_inner(tracks, samples, out);
+        let saved = (self.cc, self.layout, self.pmt_version, self.carries_markers);
+        self.carries_markers |= !markers.is_empty();
+        let result = self.write_segment_inner(tracks, markers, samples, out);
         if result.is_err() {
             out.truncate(start);
-            (self.cc, self.layout, self.pmt_version) = saved;
+            (self.cc, self.layout, self.pmt_version, self.carries_markers) = saved;
         }
         result
     }
@@ -175,15 +192,22 @@ impl TsMuxer {
     fn write_segment_inner(
         &mut self,
         tracks: &Tracks,
+        markers: &[&[u8]],
         samples: &[Sample],
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
-        let layout = Layout::of(tracks);
+        let layout = Layout {
+            scte35: self.carries_markers,
+            ..Layout::of(tracks)
+        };
         if layout != self.layout {
             self.layout = layout;
             self.pmt_version = (self.pmt_version + 1) & 0x1f;
         }
         self.write_psi(out);
+        for marker in markers {
+            self.write_scte35(marker, out);
+        }
         let pcr_pid = layout.pcr_pid();
         // Audio samples before this index went out in an earlier audio PES.
         let mut audio_done = 0;

@@ -1,12 +1,12 @@
-//! Per-stream commands the packager carries out: Icecast info and metadata, SCTE-35 cues.
+//! Per-stream commands the packager carries out: Icecast info and metadata.
 
 use crate::api::ApiState;
-use crate::api::error::{ApiError, JsonBody, QueryParams, ok};
+use crate::api::error::{ApiError, JsonBody, ok};
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use strom_ipc::messages::{Scte35Cue, WorkerReply, WorkerRequest};
+use strom_ipc::messages::{WorkerReply, WorkerRequest};
 use strom_ipc::{FailureKind, WorkerKind};
 
 async fn ask_packager(
@@ -66,42 +66,6 @@ pub async fn metadata(
         url: body.streamurl,
     };
     done(ask_packager(&state, request, &what).await?)
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CueQuery {
-    duration: Option<u32>,
-}
-
-pub async fn scte35_out(
-    State(state): State<ApiState>,
-    Path((app, stream)): Path<(String, String)>,
-    QueryParams(query): QueryParams<CueQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let what = format!("{app}/{stream}");
-    let cue = Scte35Cue::Out {
-        duration_secs: query.duration,
-    };
-    done(ask_packager(&state, WorkerRequest::Scte35 { app, stream, cue }, &what).await?)
-}
-
-pub async fn scte35_in(
-    State(state): State<ApiState>,
-    Path((app, stream)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    let what = format!("{app}/{stream}");
-    done(
-        ask_packager(
-            &state,
-            WorkerRequest::Scte35 {
-                app,
-                stream,
-                cue: Scte35Cue::In,
-            },
-            &what,
-        )
-        .await?,
-    )
 }
 
 fn done(reply: WorkerReply) -> Result<Json<Value>, ApiError> {

@@ -3,7 +3,8 @@
 //! One module per resource; handlers reach workers through [`gateway::WorkerGateway`].
 //! Every request passes [`auth`] first when a token is configured.
 
-pub mod auth;
+mod advertizer;
+mod auth;
 pub mod dto;
 pub mod error;
 pub mod gateway;
@@ -80,11 +81,11 @@ pub fn router(state: ApiState) -> Router {
         )
         .route(
             "/manage/advertizer/scte35_out/{app}/{stream}",
-            post(icecast::scte35_out),
+            post(advertizer::scte35_out),
         )
         .route(
             "/manage/advertizer/scte35_in/{app}/{stream}",
-            post(icecast::scte35_in),
+            post(advertizer::scte35_in),
         )
         .route(
             "/manage/server_playlist_status",

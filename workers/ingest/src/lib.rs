@@ -172,6 +172,10 @@ impl WorkerService for IngestWorker {
                 self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
+            WorkerRequest::Scte35 { app, stream, cue } => {
+                let rules = Arc::clone(&locked(&self.rules));
+                strom_stream::cues::answer(&self.shared.hub, &rules, &app, &stream, cue)
+            }
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {
@@ -188,11 +192,19 @@ impl WorkerService for IngestWorker {
             }
             WorkerRequest::NdiList => WorkerReply::JsonItems(self.ndi.list()),
             WorkerRequest::ApplyRules(rules) => {
-                tracing::info!(inputs = rules.cameras.len(), "rules applied");
+                tracing::info!(
+                    inputs = rules.cameras.len(),
+                    outputs = rules.ts_outputs.len(),
+                    "rules applied"
+                );
                 let rules: Arc<Rules> = Arc::from(rules);
-                *locked(&self.rules) = Arc::clone(&rules);
-                self.udp.restart(&rules);
-                self.rist.restart(&rules);
+                let old = std::mem::replace(&mut *locked(&self.rules), Arc::clone(&rules));
+                // Inputs and outputs restart only when they changed (an ad-insertion
+                // change alone must not interrupt them).
+                if old.cameras != rules.cameras || old.ts_outputs != rules.ts_outputs {
+                    self.udp.restart(&rules);
+                    self.rist.restart(&rules);
+                }
                 WorkerReply::Done
             }
             other => WorkerReply::error(

@@ -16,8 +16,10 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::bus::StreamLocation;
-use strom_ipc::rules::{DeliveryOutput, Rules};
+use strom_ipc::rules::{DeliveryOutput, HlsCueTags, Rules};
 use strom_media::fmp4::{Fragmenter, init_segment};
+use strom_media::frame::Codec;
+use strom_media::hls::cues::{CueStyle, CueTracker};
 use strom_media::hls::segmenter::{CutSegment, Segmenter};
 use strom_media::track_builder::TrackBuilder;
 use strom_media::ts::TsMuxer;
@@ -35,6 +37,15 @@ pub fn mpegts_enabled(rules: &Rules, app: &str, stream: &str) -> bool {
         .has(DeliveryOutput::MpegTs)
 }
 
+/// How the stream's HLS playlists show SCTE-35 breaks (`AdInsertion` `hls_tags`).
+pub fn cue_style(rules: &Rules, app: &str, stream: &str) -> CueStyle {
+    match rules.ad_insertion_for(app, stream).map(|a| a.hls_tags) {
+        Some(HlsCueTags::Cue) => CueStyle::Cue,
+        Some(HlsCueTags::SplicePoint) => CueStyle::SplicePoint,
+        Some(HlsCueTags::DateRange) | None => CueStyle::DateRange,
+    }
+}
+
 /// HLS switch and segment duration of a stream, from the delivery settings only, never
 /// the RTMP listener's settings (the supervisor translates those of old files).
 pub fn hls_settings(rules: &Rules, app: &str, stream: &str) -> (bool, u32) {
@@ -49,6 +60,7 @@ struct Task {
     location: StreamLocation,
     /// Whether the task packages HLS (or only relays the stream for `mpegts.stream`).
     hls: bool,
+    cue_style: CueStyle,
     stop: CancellationToken,
 }
 
@@ -114,7 +126,9 @@ impl Packaging {
             .collect();
         tasks.retain(|key, task| {
             let keep = wanted.get(key).is_some_and(|l| {
-                *l == task.location && hls_settings(&rules, &l.app, &l.stream).0 == task.hls
+                *l == task.location
+                    && hls_settings(&rules, &l.app, &l.stream).0 == task.hls
+                    && cue_style(&rules, &l.app, &l.stream) == task.cue_style
             });
             if !keep {
                 task.stop.cancel();
@@ -129,6 +143,7 @@ impl Packaging {
                 continue;
             }
             let (hls, duration) = hls_settings(&rules, &location.app, &location.stream);
+            let cue_style = cue_style(&rules, &location.app, &location.stream);
             let stop = self.shutdown.child_token();
             let relay = Relay {
                 key: StreamKey::new(key.0.clone(), key.1.clone()),
@@ -151,7 +166,7 @@ impl Packaging {
                     },
                     stream,
                     Arc::clone(&self.store),
-                    duration,
+                    (duration, cue_style),
                     stop.clone(),
                 ));
             }
@@ -166,6 +181,7 @@ impl Packaging {
                 Task {
                     location,
                     hls,
+                    cue_style,
                     stop,
                 },
             );
@@ -190,6 +206,8 @@ impl Drop for Reading {
 /// Muxers for one timeline (one publisher on one bus connection).
 struct Timeline {
     tracks: TrackBuilder,
+    /// SCTE-35 breaks and the playlist tags they make.
+    cues: CueTracker,
     segmenter: Option<Segmenter>,
     ts: Option<TsMuxer>,
     fragmenter: Fragmenter,
@@ -197,9 +215,10 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn new(generation: u32) -> Self {
+    fn new(generation: u32, style: CueStyle) -> Self {
         Self {
             tracks: TrackBuilder::default(),
+            cues: CueTracker::new(style),
             segmenter: None,
             ts: None,
             fragmenter: Fragmenter::new(),
@@ -212,7 +231,7 @@ async fn package(
     mut reading: Reading,
     hls: Arc<HlsStream>,
     store: Arc<Store>,
-    duration: u32,
+    (duration, cue_style): (u32, CueStyle),
     stop: CancellationToken,
 ) {
     let (hls, store) = (&hls, &store);
@@ -230,9 +249,18 @@ async fn package(
                 // A new publisher (or the first after a packager restart, whose mirrored
                 // segments are served already): a discontinuity.
                 hls.mark_discontinuity();
-                timeline.insert(Timeline::new(frame.generation))
+                timeline.insert(Timeline::new(frame.generation, cue_style))
             }
         };
+        if frame.frame.codec == Codec::Scte35 {
+            if current.cues.marker(&frame.frame.payload) {
+                tracing::info!(stream = %reading.key, "SCTE-35 splice: cutting a segment at the next keyframe");
+                if let Some(segmenter) = current.segmenter.as_mut() {
+                    segmenter.cut_at_next_start();
+                }
+            }
+            continue;
+        }
         let sample = current.tracks.accept_frame(frame.frame.clone());
         if let Some(codec) = current.tracks.take_unmuxed_video() {
             tracing::warn!(stream = %reading.key, ?codec, "video codec not packaged for HLS");
@@ -244,8 +272,14 @@ async fn package(
         let segmenter = current
             .segmenter
             .get_or_insert_with(|| Segmenter::new(duration, has_video));
-        if let Some(cut) = segmenter.push(sample) {
-            finish(current, cut, hls, store, duration).await;
+        let was_started = segmenter.started();
+        match segmenter.push(sample) {
+            Some(cut) => {
+                finish(current, cut, hls, store, duration).await;
+                current.cues.segment_started();
+            }
+            None if !was_started && segmenter.started() => current.cues.segment_started(),
+            None => {}
         }
     }
 }
@@ -270,7 +304,8 @@ async fn finish(
     let mut ts = Vec::with_capacity(
         cut.samples.iter().map(|s| s.data.len()).sum::<usize>() * 11 / 10 + 4096,
     );
-    if let Err(e) = muxer.write_segment(tracks, &cut.samples, &mut ts) {
+    let markers = timeline.cues.sections_of_current();
+    if let Err(e) = muxer.write_segment_with_markers(tracks, &markers, &cut.samples, &mut ts) {
         tracing::warn!(error = %e, "TS segment failed");
         return;
     }
@@ -291,6 +326,7 @@ async fn finish(
         .map(|d| d.as_millis() as i64)
         .unwrap_or_default();
     let program_date_time_ms = now_ms - (duration_secs * 1000.0) as i64;
+    let tags = timeline.cues.tags_for(cut.start, program_date_time_ms);
     let facts = (
         strom_media::fmp4::codecs(tracks),
         tracks.video.as_ref().map(|v| v.width).unwrap_or_default(),
@@ -303,8 +339,15 @@ async fn finish(
     // Segments are mirrored to disk (and evicted under memory pressure): off the async
     // threads.
     let added = tokio::task::spawn_blocking(move || {
-        let sequence =
-            hls.add_segment(duration_secs, program_date_time_ms, init_id, ts, m4s, facts);
+        let sequence = hls.add_segment(
+            duration_secs,
+            program_date_time_ms,
+            init_id,
+            ts,
+            m4s,
+            facts,
+            tags,
+        );
         store.enforce_ram_limit();
         sequence
     })

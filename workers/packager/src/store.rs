@@ -70,6 +70,9 @@ pub struct SegmentMeta {
     pub program_date_time_ms: i64,
     pub discontinuity: bool,
     pub init_id: u64,
+    /// Playlist tags before the segment (SCTE-35 breaks); absent in older indexes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// Playlist-level facts (persisted).
@@ -176,7 +179,9 @@ impl HlsStream {
         self.ram.store(state.ram_bytes(), Ordering::Relaxed);
     }
 
-    /// Adds a finished segment; returns its sequence number.
+    /// Adds a finished segment (with the playlist `tags` that go before it); returns its
+    /// sequence number.
+    #[allow(clippy::too_many_arguments)]
     pub fn add_segment(
         &self,
         duration_secs: f64,
@@ -185,6 +190,7 @@ impl HlsStream {
         ts: Bytes,
         m4s: Bytes,
         facts: (String, u32, u32, u32),
+        tags: Vec<String>,
     ) -> u64 {
         let (codecs, width, height, target_duration) = facts;
         let mut disk = locked(&self.disk);
@@ -199,6 +205,7 @@ impl HlsStream {
             program_date_time_ms,
             discontinuity,
             init_id,
+            tags,
         };
         let bits = (ts.len() as f64 * 8.0 / duration_secs.max(0.1)) as u64;
         state.meta.bandwidth = state.meta.bandwidth.max(bits);
@@ -516,6 +523,7 @@ fn render_media(state: &StreamState, fmp4: bool) -> String {
             program_date_time_ms: s.entry.program_date_time_ms,
             discontinuity: s.entry.discontinuity,
             map_uri: fmp4.then(|| format!("init_{}.mp4{SESSION_QUERY}", s.entry.init_id)),
+            tags: s.entry.tags.clone(),
             uri: format!(
                 "seg_{}.{}{SESSION_QUERY}",
                 s.entry.sequence,
@@ -823,6 +831,7 @@ mod tests {
             Bytes::from(vec![0x47; size]),
             Bytes::from(vec![1; size]),
             facts(),
+            Vec::new(),
         )
     }
 

@@ -193,6 +193,13 @@ impl WorkerService for RtmpWorker {
                 self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
+            WorkerRequest::Scte35 { app, stream, cue } => strom_stream::cues::answer(
+                &self.shared.streams,
+                &self.shared.rules(),
+                &app,
+                &stream,
+                cue,
+            ),
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the rtmp worker does not handle {other:?}"),

@@ -109,6 +109,12 @@ impl Hub {
             .map(|stream| stream.watch_live())
     }
 
+    /// Schedules an SCTE-35 cue on the live stream `key` ([`crate::cues`]).
+    pub fn cue(&self, key: &StreamKey, cue: crate::Cue) -> Result<(), crate::CueError> {
+        let stream = self.get(key).ok_or(crate::CueError::NotLive)?;
+        stream.cue(cue)
+    }
+
     /// The stream of `key` if anyone publishes or reads it.
     pub fn get(&self, key: &StreamKey) -> Option<Arc<Stream>> {
         locked(&self.inner.map).get(key).cloned()

@@ -13,6 +13,7 @@
 //! outputs read a stream through a [`TsFeed`].
 
 pub mod bus;
+pub mod cues;
 pub mod events;
 pub mod hub;
 pub mod key;
@@ -26,6 +27,7 @@ pub mod ts_feed;
 #[cfg(test)]
 mod ts_feed_tests;
 
+pub use cues::{Cue, CueError};
 pub use events::{HubEvent, HubEvents};
 pub use hub::{Announcer, Hub};
 pub use key::StreamKey;

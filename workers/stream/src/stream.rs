@@ -2,6 +2,7 @@
 //! reader starts with, its readers, the codecs learned from configuration frames, and
 //! the measured ingest bandwidth.
 
+use crate::cues::{Cue, CueError, Cues};
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
 use crate::publisher::{AlreadyPublishing, PublisherInfo};
@@ -46,6 +47,8 @@ struct StreamState {
     window_start: Option<Instant>,
     window_bytes: u64,
     bandwidth_bps: u64,
+    /// SCTE-35 cues from the API waiting for a keyframe.
+    cues: Cues,
 }
 
 /// One live stream.
@@ -111,9 +114,31 @@ impl Stream {
         }
     }
 
+    /// Schedules an SCTE-35 cue: it goes out before the next keyframe ([`crate::cues`]).
+    pub fn cue(&self, cue: Cue) -> Result<(), CueError> {
+        let mut state = locked(&self.state);
+        if state.publisher.is_none() {
+            return Err(CueError::NotLive);
+        }
+        state.cues.request(cue)
+    }
+
     /// Hands `frame` (90 kHz times, unwrapped by the producer) to every reader and the
-    /// GOP cache. Never blocks.
+    /// GOP cache, after the markers of cues that splice at it. Never blocks.
     pub(crate) fn publish(&self, frame: Frame, container: Option<Bytes>) {
+        let markers = {
+            let mut state = locked(&self.state);
+            let has_video = state.video_header.is_some();
+            state.cues.markers_before(&frame, has_video)
+        };
+        for marker in markers {
+            tracing::info!(stream = %self.key, pts = marker.pts, "SCTE-35 marker inserted");
+            self.publish_one(marker, None);
+        }
+        self.publish_one(frame, container);
+    }
+
+    fn publish_one(&self, frame: Frame, container: Option<Bytes>) {
         let mut state = locked(&self.state);
         let generation = state.generation;
         let learned = state.learn(&frame);
@@ -192,6 +217,7 @@ impl Stream {
         state.gop_bytes = 0;
         state.codecs = CodecInfo::default();
         state.window_start = None;
+        state.cues = Cues::default();
         // Fold the 64-bit session id so a restarted worker's new ids still differ.
         state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
         state.publisher = Some(publisher);

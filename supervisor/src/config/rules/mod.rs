@@ -2,7 +2,7 @@
 //! settings, re-publishing rules, MPEG-TS/SRT/RIST inputs and outputs, pulled sources,
 //! delivery), read into raw serde structs and validated into [`strom_ipc::rules::Rules`],
 //! which workers trust as they are. One module per top-level key: [`rtmp`], [`republish`],
-//! [`cameras`], [`ts_outputs`], [`pull`], [`delivery`]; [`fields`] holds the checks they
+//! [`cameras`], [`ts_outputs`], [`pull`], [`delivery`], [`ad_insertion`]; [`fields`] holds the checks they
 //! share.
 //!
 //! Schema (every top-level key is optional; unknown keys are errors at every level):
@@ -73,6 +73,7 @@
 //! address or a wildcard one (see [`ts_outputs`]); an output without an `id` gets
 //! `ts-<position, from 1>`.
 
+mod ad_insertion;
 mod cameras;
 mod delivery;
 pub(crate) mod fields;
@@ -146,6 +147,8 @@ struct RawRules {
     pull_sources: Vec<pull::RawPullSource>,
     #[serde(rename = "Delivery", default)]
     delivery: Option<delivery::RawDelivery>,
+    #[serde(rename = "AdInsertion", default)]
+    ad_insertion: Vec<ad_insertion::RawAdInsertion>,
 }
 
 impl RawRules {
@@ -166,6 +169,7 @@ impl RawRules {
             ts_outputs,
             pull_sources,
             delivery,
+            ad_insertion: ad_insertion::validate_all(self.ad_insertion)?,
         })
     }
 }

@@ -1,0 +1,325 @@
+//! SCTE-35 ad breaks in HLS media playlists: which tags go before which segment.
+//!
+//! A `splice_insert` marker arrives just before the keyframe it splices at; the
+//! packager cuts a segment there ([`super::segmenter::Segmenter::cut_at_next_start`]), so
+//! the break starts exactly at a segment boundary. The segment that starts at the
+//! splice gets the out tag; segments inside the break get the continuation tag (`cue`
+//! style); the segment that starts at the in marker, or the first one that starts
+//! after the break duration ran out (auto-return), gets the in tag. Styles:
+//!
+//! - [`CueStyle::DateRange`]: `#EXT-X-DATERANGE` with `SCTE35-OUT` / `SCTE35-IN` (the
+//!   section in hex), `PLANNED-DURATION`, one `ID` for the pair (RFC 8216 §4.3.2.7.1;
+//!   the playlists always carry `#EXT-X-PROGRAM-DATE-TIME`).
+//! - [`CueStyle::Cue`]: `#EXT-X-CUE-OUT:<duration>`, `#EXT-X-CUE-OUT-CONT:<elapsed>/<duration>`,
+//!   `#EXT-X-CUE-IN`.
+//! - [`CueStyle::SplicePoint`]: `#EXT-X-SPLICEPOINT-SCTE35:<base64 section>` at the out
+//!   and at the in.
+//!
+//! Other commands (time_signal, splice_null) pass through TS but make no tags.
+
+use super::datetime::iso8601_utc;
+use crate::scte35::{self, SpliceInfo};
+use base64::Engine;
+
+/// 90 kHz ticks per second.
+const TICKS: f64 = 90_000.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CueStyle {
+    #[default]
+    DateRange,
+    Cue,
+    SplicePoint,
+}
+
+#[derive(Debug, Clone)]
+struct Marker {
+    info: SpliceInfo,
+    section: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+struct OpenBreak {
+    event_id: u32,
+    start_dts: i64,
+    start_ms: i64,
+    /// The planned duration in 90 kHz ticks.
+    duration: Option<u64>,
+}
+
+/// The breaks of one stream's timeline.
+#[derive(Debug, Default)]
+pub struct CueTracker {
+    style: CueStyle,
+    /// Markers seen, for the next segment to start.
+    awaiting: Vec<Marker>,
+    /// Markers the segment being built started with.
+    current: Vec<Marker>,
+    open: Option<OpenBreak>,
+}
+
+impl CueTracker {
+    pub fn new(style: CueStyle) -> Self {
+        Self {
+            style,
+            ..Self::default()
+        }
+    }
+
+    /// Takes a marker's section; `true` when it splices (the segmenter should cut at the
+    /// next place a segment may start). Sections that do not parse are ignored.
+    pub fn marker(&mut self, section: &[u8]) -> bool {
+        let Ok(info) = SpliceInfo::parse(section) else {
+            return false;
+        };
+        let splices = info.splice_insert().is_some_and(|insert| !insert.cancel);
+        if splices {
+            self.awaiting.push(Marker {
+                info,
+                section: section.to_vec(),
+            });
+        }
+        splices
+    }
+
+    /// A new segment started: the markers seen so far belong to its start.
+    pub fn segment_started(&mut self) {
+        self.current = std::mem::take(&mut self.awaiting);
+    }
+
+    /// Whether markers wait for the segment being built or the next one (the TS segment
+    /// then carries them).
+    pub fn sections_of_current(&self) -> Vec<&[u8]> {
+        self.current.iter().map(|m| m.section.as_slice()).collect()
+    }
+
+    /// The tag lines of a finished segment that started at `start_dts` (90 kHz) at
+    /// wall-clock `start_ms`.
+    pub fn tags_for(&mut self, start_dts: i64, start_ms: i64) -> Vec<String> {
+        let mut tags = Vec::new();
+        let markers = std::mem::take(&mut self.current);
+        let mut closed = false;
+        for marker in &markers {
+            let Some(insert) = marker.info.splice_insert() else {
+                continue;
+            };
+            if insert.out_of_network {
+                // A new out while a break is open closes the old one first.
+                if self.open.is_some() {
+                    self.close(start_dts, start_ms, None, &mut tags);
+                }
+                let duration = insert.break_duration.map(|d| d.duration);
+                self.open = Some(OpenBreak {
+                    event_id: insert.event_id,
+                    start_dts,
+                    start_ms,
+                    duration,
+                });
+                tags.push(self.out_tag(marker, start_ms, duration));
+                closed = false;
+            } else if self.open.is_some() {
+                self.close(start_dts, start_ms, Some(marker), &mut tags);
+                closed = true;
+            }
+        }
+        if markers.is_empty() && !closed {
+            self.continue_or_return(start_dts, start_ms, &mut tags);
+        }
+        tags
+    }
+
+    fn out_tag(&self, marker: &Marker, start_ms: i64, duration: Option<u64>) -> String {
+        let event_id = marker.info.splice_insert().map_or(0, |i| i.event_id);
+        let seconds = duration.map(|d| d as f64 / TICKS);
+        match self.style {
+            CueStyle::DateRange => {
+                let planned = seconds
+                    .map(|s| format!(",PLANNED-DURATION={s:.3}"))
+                    .unwrap_or_default();
+                format!(
+                    "#EXT-X-DATERANGE:ID=\"{}\",START-DATE=\"{}\"{planned},SCTE35-OUT={}",
+                    range_id(event_id, start_ms),
+                    iso8601_utc(start_ms),
+                    scte35::to_hex(&marker.section)
+                )
+            }
+            CueStyle::Cue => match seconds {
+                Some(s) => format!("#EXT-X-CUE-OUT:{s:.3}"),
+                None => "#EXT-X-CUE-OUT".to_owned(),
+            },
+            CueStyle::SplicePoint => splicepoint(&marker.section),
+        }
+    }
+
+    /// Inside an open break: the continuation tag, or the return once its duration ran
+    /// out (auto-return).
+    fn continue_or_return(&mut self, start_dts: i64, start_ms: i64, tags: &mut Vec<String>) {
+        let Some(open) = &self.open else {
+            return;
+        };
+        let elapsed = (start_dts - open.start_dts).max(0) as u64;
+        if open.duration.is_some_and(|d| elapsed >= d) {
+            self.close(start_dts, start_ms, None, tags);
+            return;
+        }
+        if self.style == CueStyle::Cue {
+            let elapsed = elapsed as f64 / TICKS;
+            tags.push(match open.duration {
+                Some(d) => format!("#EXT-X-CUE-OUT-CONT:{elapsed:.3}/{:.3}", d as f64 / TICKS),
+                None => format!("#EXT-X-CUE-OUT-CONT:{elapsed:.3}"),
+            });
+        }
+    }
+
+    /// Ends the open break at a segment starting at `start_dts`/`start_ms`, with the in
+    /// marker that came or one built for an auto-return.
+    fn close(
+        &mut self,
+        start_dts: i64,
+        start_ms: i64,
+        marker: Option<&Marker>,
+        tags: &mut Vec<String>,
+    ) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let section = match marker {
+            Some(marker) => marker.section.clone(),
+            None => SpliceInfo::insert(open.event_id, false, u64::try_from(start_dts).ok(), None)
+                .encode(),
+        };
+        tags.push(match self.style {
+            CueStyle::DateRange => format!(
+                "#EXT-X-DATERANGE:ID=\"{}\",START-DATE=\"{}\",END-DATE=\"{}\",DURATION={:.3},SCTE35-IN={}",
+                range_id(open.event_id, open.start_ms),
+                iso8601_utc(open.start_ms),
+                iso8601_utc(start_ms),
+                (start_dts - open.start_dts).max(0) as f64 / TICKS,
+                scte35::to_hex(&section)
+            ),
+            CueStyle::Cue => "#EXT-X-CUE-IN".to_owned(),
+            CueStyle::SplicePoint => splicepoint(&section),
+        });
+    }
+}
+
+/// The DATERANGE `ID` of a break: its event id and start, unique in a playlist even
+/// when a new publisher counts event ids from 1 again.
+fn range_id(event_id: u32, start_ms: i64) -> String {
+    format!("splice-{event_id}-{start_ms}")
+}
+
+fn splicepoint(section: &[u8]) -> String {
+    format!(
+        "#EXT-X-SPLICEPOINT-SCTE35:{}",
+        base64::engine::general_purpose::STANDARD.encode(section)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scte35::BreakDuration;
+
+    fn out(id: u32, seconds: Option<u64>) -> Vec<u8> {
+        let duration = seconds.map(|s| BreakDuration {
+            auto_return: true,
+            duration: s * 90_000,
+        });
+        SpliceInfo::insert(id, true, Some(0), duration).encode()
+    }
+
+    /// Segments of 2 s from `first` on: (start dts, start ms).
+    fn segment(n: i64) -> (i64, i64) {
+        (n * 180_000, 1_795_000_000_000 + n * 2000)
+    }
+
+    #[test]
+    fn dateranges_open_and_close_with_one_id() {
+        let mut cues = CueTracker::new(CueStyle::DateRange);
+        assert!(cues.marker(&out(5, Some(10))));
+        cues.segment_started();
+        let (dts, ms) = segment(1);
+        let tags = cues.tags_for(dts, ms);
+        assert_eq!(tags.len(), 1);
+        assert!(
+            tags[0].starts_with("#EXT-X-DATERANGE:ID=\"splice-5-1795000002000\",START-DATE=\"")
+        );
+        assert!(tags[0].contains(",PLANNED-DURATION=10.000,SCTE35-OUT=0xFC"));
+        let hex = tags[0].rsplit('=').next().unwrap();
+        let section = scte35::from_hex(hex).unwrap();
+        assert!(
+            SpliceInfo::parse(&section)
+                .unwrap()
+                .splice_insert()
+                .unwrap()
+                .out_of_network
+        );
+        // Inside the break nothing; 10 s later the auto-return.
+        for n in 2..6 {
+            cues.segment_started();
+            let (dts, ms) = segment(n);
+            assert!(cues.tags_for(dts, ms).is_empty(), "segment {n}");
+        }
+        cues.segment_started();
+        let (dts, ms) = segment(6);
+        let tags = cues.tags_for(dts, ms);
+        assert_eq!(tags.len(), 1, "{tags:?}");
+        assert!(tags[0].contains("ID=\"splice-5-1795000002000\""));
+        assert!(tags[0].contains(",DURATION=10.000,SCTE35-IN=0xFC"));
+        cues.segment_started();
+        assert!(cues.tags_for(segment(7).0, segment(7).1).is_empty());
+    }
+
+    #[test]
+    fn cue_tags_count_the_break_and_an_in_marker_ends_it() {
+        let mut cues = CueTracker::new(CueStyle::Cue);
+        cues.marker(&out(1, Some(30)));
+        cues.segment_started();
+        assert_eq!(
+            cues.tags_for(segment(0).0, segment(0).1),
+            ["#EXT-X-CUE-OUT:30.000"]
+        );
+        cues.segment_started();
+        assert_eq!(
+            cues.tags_for(segment(1).0, segment(1).1),
+            ["#EXT-X-CUE-OUT-CONT:2.000/30.000"]
+        );
+        cues.segment_started();
+        assert_eq!(
+            cues.tags_for(segment(2).0, segment(2).1),
+            ["#EXT-X-CUE-OUT-CONT:4.000/30.000"]
+        );
+        assert!(cues.marker(&SpliceInfo::insert(1, false, Some(0), None).encode()));
+        cues.segment_started();
+        assert_eq!(cues.tags_for(segment(3).0, segment(3).1), ["#EXT-X-CUE-IN"]);
+        cues.segment_started();
+        assert!(cues.tags_for(segment(4).0, segment(4).1).is_empty());
+        // Not a marker, or not a splice: no cut, no tags.
+        assert!(!cues.marker(b"garbage"));
+        let null = SpliceInfo {
+            pts_adjustment: 0,
+            tier: 0xfff,
+            command: crate::scte35::SpliceCommand::Null,
+            descriptors: Vec::new(),
+        };
+        assert!(!cues.marker(&null.encode()));
+    }
+
+    #[test]
+    fn splicepoints_carry_the_sections_in_base64() {
+        let mut cues = CueTracker::new(CueStyle::SplicePoint);
+        let section = out(2, None);
+        cues.marker(&section);
+        cues.segment_started();
+        assert_eq!(cues.sections_of_current(), [section.as_slice()]);
+        let tags = cues.tags_for(segment(0).0, segment(0).1);
+        let encoded = tags[0].strip_prefix("#EXT-X-SPLICEPOINT-SCTE35:").unwrap();
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .unwrap(),
+            section
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! SCTE-35 cues on demand (spec §4 #19-20): `advertizer/scte35_out` and `scte35_in`
+//! reach the worker that produces the stream (the registry knows which), which puts the
+//! marker into the stream before its next keyframe. A stream that is not live is 404; a
+//! stream without `AdInsertion` `time_sync` `scte35` is 409 with the reason.
+
+use crate::api::ApiState;
+use crate::api::error::{ApiError, QueryParams, ok};
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::Value;
+use strom_ipc::messages::{Scte35Cue, WorkerReply, WorkerRequest};
+
+#[derive(Debug, Deserialize)]
+pub struct CueQuery {
+    /// Seconds until the return to the programme (auto-return).
+    duration: Option<u32>,
+}
+
+/// Sends `cue` to the producer of `app/stream`.
+async fn cue(
+    state: &ApiState,
+    app: String,
+    stream: String,
+    cue: Scte35Cue,
+) -> Result<Json<Value>, ApiError> {
+    let producer = state
+        .supervisor
+        .registry()
+        .into_iter()
+        .find(|l| l.app == app && l.stream == stream)
+        .map(|l| l.producer);
+    let Some(producer) = producer else {
+        return Err(ApiError::not_found(format!(
+            "no such stream {app}/{stream}"
+        )));
+    };
+    let reply = state
+        .workers
+        .ask(producer, WorkerRequest::Scte35 { app, stream, cue })
+        .await?;
+    if let Some((kind, message)) = reply.failure() {
+        return Err(ApiError::from_worker(kind, message));
+    }
+    match reply {
+        WorkerReply::Done => Ok(ok()),
+        other => Err(super::unexpected(other)),
+    }
+}
+
+pub async fn scte35_out(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+    QueryParams(query): QueryParams<CueQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if query.duration == Some(0) {
+        return Err(ApiError::bad_request("duration must be at least 1 second"));
+    }
+    let duration_secs = query.duration;
+    cue(&state, app, stream, Scte35Cue::Out { duration_secs }).await
+}
+
+pub async fn scte35_in(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    cue(&state, app, stream, Scte35Cue::In).await
+}
