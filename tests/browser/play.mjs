@@ -1,7 +1,8 @@
 // Opens the player page (tests/browser/index.html, served by tests/tests/browser.rs) in
 // Debian's headless Chromium, waits until hls.js plays, samples video.currentTime for
 // 10 s of wall time, takes a screenshot and prints one JSON line:
-// {started, start, end, wallSeconds, samples, fatalErrors, nonFatalErrors, levels, ...}.
+// {started, start, end, wallSeconds, samples, fatalErrors, nonFatalErrors, levels,
+// dateRanges, ...}.
 //
 //   node tests/browser/play.mjs <page URL> <screenshot.png>
 import { chromium } from 'playwright-core';
@@ -88,6 +89,7 @@ try {
     nonFatalErrors: last.nonFatalErrors,
     levels: last.levels,
     fragsLoaded: last.fragsLoaded,
+    dateRanges: last.dateRanges,
     playlistOrigin: last.playlistOrigin,
     pageOrigin: last.pageOrigin,
     hlsVersion: last.hlsVersion,

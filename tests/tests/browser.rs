@@ -1,7 +1,8 @@
 //! A real browser: Debian's headless Chromium, driven by playwright-core
 //! (`tests/browser/play.mjs`), plays strom's HLS with hls.js from a page served on another
 //! origin (CORS), for 10 s of wall time, with `currentTime` advancing and no fatal hls.js
-//! error; once for the MPEG-TS master playlist and once for the fMP4 one.
+//! error; once for the MPEG-TS master playlist and once for the fMP4 one. A second test
+//! checks that hls.js exposes the `#EXT-X-DATERANGE` of an SCTE-35 break.
 //!
 //! Needs the Debian packages `chromium` and `nodejs` (with npm), and
 //! `npm ci --prefix tests/browser` (scripts/test.sh does all three).
@@ -229,5 +230,67 @@ fn hls_js_in_chromium_plays_ts_and_fmp4_from_another_origin() {
         "hls.js in Chromium:\n{}\nstrom log:\n{}",
         failures.join("\n"),
         server.log()
+    );
+}
+
+/// hls.js sees an SCTE-35 break: the `#EXT-X-DATERANGE` strom writes for
+/// `advertizer/scte35_out` shows up in hls.js's level details with its `SCTE35-OUT`
+/// and `PLANNED-DURATION`, while playback runs without a fatal error.
+#[test]
+fn hls_js_exposes_scte35_dateranges_while_playing() {
+    require_browser_tools();
+    let page_port = free_port();
+    let page_origin = format!("http://127.0.0.1:{page_port}");
+    let mut server = Server::prepare(&format!("access_control_allow_origin = {page_origin}"));
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "AdInsertion": [{{"app": "live", "time_sync": "scte35"}}]}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.spawn();
+    server.wait_ready();
+    let stream_origin = format!("http://127.0.0.1:{}", server.ports.http);
+    serve_player(page_port);
+    let _publisher = publish(&rtmp_url(&server, "live/b"));
+    wait_live(&server, "live", "b", LIVE)
+        .unwrap_or_else(|| panic!("stream not live; log:\n{}", server.log()));
+    wait_playlist(&server, "playlist.m3u8", 3);
+    let (status, body) = server.post("/manage/advertizer/scte35_out/live/b?duration=60", "");
+    assert_eq!(status, 200, "{body}");
+    // The break is in the playlist before the browser loads it.
+    wait_for(LIVE, "a DATERANGE in the playlist", || {
+        let (_, master) = fetch(&format!("{stream_origin}/live/b/playlist.m3u8"));
+        let media = master
+            .lines()
+            .find(|l| !l.starts_with('#') && !l.is_empty())?;
+        let (_, media) = fetch(&format!("{stream_origin}/live/b/{media}"));
+        media.contains("SCTE35-OUT=").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no DATERANGE; log:\n{}", server.log()));
+    let shots = tempfile::tempdir().unwrap();
+    let result = play_in_browser(
+        &page_origin,
+        &format!("{stream_origin}/live/b/playlist.m3u8"),
+        &shots.path().join("ad.png"),
+    );
+    let problems = problems(&result, &stream_origin, &page_origin);
+    assert!(problems.is_empty(), "{problems:?}\n{result}");
+    let ranges = result["dateRanges"].as_object().unwrap();
+    let break_range = ranges
+        .values()
+        .find(|attr| attr.get("SCTE35-OUT").is_some())
+        .unwrap_or_else(|| panic!("hls.js saw no SCTE35-OUT DATERANGE: {result}"));
+    assert_eq!(break_range["PLANNED-DURATION"], "60.000", "{break_range}");
+    assert!(
+        break_range["SCTE35-OUT"]
+            .as_str()
+            .unwrap()
+            .starts_with("0xFC"),
+        "{break_range}"
     );
 }
