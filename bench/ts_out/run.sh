@@ -3,7 +3,8 @@
 # viewer, and srt-live-transmit serving the same SRT fan-out, in one run.
 #
 # A 720p30 H.264 + AAC clip (~4 Mbit/s video, a keyframe every 1 s, 60 s) is encoded once
-# and played in a loop by `ffmpeg -re -stream_loop -1 -c copy`. The server runs alone on
+# (MPEG-TS, remuxed once to FLV for RTMP) and played in a loop by
+# `ffmpeg -re -stream_loop -1 -c copy`. The server runs alone on
 # core 0 (strom's supervisor and every worker inherit the pinning); the source, the fan-out
 # helper and every client on core 1.
 #
@@ -46,7 +47,7 @@ KEEP=0
 QUIET_WAIT=120
 PER_ADDR=50
 
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
 options: --only srt|http|both ($ONLY)  --srt-callers LIST ($SRT_NS)  --http-viewers LIST ($HTTP_NS)
          --duration SECS ($DURATION)  --warmup SECS ($WARMUP)  --strom-bin PATH ($STROM_BIN)
          --quiet-wait SECS ($QUIET_WAIT)  --no-build  --keep (keep the temp dir)
@@ -217,8 +218,8 @@ EOF
         alive "$SERVER_PID" || die "strom exited: $(tail -5 "$dir/server.log")"
         sleep 0.2
     done
-    taskset -c 1 ffmpeg -nostdin -loglevel warning -re -stream_loop -1 -i "$TMP/clip.ts" -c copy \
-        -bsf:a aac_adtstoasc -f flv "rtmp://127.0.0.1:$RTMP_PORT/live/bench" >"$dir/ffmpeg.log" 2>&1 &
+    taskset -c 1 ffmpeg -nostdin -loglevel warning -re -stream_loop -1 -i "$TMP/clip.flv" -c copy \
+        -f flv "rtmp://127.0.0.1:$RTMP_PORT/live/bench" >"$dir/ffmpeg.log" 2>&1 &
     SENDER_PID=$!
     PIDS+=("$SENDER_PID")
     for _ in $(seq 100); do
@@ -402,6 +403,10 @@ ffmpeg -nostdin -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
     -c:v libx264 -preset veryfast -g 30 -keyint_min 30 -sc_threshold 0 -pix_fmt yuv420p \
     -b:v 4000k -maxrate 4000k -bufsize 4000k -c:a aac -b:a 128k -f mpegts "$TMP/clip.ts" ||
     die "ffmpeg could not encode the source clip"
+# The same packets in FLV for the RTMP publisher (an explicit aac_adtstoasc on a looped TS
+# input stops the audio after the first loop in ffmpeg 5.1).
+ffmpeg -nostdin -loglevel error -y -i "$TMP/clip.ts" -c copy -bsf:a aac_adtstoasc -f flv "$TMP/clip.flv" ||
+    die "ffmpeg could not remux the clip to FLV"
 CLIP_MBPS=$(awk -v s="$(stat -c %s "$TMP/clip.ts")" 'BEGIN { printf "%.2f", s * 8 / 60 / 1e6 }')
 SERVER_PID=0
 

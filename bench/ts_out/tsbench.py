@@ -20,7 +20,8 @@
 
   tsbench.py curlrate FILE...
       Each FILE holds curl's -w '%{http_code} %{size_download} %{time_total}' of one
-      viewer; prints one JSON object (codes, per-viewer Mbit/s over its whole life).
+      viewer; prints one JSON object (codes, per-viewer Mbit/s over its whole life, of the
+      viewers answered 200; "receiving": those of them that got bytes).
 """
 
 import datetime
@@ -150,13 +151,15 @@ def sessions(before, after, typ, seconds):
 
 
 def curlrate(paths):
-    codes, rates = {}, []
+    codes, rates, ok = {}, [], 0
     for p in paths:
         try:
             code, size, secs = open(p).read().split()[:3]
         except (OSError, ValueError):
             code, size, secs = "none", "0", "0"
         codes[code] = codes.get(code, 0) + 1
+        if code != "200":
+            continue
         rates.append(int(size) * 8 / 1e6 / float(secs) if float(secs) > 0 else 0.0)
     print(json.dumps({"viewers": len(paths), "codes": codes, "receiving": sum(1 for r in rates if r > 0.0),
                       "mbps": stats(rates)}))

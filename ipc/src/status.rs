@@ -58,6 +58,20 @@ pub struct LiveStream {
     pub source_url: Option<String>,
     /// Set for pushed streams.
     pub publisher_ip: Option<String>,
+    /// The latest SCTE-35 markers in the stream, oldest first.
+    pub scte35: Vec<Scte35Event>,
+}
+
+/// An SCTE-35 marker a stream carried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scte35Event {
+    /// Unix seconds when it passed.
+    pub time: i64,
+    /// `out`, `in`, or the command's name for other commands (`time_signal`, ...).
+    pub kind: String,
+    pub event_id: Option<u32>,
+    /// The planned break, seconds.
+    pub duration_secs: Option<f64>,
 }
 
 /// A live publisher under publish control.

@@ -201,6 +201,13 @@ fn daterange_out_with_auto_return_decodes_and_splices_at_a_keyframe() {
     assert!(keyframe_first, "the splice segment starts with a keyframe");
     assert!(streams.contains("scte_35"), "{streams}");
 
+    // The stream's status lists the marker.
+    let (_, status) = server.get("/manage/live_streams_status");
+    let events = &status[0]["streams"][0]["scte35_events"];
+    assert_eq!(events[0]["type"], "out", "{status}");
+    assert_eq!(events[0]["duration"], 10.0, "{status}");
+    assert_eq!(events[0]["event_id"], insert.event_id, "{status}");
+
     // Auto-return after 10 s: the in with the same ID.
     let playlist = wait_tag(&server, "live", "ad", "SCTE35-IN=", Duration::from_secs(30));
     let in_line = playlist.lines().find(|l| l.contains("SCTE35-IN=")).unwrap();

@@ -63,6 +63,21 @@ pub struct StreamEntry {
     pub source_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publisher_ip: Option<String>,
+    /// strom's addition to `live_streams_status`: the latest SCTE-35 markers (omitted
+    /// when the stream carried none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scte35_events: Vec<Scte35EventEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Scte35EventEntry {
+    pub time: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
 }
 
 /// Decimals `scl` is sent with: two are finer than any load-balancing decision needs and
@@ -102,6 +117,20 @@ pub fn group_streams(mut streams: Vec<LiveStream>, with_sources: bool) -> Vec<Ap
             publish_time: stream.publish_time.to_string(),
             source_url: stream.source_url.filter(|_| with_sources),
             publisher_ip: stream.publisher_ip.filter(|_| with_sources),
+            scte35_events: if with_sources {
+                stream
+                    .scte35
+                    .into_iter()
+                    .map(|e| Scte35EventEntry {
+                        time: e.time,
+                        kind: e.kind,
+                        event_id: e.event_id,
+                        duration: e.duration_secs,
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
         match groups.last_mut() {
             Some(group) if group.app == stream.app => group.streams.push(entry),
@@ -359,6 +388,7 @@ mod tests {
             publish_time: 1_700_000_000,
             source_url: None,
             publisher_ip: Some("10.0.0.1".into()),
+            scte35: Vec::new(),
         }
     }
 

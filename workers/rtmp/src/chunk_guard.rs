@@ -42,6 +42,8 @@ const MAX_CHUNK_SIZE: u32 = 0x7FFF_FFFF;
 /// Commands and data messages larger than this are refused (encoders send a few hundred
 /// bytes; `onMetaData` with every field is about 1 KB).
 pub const MAX_AMF_MESSAGE_BYTES: u32 = 64 * 1024;
+/// `onCuePoint` messages kept between two reads at most (more in one read are dropped).
+pub const MAX_PENDING_CUE_POINTS: usize = 16;
 /// `createStream` commands a client may send on one connection (ffmpeg and OBS send one).
 pub const MAX_CREATE_STREAM: u32 = 8;
 
@@ -150,6 +152,9 @@ pub struct ChunkGuard {
     /// The AMF0 values of the first `connect` command, until taken.
     connect: Option<Vec<u8>>,
     connect_seen: bool,
+    /// `onCuePoint` data messages (whole AMF payloads), until taken; at most
+    /// [`MAX_PENDING_CUE_POINTS`].
+    cue_points: Vec<Vec<u8>>,
     /// Once refused, always refused.
     failed: Option<GuardError>,
     #[cfg(test)]
@@ -200,6 +205,7 @@ impl ChunkGuard {
             create_streams: 0,
             connect: None,
             connect_seen: false,
+            cue_points: Vec::new(),
             failed: None,
             #[cfg(test)]
             messages: Vec::new(),
@@ -223,6 +229,12 @@ impl ChunkGuard {
     /// The AMF0 values of the first `connect` command, once it has been seen.
     pub fn take_connect(&mut self) -> Option<Vec<u8>> {
         self.connect.take()
+    }
+
+    /// The `onCuePoint` data messages seen since the last call (SCTE-35 cues from
+    /// encoders; `rml_rtmp` drops them).
+    pub fn take_cue_points(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.cue_points)
     }
 
     fn follow(&mut self, mut input: &[u8]) -> Result<(), GuardError> {
@@ -404,6 +416,14 @@ impl ChunkGuard {
                     && scanned.values < 3
                 {
                     return Err(GuardError::DataFrameTooShort(scanned.values));
+                }
+                let cue_point = scanned.first == Some(Top::String(b"onCuePoint"))
+                    || (scanned.first == Some(Top::String(b"@setDataFrame"))
+                        && scanned.second == Some(Top::String(b"onCuePoint")));
+                if cue_point && type_id == TYPE_AMF0_DATA {
+                    if self.cue_points.len() < MAX_PENDING_CUE_POINTS {
+                        self.cue_points.push(payload.to_vec());
+                    }
                 }
             }
             _ => {

@@ -990,3 +990,57 @@ async fn a_second_publisher_of_a_stream_gets_bad_name() {
     let mut third = TestClient::publisher(addr, "dup").await;
     third.send_media(&header).await;
 }
+
+/// An encoder's `onCuePoint` (a data message `rml_rtmp` itself drops) becomes a SCTE-35
+/// marker frame in the stream, in order with the media.
+#[tokio::test]
+async fn on_cue_points_become_scte35_markers() {
+    use rml_amf0::Amf0Value;
+    use rml_rtmp::chunk_io::ChunkSerializer;
+    use rml_rtmp::messages::RtmpMessage;
+    use strom_media::scte35::SpliceInfo;
+
+    let server = TestServer::start().await;
+    let mut publisher = TestClient::publisher(server.addr, "cued").await;
+    let key = StreamKey::new("live", "cued");
+    let (mut frames, _) = server.shared.streams.subscribe(&key, 9_999);
+    publisher
+        .send_media(&Media::Video(0, avc_video(true, 0, &hex(AVCC))))
+        .await;
+    publisher
+        .send_media(&Media::Video(40, avc_video(true, 1, &pattern(1, 300))))
+        .await;
+    let mut cue = std::collections::HashMap::new();
+    cue.insert("name".to_owned(), Amf0Value::Utf8String("cue-out".into()));
+    cue.insert("duration".to_owned(), Amf0Value::Number(15.0));
+    let message = RtmpMessage::Amf0Data {
+        values: vec![
+            Amf0Value::Utf8String("onCuePoint".into()),
+            Amf0Value::Object(cue),
+        ],
+    }
+    .into_message_payload(RtmpTimestamp::new(80), 1)
+    .unwrap();
+    // One chunk of its own (under the default chunk size) on a chunk stream of its own.
+    let mut serializer = ChunkSerializer::new();
+    let packet = serializer.serialize(&message, true, false).unwrap();
+    publisher.socket.write_all(&packet.bytes).await.unwrap();
+    let marker = within("the marker frame", WAIT, async {
+        loop {
+            let frame = frames.recv().await.expect("reader open");
+            if frame.frame.codec == strom_media::frame::Codec::Scte35 {
+                return frame;
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        marker.frame.dts,
+        40 * 90,
+        "stamped with the latest media time"
+    );
+    let info = SpliceInfo::parse(&marker.frame.payload).unwrap();
+    let insert = info.splice_insert().unwrap();
+    assert!(insert.out_of_network);
+    assert_eq!(insert.break_duration.map(|d| d.duration), Some(15 * 90_000));
+}

@@ -66,6 +66,10 @@ struct Publishing {
     clock: PublishClock,
     session: Arc<SessionEntry>,
     last_media: Instant,
+    /// Breaks this publisher's `onCuePoint`s started (their SCTE-35 event ids).
+    cue_events: u32,
+    /// The latest media decode time, for markers from `onCuePoint`.
+    last_dts: i64,
     _place: Place,
 }
 
@@ -363,7 +367,14 @@ impl Connection {
         if let Some(info) = handled.connect {
             self.connect = info;
         }
-        self.results(handled.results).await
+        self.results(handled.results).await?;
+        // After the media of the same read: a marker never goes before media that came
+        // ahead of it (it may follow some that came after; it splices at the next
+        // keyframe anyway).
+        for cue_point in handled.cue_points {
+            self.cue_point(&cue_point);
+        }
+        Ok(())
     }
 
     async fn results(&mut self, results: Vec<ServerSessionResult>) -> Result<(), ConnectionError> {
@@ -659,10 +670,36 @@ impl Connection {
             clock: PublishClock::default(),
             session: entry,
             last_media: Instant::now(),
+            cue_events: 0,
+            last_dts: 0,
             _place: place,
         });
         let outcome = self.session.accept_request(request_id);
         self.answer(outcome).await
+    }
+
+    /// An `onCuePoint` of the publisher: a SCTE-35 marker in the stream when it is a cue.
+    fn cue_point(&mut self, payload: &[u8]) {
+        let Some(publishing) = self.publishing.as_mut() else {
+            return;
+        };
+        let Some(section) = crate::cue_point::to_section(payload, &mut publishing.cue_events)
+        else {
+            tracing::debug!(peer = %self.peer, stream = %publishing.key, "onCuePoint that is no SCTE-35 cue ignored");
+            return;
+        };
+        tracing::info!(peer = %self.peer, stream = %publishing.key, "onCuePoint: SCTE-35 marker");
+        publishing.claim.publish(strom_media::frame::Frame {
+            track: strom_media::frame::Track::Data,
+            codec: strom_media::frame::Codec::Scte35,
+            dts: publishing.last_dts,
+            pts: publishing.last_dts,
+            keyframe: false,
+            config: false,
+            control: false,
+            payload: Bytes::from(section),
+            form: strom_media::frame::SourceForm::Neutral,
+        });
     }
 
     fn media(&mut self, data: Bytes, timestamp: u32, video: bool) {
@@ -677,7 +714,10 @@ impl Connection {
             audio_frame(&mut publishing.clock, &data, timestamp)
         };
         match frame {
-            Ok(frame) => publishing.claim.publish_with_container(frame, data),
+            Ok(frame) => {
+                publishing.last_dts = frame.dts;
+                publishing.claim.publish_with_container(frame, data)
+            }
             Err(e) => {
                 tracing::debug!(peer = %self.peer, stream = %publishing.key, error = %e, "unparsable media message dropped")
             }

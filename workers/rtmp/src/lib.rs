@@ -18,6 +18,7 @@ mod client;
 mod component_tests;
 mod connect_info;
 mod connection;
+mod cue_point;
 mod frame;
 #[cfg(test)]
 mod input_tests;

@@ -31,6 +31,8 @@ pub enum InputError {
 pub struct Handled {
     /// The facts of the client's `connect`, when this read completed it.
     pub connect: Option<ConnectInfo>,
+    /// `onCuePoint` data messages (AMF0 payloads) this read completed.
+    pub cue_points: Vec<Vec<u8>>,
     pub results: Vec<ServerSessionResult>,
 }
 
@@ -56,8 +58,13 @@ impl ServerInput {
             .guard
             .take_connect()
             .map(|values| ConnectInfo::from_command(&values));
+        let cue_points = self.guard.take_cue_points();
         let results = session.handle_input(bytes)?;
-        Ok(Handled { connect, results })
+        Ok(Handled {
+            connect,
+            cue_points,
+            results,
+        })
     }
 }
 

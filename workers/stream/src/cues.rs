@@ -13,6 +13,35 @@ use bytes::Bytes;
 use strom_media::frame::{Codec, Frame, SourceForm, Track};
 use strom_media::scte35::{BreakDuration, SpliceInfo};
 
+/// Markers a stream's status shows (the latest).
+pub const MARKERS_SHOWN: usize = 10;
+
+/// A marker's section as a stream status event (now).
+pub fn event_of(section: &[u8]) -> strom_ipc::status::Scte35Event {
+    use strom_media::scte35::SpliceCommand;
+    let time = strom_worker_runtime::clock::unix_now();
+    let parsed = SpliceInfo::parse(section).ok();
+    let (kind, event_id, duration_secs) = match parsed.as_ref().map(|i| &i.command) {
+        Some(SpliceCommand::Insert(insert)) => (
+            if insert.out_of_network { "out" } else { "in" },
+            Some(insert.event_id),
+            insert
+                .break_duration
+                .map(|d| d.duration as f64 / TICKS as f64),
+        ),
+        Some(SpliceCommand::TimeSignal(_)) => ("time_signal", None, None),
+        Some(SpliceCommand::Null) => ("splice_null", None, None),
+        Some(_) => ("other", None, None),
+        None => ("unparsable", None, None),
+    };
+    strom_ipc::status::Scte35Event {
+        time,
+        kind: kind.to_owned(),
+        event_id,
+        duration_secs,
+    }
+}
+
 /// Cues waiting for a keyframe at most (more are refused until one goes out).
 pub const MAX_PENDING: usize = 8;
 /// 90 kHz ticks per second.

@@ -49,6 +49,8 @@ struct StreamState {
     bandwidth_bps: u64,
     /// SCTE-35 cues from the API waiting for a keyframe.
     cues: Cues,
+    /// The latest SCTE-35 markers the stream carried (for its status).
+    markers: std::collections::VecDeque<strom_ipc::status::Scte35Event>,
 }
 
 /// One live stream.
@@ -102,6 +104,7 @@ impl Stream {
             publish_time: publisher.publish_time,
             publisher_ip: publisher.source_url.is_none().then_some(publisher.ip),
             source_url: publisher.source_url,
+            scte35: locked(&self.state).markers.iter().cloned().collect(),
         })
     }
 
@@ -148,6 +151,14 @@ impl Stream {
         });
         state.measure(frame.received_len());
         let media = &frame.frame;
+        if media.codec == Codec::Scte35 {
+            if state.markers.len() >= crate::cues::MARKERS_SHOWN {
+                state.markers.pop_front();
+            }
+            state
+                .markers
+                .push_back(crate::cues::event_of(&media.payload));
+        }
         match (media.track, media.config) {
             (Track::Data, _) if media.codec == Codec::AmfData => {
                 state.metadata = Some(Arc::clone(&frame));
@@ -218,6 +229,7 @@ impl Stream {
         state.codecs = CodecInfo::default();
         state.window_start = None;
         state.cues = Cues::default();
+        state.markers.clear();
         // Fold the 64-bit session id so a restarted worker's new ids still differ.
         state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
         state.publisher = Some(publisher);
