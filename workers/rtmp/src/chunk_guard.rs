@@ -420,10 +420,11 @@ impl ChunkGuard {
                 let cue_point = scanned.first == Some(Top::String(b"onCuePoint"))
                     || (scanned.first == Some(Top::String(b"@setDataFrame"))
                         && scanned.second == Some(Top::String(b"onCuePoint")));
-                if cue_point && type_id == TYPE_AMF0_DATA {
-                    if self.cue_points.len() < MAX_PENDING_CUE_POINTS {
-                        self.cue_points.push(payload.to_vec());
-                    }
+                if cue_point
+                    && type_id == TYPE_AMF0_DATA
+                    && self.cue_points.len() < MAX_PENDING_CUE_POINTS
+                {
+                    self.cue_points.push(payload.to_vec());
                 }
             }
             _ => {
