@@ -4,7 +4,8 @@
 //! carries the section on a `scte_35` PID; the auto-return closes it with `SCTE35-IN`
 //! and the same ID. The `cue` style counts the break with `#EXT-X-CUE-OUT-CONT` and
 //! `scte35_in` ends it. A marker carried out over a UDP TS output into a UDP input comes
-//! out in that stream's HLS too. Unknown and unconfigured streams are refused.
+//! out in that stream's HLS too, and ffprobe sees the `scte_35` stream in the UDP output.
+//! Unknown and unconfigured streams are refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +21,11 @@ use strom_media::scte35::{self, SpliceInfo};
 const LIVE: Duration = Duration::from_secs(40);
 
 fn start(udp_port: u16) -> Server {
+    start_with(udp_port, free_port())
+}
+
+/// [`start`] with a second UDP output of `live/hop` to `capture_port` on 127.0.0.1.
+fn start_with(udp_port: u16, capture_port: u16) -> Server {
     let server = Server::start("");
     std::fs::write(
         server.path("rules.conf"),
@@ -31,6 +37,8 @@ fn start(udp_port: u16) -> Server {
                  {{"app": "live", "stream": "plain", "time_sync": "none"}},
                  {{"app": "relay", "time_sync": "scte35", "hls_tags": "cue"}}],
  "TsOutputs": [{{"id": "hop", "protocol": "udp", "mode": "push", "ip": "127.0.0.1", "port": {udp_port},
+                 "app": "live", "stream": "hop"}},
+               {{"id": "capture", "protocol": "udp", "mode": "push", "ip": "127.0.0.1", "port": {capture_port},
                  "app": "live", "stream": "hop"}}],
  "Cameras": [{{"id": "back", "ip": "127.0.0.1", "port": {udp_port}, "protocol": "udp", "app": "relay", "stream": "hop"}}]}}"#,
             rtmp = server.ports.rtmp
@@ -309,8 +317,12 @@ fn cue_tags_count_the_break_until_scte35_in() {
 
 #[test]
 fn markers_travel_through_a_udp_ts_output_into_an_input() {
-    let udp_port = free_port();
-    let server = start(udp_port);
+    let (udp_port, capture_port) = (free_port(), free_port());
+    let capture = std::net::UdpSocket::bind(("127.0.0.1", capture_port)).unwrap();
+    capture
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let server = start_with(udp_port, capture_port);
     let _publisher: Proc = publish(&rtmp_url(&server, "live/hop"));
     wait_live(&server, "live", "hop", LIVE).unwrap();
     // The UDP output of live/hop feeds the input relay/hop.
