@@ -143,6 +143,7 @@ fn srt_listeners_serve_streams_by_streamid_with_stats_and_sessions() {
     })
     .unwrap_or_else(|| panic!("{:?}", srt_sessions(&server)));
     assert_eq!(sessions[0]["stream"], "tv");
+    assert!(sessions[0]["dropped_frames"].is_u64(), "{:?}", sessions[0]);
     assert_eq!(sessions[0]["client_ip"], "127.0.0.1");
     let id = sessions[0]["id"].as_u64().unwrap();
     assert_eq!(

@@ -7,7 +7,7 @@
 //! worker's runtime removes the reader from the hub, which closes its queue.
 
 use bytes::BytesMut;
-use strom_stream::{FrameReceiver, Hub, StreamKey, TsFeed};
+use strom_stream::{DropCounter, FrameReceiver, Hub, StreamKey, TsFeed};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +16,7 @@ pub struct Follower {
     key: StreamKey,
     reader: u64,
     frames: FrameReceiver,
+    dropped: DropCounter,
     feed: TsFeed,
     /// Ends the task that leaves the hub on `stop`, once the follower is gone.
     done: CancellationToken,
@@ -30,7 +31,7 @@ impl Follower {
         stop: &CancellationToken,
         runtime: &Handle,
     ) -> Self {
-        let (frames, _dropped) = hub.subscribe(&key, reader);
+        let (frames, dropped) = hub.subscribe(&key, reader);
         let done = CancellationToken::new();
         let (waker_hub, waker_key, waker_done, stop) =
             (hub.clone(), key.clone(), done.clone(), stop.clone());
@@ -45,9 +46,15 @@ impl Follower {
             key,
             reader,
             frames,
+            dropped,
             feed: TsFeed::new(),
             done,
         }
+    }
+
+    /// The frames this reader lost by falling behind (whole GOPs).
+    pub fn dropped(&self) -> DropCounter {
+        std::sync::Arc::clone(&self.dropped)
     }
 
     /// Waits for the next frame that makes TS packets and appends them to `out`; `false`

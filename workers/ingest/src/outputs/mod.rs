@@ -40,6 +40,8 @@ pub struct SrtSender {
     pub socket: Arc<SrtSocket>,
     /// Cancelled by `sessions/delete`.
     pub stop: CancellationToken,
+    /// Frames the connection lost by falling behind, once it reads the stream.
+    pub dropped: std::sync::OnceLock<strom_stream::DropCounter>,
 }
 
 /// What the outputs show the API.
@@ -113,7 +115,10 @@ impl OutputState {
                     client_ip: s.peer.ip().to_string(),
                     user_agent: String::new(),
                     ppv_id: None,
-                    dropped_frames: None,
+                    dropped_frames: s
+                        .dropped
+                        .get()
+                        .map(|d| d.load(std::sync::atomic::Ordering::Relaxed)),
                 }
             })
             .collect()

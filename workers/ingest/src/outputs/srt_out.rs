@@ -166,6 +166,7 @@ fn register(
         created: unix_now(),
         socket: Arc::new(socket),
         stop: stop.child_token(),
+        dropped: std::sync::OnceLock::new(),
     });
     shared.outputs.add_srt(Arc::clone(&sender));
     sender
@@ -180,6 +181,7 @@ fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle) {
         &sender.stop,
         runtime,
     );
+    let _ = sender.dropped.set(follower.dropped());
     let mut packets = BytesMut::with_capacity(64 * 1024);
     'frames: while follower.next_packets(&mut packets) {
         for message in packets.chunks(MESSAGE) {
