@@ -76,6 +76,8 @@ pub fn listen(
         let (socket, peer) = match listener.accept(POLL) {
             Ok(Some(accepted)) => accepted,
             Ok(None) => continue,
+            // Stopping (a reload, shutdown) closes the listener under the accept.
+            Err(_) if stop.is_cancelled() => break,
             Err(e) => {
                 tracing::warn!(output = %output.id, error = %e, "SRT accept failed");
                 std::thread::sleep(POLL);
