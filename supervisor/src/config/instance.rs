@@ -68,6 +68,40 @@ pub struct InstanceConfig {
     pub ndi_discovery_interfaces: Option<Vec<ListenAddress>>,
     /// How the management listener treats its connections (`management_*` keys).
     pub management: ManagementServer,
+    /// The Prometheus `/metrics` listener (`metrics_*` keys).
+    pub metrics: MetricsSettings,
+}
+
+/// Where and how `/metrics` is served. Off unless `metrics_listen_interfaces` is set.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// `None`: no metrics listener at all (`metrics_listen_interfaces`).
+    pub listen_interfaces: Option<Vec<ListenAddress>>,
+    /// `metrics_port`, default 9108.
+    pub port: u16,
+    /// `Some`: every scrape needs `Authorization: Bearer <token>` (`metrics_token`).
+    pub token: Option<String>,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            listen_interfaces: None,
+            port: 9108,
+            token: None,
+        }
+    }
+}
+
+/// Keeps the token out of logs and `{:?}` output.
+impl fmt::Debug for MetricsSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricsSettings")
+            .field("listen_interfaces", &self.listen_interfaces)
+            .field("port", &self.port)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 /// Bounds and TLS of the management API's connections: a client that connects and
@@ -139,7 +173,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 27] = [
+const KEYS: [&str; 30] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -167,6 +201,9 @@ const KEYS: [&str; 27] = [
     "management_ssl_certificate",
     "management_ssl_certificate_key",
     "ndi_discovery_interfaces",
+    "metrics_listen_interfaces",
+    "metrics_port",
+    "metrics_token",
 ];
 
 /// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
@@ -293,6 +330,7 @@ impl InstanceConfig {
             hls_stream_grace_secs: 30,
             ndi_discovery_interfaces: None,
             management: ManagementServer::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 
@@ -383,6 +421,20 @@ impl InstanceConfig {
             "ndi_discovery_interfaces" => {
                 self.ndi_discovery_interfaces = Some(parse_addresses(value)?);
             }
+            "metrics_listen_interfaces" => {
+                self.metrics.listen_interfaces = Some(parse_addresses(value)?);
+            }
+            "metrics_port" => self.metrics.port = parse_port(value)?,
+            "metrics_token" => {
+                // Sent by Prometheus as `Authorization: Bearer <token>`: one header word.
+                if !value.chars().all(|c| c.is_ascii_graphic()) {
+                    return Err(
+                        "expected printable ASCII without spaces (it travels in an HTTP header)"
+                            .to_owned(),
+                    );
+                }
+                self.metrics.token = Some(value.to_owned());
+            }
             _ => return Err("unknown key".to_owned()),
         }
         Ok(())
@@ -437,6 +489,33 @@ impl InstanceConfig {
                 "ssl_port",
                 format!("{} is also the HTTP port", self.port),
             ));
+        }
+        if let Some(metrics) = &self.metrics.listen_interfaces {
+            let key = if lines.contains_key("metrics_port") {
+                "metrics_port"
+            } else {
+                "metrics_listen_interfaces"
+            };
+            let delivery = overlap(metrics, &self.listen_interfaces);
+            let management = self
+                .management_listen_interfaces
+                .as_deref()
+                .is_some_and(|management| overlap(metrics, management));
+            for (taken, other, name) in [
+                (delivery, Some(self.port), "HTTP delivery"),
+                (delivery, self.ssl_port, "HTTPS delivery"),
+                (management, Some(self.management_port), "management API"),
+            ] {
+                if taken && other == Some(self.metrics.port) {
+                    return Err(error(
+                        key,
+                        format!(
+                            "port {} is also the {name} port on the same interface",
+                            self.metrics.port
+                        ),
+                    ));
+                }
+            }
         }
         if let Some(management) = &self.management_listen_interfaces
             && overlap(management, &self.listen_interfaces)
@@ -558,6 +637,11 @@ impl InstanceConfig {
         show(&mut out, "management_ssl_certificate", certificate);
         let key = m.ssl_certificate_key.as_ref().map(|p| p.display());
         show(&mut out, "management_ssl_certificate_key", key);
+        let metrics = self.metrics.listen_interfaces.as_deref().map(list);
+        show(&mut out, "metrics_listen_interfaces", metrics);
+        show(&mut out, "metrics_port", Some(self.metrics.port));
+        let token = self.metrics.token.as_ref().map(|_| "<set>");
+        show(&mut out, "metrics_token", token);
         out
     }
 }
@@ -689,7 +773,10 @@ mod tests {
             management_max_connections = 5\n\
             management_worker_timeout = 6\n\
             management_ssl_certificate = api-cert.pem\n\
-            management_ssl_certificate_key = /keys/api-key.pem\n";
+            management_ssl_certificate_key = /keys/api-key.pem\n\
+            metrics_listen_interfaces = 127.0.0.1\n\
+            metrics_port = 9200\n\
+            metrics_token = m3tr1cs\n";
         let config = parse_ok(text);
         let expected = InstanceConfig {
             path: PathBuf::from(PATH),
@@ -725,13 +812,24 @@ mod tests {
                 ssl_certificate: Some("/etc/strom/api-cert.pem".into()),
                 ssl_certificate_key: Some("/keys/api-key.pem".into()),
             },
+            metrics: MetricsSettings {
+                listen_interfaces: Some(vec![v4(127, 0, 0, 1)]),
+                port: 9200,
+                token: Some("m3tr1cs".into()),
+            },
         };
         assert_eq!(config, expected);
-        // The printed settings read back as the same configuration, except the token.
+        assert!(!format!("{config:?}").contains("m3tr1cs"));
+        // The printed settings read back as the same configuration, except the tokens.
         let printed = config.effective_settings();
         assert!(printed.contains("management_token = <set>\n"), "{printed}");
-        assert!(!printed.contains("s3cr"));
-        let reread = parse_ok(&printed.replace("<set>", "s3cr#t"));
+        assert!(printed.contains("metrics_token = <set>\n"), "{printed}");
+        assert!(!printed.contains("s3cr") && !printed.contains("m3tr"));
+        let reread = parse_ok(
+            &printed
+                .replace("management_token = <set>", "management_token = s3cr#t")
+                .replace("metrics_token = <set>", "metrics_token = m3tr1cs"),
+        );
         assert_eq!(reread, expected);
     }
 
@@ -905,6 +1003,28 @@ mod tests {
                 "port = 8082\nmanagement_listen_interfaces = ::1",
                 "2: key 'management_listen_interfaces': port 8082",
             ),
+            (
+                "metrics_port = 0",
+                "1: key 'metrics_port': expected a port number 1-65535",
+            ),
+            (
+                "metrics_listen_interfaces = localhost",
+                "1: key 'metrics_listen_interfaces': expected \"*\" or comma-separated IP addresses",
+            ),
+            (
+                "metrics_token = two words",
+                "1: key 'metrics_token': expected printable ASCII without spaces",
+            ),
+            (
+                "metrics_listen_interfaces = *\nmetrics_port = 8081",
+                "2: key 'metrics_port': port 8081 is also the HTTP delivery port",
+            ),
+            (
+                "management_listen_interfaces = 127.0.0.1\nmanagement_port = 9108\n\
+                 listen_interfaces = 10.0.0.1\nmetrics_listen_interfaces = 127.0.0.1",
+                "4: key 'metrics_listen_interfaces': port 9108 is also the management API port",
+            ),
+            ("metrics_tokn = x", "1: unknown key 'metrics_tokn' (did you mean"),
         ];
         for (text, expected) in cases {
             let error = parse(text, Path::new("packaging/strom.conf"))
@@ -918,6 +1038,19 @@ mod tests {
             "listen_interfaces = 10.0.0.1\nmanagement_listen_interfaces = 127.0.0.1\nmanagement_port = 8081",
         );
         assert_eq!(config.management_port, 8081);
+    }
+
+    #[test]
+    fn metrics_listener_is_off_by_default() {
+        let config = parse_ok("");
+        assert_eq!(config.metrics.listen_interfaces, None);
+        assert_eq!(config.metrics.port, 9108);
+        assert_eq!(config.metrics.token, None);
+        // Another interface may use a taken port.
+        let config = parse_ok(
+            "listen_interfaces = 10.0.0.1\nmetrics_listen_interfaces = 127.0.0.1\nmetrics_port = 8081",
+        );
+        assert_eq!(config.metrics.port, 8081);
     }
 
     #[test]

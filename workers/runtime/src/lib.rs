@@ -15,6 +15,7 @@ pub mod counters;
 pub mod health;
 pub mod listeners;
 pub mod log_limit;
+pub mod play_signature;
 pub mod service;
 pub mod session_ids;
 pub mod sync;
