@@ -25,6 +25,8 @@ pub struct Rules {
     pub delivery: DeliverySettings,
     /// Ad insertion (SCTE-35) per app or stream (`AdInsertion`).
     pub ad_insertion: Vec<AdInsertionSettings>,
+    /// Signed playback (`wmsAuthSign`) per app or stream (`PlaybackProtection`).
+    pub protection: Vec<PlaybackProtection>,
 }
 
 impl Rules {
@@ -38,11 +40,69 @@ impl Rules {
             .or_else(|| of_app.clone().find(|a| a.stream.is_empty()))
     }
 
+    /// The playback protection of `app/stream` for `protocol`: its own entry, else its
+    /// app's; `None` when playback over `protocol` is open.
+    pub fn protection_for(
+        &self,
+        app: &str,
+        stream: &str,
+        protocol: ProtectedProtocol,
+    ) -> Option<&PlaybackProtection> {
+        let of_app = self.protection.iter().filter(|p| p.app == app);
+        of_app
+            .clone()
+            .find(|p| p.stream == stream)
+            .or_else(|| of_app.clone().find(|p| p.stream.is_empty()))
+            .filter(|p| p.protocols.contains(&protocol))
+    }
+
     /// Whether `app/stream` takes SCTE-35 markers from the API (`time_sync` `scte35`).
     pub fn scte35_enabled(&self, app: &str, stream: &str) -> bool {
         self.ad_insertion_for(app, stream)
             .is_some_and(|a| a.time_sync == TimeSync::Scte35)
     }
+}
+
+/// Delivery protocols playback protection applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProtectedProtocol {
+    Hls,
+    MpegTs,
+    Rtmp,
+    Srt,
+}
+
+impl ProtectedProtocol {
+    pub const ALL: [ProtectedProtocol; 4] = [
+        ProtectedProtocol::Hls,
+        ProtectedProtocol::MpegTs,
+        ProtectedProtocol::Rtmp,
+        ProtectedProtocol::Srt,
+    ];
+
+    /// The name in `rules.conf`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtectedProtocol::Hls => "HLS",
+            ProtectedProtocol::MpegTs => "MPEGTS",
+            ProtectedProtocol::Rtmp => "RTMP",
+            ProtectedProtocol::Srt => "SRT",
+        }
+    }
+}
+
+/// One `PlaybackProtection` entry: an app (empty `stream`) or one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaybackProtection {
+    pub app: String,
+    pub stream: String,
+    /// Signing keys; any one verifies (rotation).
+    pub keys: Vec<String>,
+    pub protocols: Vec<ProtectedProtocol>,
+    /// Concurrent sessions per pay-per-view id at most (per delivery worker).
+    pub ppv_max_sessions: Option<u32>,
+    /// Clock difference tolerated, seconds.
+    pub skew_secs: u32,
 }
 
 /// How ad breaks are timed for a stream (`time_sync`).

@@ -154,9 +154,10 @@ async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
 }
 
 /// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
-/// Ad insertion concerns every producer (which takes cues) and the packager (its tags).
+/// Ad insertion concerns every producer (which takes cues) and the packager (its tags);
+/// playback protection every worker that delivers.
 fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
-    let ads = old.ad_insertion != new.ad_insertion;
+    let ads = old.ad_insertion != new.ad_insertion || old.protection != new.protection;
     match kind {
         WorkerKind::Rtmp => {
             old.rtmp != new.rtmp

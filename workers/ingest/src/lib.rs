@@ -33,7 +33,6 @@ use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext,
 use udp::{IngestShared, UdpReceivers};
 
 pub struct IngestWorker {
-    rules: Mutex<Arc<Rules>>,
     shared: Arc<IngestShared>,
     udp: UdpReceivers,
     rist: rist_input::RistInputs,
@@ -67,6 +66,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         status: Mutex::default(),
         srt: Default::default(),
         outputs: Default::default(),
+        rules: Mutex::new(Arc::new(context.hello.rules.clone())),
     });
     let relays = Relays::start(
         shared.hub.clone(),
@@ -80,7 +80,6 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
     udp.replace(context.udp_sockets, &context.hello.rules);
     Ok(Arc::new(IngestWorker {
-        rules: Mutex::new(Arc::new(context.hello.rules)),
         shared,
         udp,
         rist,
@@ -91,7 +90,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
 
 impl IngestWorker {
     fn cameras(&self) -> Vec<CameraStatus> {
-        let rules = Arc::clone(&locked(&self.rules));
+        let rules = self.shared.rules();
         rules
             .cameras
             .iter()
@@ -173,7 +172,7 @@ impl WorkerService for IngestWorker {
                 WorkerReply::Done
             }
             WorkerRequest::Scte35 { app, stream, cue } => {
-                let rules = Arc::clone(&locked(&self.rules));
+                let rules = self.shared.rules();
                 strom_stream::cues::answer(&self.shared.hub, &rules, &app, &stream, cue)
             }
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
@@ -198,7 +197,7 @@ impl WorkerService for IngestWorker {
                     "rules applied"
                 );
                 let rules: Arc<Rules> = Arc::from(rules);
-                let old = std::mem::replace(&mut *locked(&self.rules), Arc::clone(&rules));
+                let old = std::mem::replace(&mut *locked(&self.shared.rules), Arc::clone(&rules));
                 // Inputs and outputs restart only when they changed (an ad-insertion
                 // change alone must not interrupt them).
                 if old.cameras != rules.cameras || old.ts_outputs != rules.ts_outputs {
@@ -224,7 +223,7 @@ impl WorkerService for IngestWorker {
     }
 
     fn replace_udp_sockets(&self, sockets: Vec<InheritedUdpSocket>) {
-        let rules = Arc::clone(&locked(&self.rules));
+        let rules = self.shared.rules();
         self.udp.replace(sockets, &rules);
     }
 

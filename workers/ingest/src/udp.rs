@@ -38,9 +38,15 @@ pub struct IngestShared {
     pub srt: crate::srt_input::Connections,
     /// SRT connections and RIST stats of the TS outputs.
     pub outputs: crate::outputs::OutputState,
+    /// The rules in force.
+    pub rules: Mutex<Arc<Rules>>,
 }
 
 impl IngestShared {
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&locked(&self.rules))
+    }
+
     /// The status of input `id`, created on first use.
     pub fn status_of(&self, id: &str) -> Arc<InputStatus> {
         Arc::clone(locked(&self.status).entry(id.to_owned()).or_default())
@@ -270,6 +276,7 @@ mod tests {
             status: Mutex::default(),
             srt: Default::default(),
             outputs: Default::default(),
+            rules: Mutex::default(),
         })
     }
 

@@ -27,8 +27,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::messages::{ListenerRole, ListenerSpec};
+use strom_ipc::rules::ProtectedProtocol;
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::counters::{ConnectionGuard, WorkerCounters};
+use strom_worker_runtime::play_signature::{check_playback, from_query};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -188,6 +190,13 @@ impl Context {
         };
         strom_ipc::names::check_pair(app, stream).ok()?;
         let rules = self.packaging.rules();
+        let Ok(ppv_id) = self.signed(request, &rules, app, stream, ProtectedProtocol::MpegTs)
+        else {
+            return Some(
+                self.respond_with(error(StatusCode::FORBIDDEN, "forbidden"))
+                    .map(Either::Left),
+            );
+        };
         let delivery = TsDelivery {
             hub: self.packaging.hub(),
             rules: &rules,
@@ -201,7 +210,7 @@ impl Context {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         let head = method == Method::HEAD;
-        match delivery.open(app, stream, self.peer.ip(), user_agent, head) {
+        match delivery.open(app, stream, self.peer.ip(), user_agent, ppv_id, head) {
             Ok(mut response) => {
                 response.headers_mut().insert(
                     header::ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -296,9 +305,57 @@ impl Context {
                     Some(Lookup::Live(viewer)) => Some(viewer),
                     Some(Lookup::Unknown) | None => None,
                 };
+                // A protected stream's media needs the session its signed master opened.
+                let rules = self.packaging.rules();
+                let protected = rules
+                    .protection_for(app, stream, ProtectedProtocol::Hls)
+                    .is_some();
+                let covers = |v: &Arc<Viewer>| {
+                    (v.app == app && v.stream == stream)
+                        || rules
+                            .delivery
+                            .abr_group(&v.app, &v.stream)
+                            .is_some_and(|g| {
+                                g.streams.iter().any(|m| m.app == app && m.stream == stream)
+                            })
+                };
+                if protected && !viewer.as_ref().is_some_and(covers) {
+                    tracing::warn!(peer = %self.peer, %app, %stream, "HLS request refused: no signed session");
+                    return error(StatusCode::FORBIDDEN, "forbidden");
+                }
                 self.media(request, app, stream, file, viewer, sid, head)
             }
         }
+    }
+
+    /// The signature check of a protected stream: `Ok(ppv id)` when it may play (open,
+    /// or validly signed within the pay-per-view limit), `Err` (logged) when it may not.
+    fn signed(
+        &self,
+        request: &Request<Incoming>,
+        rules: &strom_ipc::rules::Rules,
+        app: &str,
+        stream: &str,
+        protocol: ProtectedProtocol,
+    ) -> Result<Option<String>, ()> {
+        let signature = request.uri().query().and_then(from_query);
+        let peer = self.peer.ip();
+        let signed = check_playback(rules, app, stream, protocol, signature.as_deref(), peer)
+            .map_err(|why| {
+                tracing::warn!(%peer, %app, %stream, protocol = protocol.as_str(), reason = %why, "playback refused");
+            })?;
+        let ppv_id = signed.and_then(|s| s.ppv_id);
+        let limit = rules
+            .protection_for(app, stream, protocol)
+            .and_then(|p| p.ppv_max_sessions);
+        if let (Some(id), Some(max)) = (&ppv_id, limit) {
+            let open = self.viewers.ppv_sessions(id) + self.ts_viewers.ppv_sessions(id);
+            if open >= max as usize {
+                tracing::warn!(%peer, %app, %stream, ppv_id = %id, max, "playback refused: pay-per-view limit");
+                return Err(());
+            }
+        }
+        Ok(ppv_id)
     }
 
     fn master(
@@ -310,6 +367,13 @@ impl Context {
         head: bool,
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
+        let ppv_id = match self.signed(request, &rules, app, stream, ProtectedProtocol::Hls) {
+            Ok(signed) => signed,
+            Err(()) => return error(StatusCode::FORBIDDEN, "forbidden"),
+        };
+        let protected = rules
+            .protection_for(app, stream, ProtectedProtocol::Hls)
+            .is_some();
         let abr = rules.delivery.abr_group(app, stream);
         let store = &self.packaging.store;
         let members: Vec<_> = match abr {
@@ -334,8 +398,14 @@ impl Context {
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        // `None` past the session caps: the playlist goes out without a session id.
-        let viewer = self.viewers.open(app, stream, self.peer.ip(), user_agent);
+        // `None` past the session caps: the playlist goes out without a session id
+        // (not for a protected stream: its media requests need the session).
+        let viewer = self
+            .viewers
+            .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id);
+        if protected && viewer.is_none() {
+            return error(StatusCode::FORBIDDEN, "forbidden");
+        }
         let session = viewer.as_ref().map(|v| v.id);
         let text = match (abr, single) {
             (Some(_), _) => {

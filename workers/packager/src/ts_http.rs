@@ -95,6 +95,7 @@ impl TsDelivery<'_> {
         stream: &str,
         client_ip: IpAddr,
         user_agent: &str,
+        ppv_id: Option<String>,
         head: bool,
     ) -> Result<Response<TsBody>, Refusal> {
         let key = StreamKey::new(app, stream);
@@ -109,10 +110,9 @@ impl TsDelivery<'_> {
         let reader = self.viewers.next_id();
         let (frames, dropped) = self.hub.subscribe(&key, reader);
         let stop = self.shutdown.child_token();
-        let viewer = match self
-            .viewers
-            .open(reader, app, stream, client_ip, user_agent, dropped, stop)
-        {
+        let viewer = match self.viewers.open(
+            reader, app, stream, client_ip, user_agent, ppv_id, dropped, stop,
+        ) {
             Ok(viewer) => viewer,
             Err(_) => {
                 self.hub.leave(&key, reader);

@@ -32,6 +32,8 @@ pub struct TsViewer {
     pub last_access: AtomicI64,
     pub bytes_sent: AtomicU64,
     pub dropped: DropCounter,
+    /// The pay-per-view id of the viewer's signature.
+    pub ppv_id: Option<String>,
     /// Cancelled by `sessions/delete`: the response ends.
     pub stop: CancellationToken,
 }
@@ -74,6 +76,7 @@ impl TsViewers {
         stream: &str,
         client_ip: IpAddr,
         user_agent: &str,
+        ppv_id: Option<String>,
         dropped: DropCounter,
         stop: CancellationToken,
     ) -> Result<Arc<TsViewer>, TooManyViewers> {
@@ -94,10 +97,19 @@ impl TsViewers {
             last_access: AtomicI64::new(now),
             bytes_sent: AtomicU64::new(0),
             dropped,
+            ppv_id,
             stop,
         });
         open.insert(viewer.id, Arc::clone(&viewer));
         Ok(viewer)
+    }
+
+    /// Open responses of pay-per-view id `id`.
+    pub fn ppv_sessions(&self, id: &str) -> usize {
+        locked(&self.open)
+            .values()
+            .filter(|v| v.ppv_id.as_deref() == Some(id))
+            .count()
     }
 
     pub fn close(&self, id: u64) {
@@ -130,7 +142,7 @@ impl TsViewers {
                 last_access: v.last_access.load(Ordering::Relaxed),
                 client_ip: v.client_ip.to_string(),
                 user_agent: v.user_agent.clone(),
-                ppv_id: None,
+                ppv_id: v.ppv_id.clone(),
                 dropped_frames: Some(v.dropped.load(Ordering::Relaxed)),
             })
             .collect()
@@ -147,7 +159,16 @@ mod tests {
         let open_from = |ip: &str, stream: &str| {
             let ip: IpAddr = ip.parse().unwrap();
             let (dropped, stop) = (DropCounter::default(), CancellationToken::new());
-            viewers.open(viewers.next_id(), "live", stream, ip, "vlc", dropped, stop)
+            viewers.open(
+                viewers.next_id(),
+                "live",
+                stream,
+                ip,
+                "vlc",
+                None,
+                dropped,
+                stop,
+            )
         };
         let open: Vec<_> = (0..MAX_TS_VIEWERS_PER_CLIENT)
             .map(|_| open_from("10.0.0.1", "a").unwrap())

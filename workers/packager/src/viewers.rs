@@ -51,6 +51,8 @@ pub struct Viewer {
     pub created: i64,
     pub last_access: AtomicI64,
     pub bytes_sent: AtomicU64,
+    /// The pay-per-view id of the signature the session was opened with.
+    pub ppv_id: Option<String>,
     touched: Mutex<Instant>,
 }
 
@@ -189,7 +191,7 @@ fn session_info(v: &Viewer) -> SessionInfo {
         last_access: v.last_access.load(Ordering::Relaxed),
         client_ip: v.client_ip.to_string(),
         user_agent: v.user_agent.clone(),
-        ppv_id: None,
+        ppv_id: v.ppv_id.clone(),
         dropped_frames: None,
     }
 }
@@ -230,12 +232,36 @@ impl Viewers {
     }
 
     /// A new session; `None` when a cap is reached (the viewer plays without one).
+    #[cfg(test)]
     pub fn open(
         &self,
         app: &str,
         stream: &str,
         client_ip: IpAddr,
         user_agent: &str,
+    ) -> Option<Arc<Viewer>> {
+        self.open_signed(app, stream, client_ip, user_agent, None)
+    }
+
+    /// Live sessions opened with pay-per-view id `id`.
+    pub fn ppv_sessions(&self, id: &str) -> usize {
+        let mut live = locked(&self.live);
+        live.expire(self.idle);
+        live.by_id
+            .values()
+            .filter(|v| v.ppv_id.as_deref() == Some(id))
+            .count()
+    }
+
+    /// A new session, with the pay-per-view id of its signature; `None` when a cap is
+    /// reached (the viewer plays without one).
+    pub fn open_signed(
+        &self,
+        app: &str,
+        stream: &str,
+        client_ip: IpAddr,
+        user_agent: &str,
+        ppv_id: Option<String>,
     ) -> Option<Arc<Viewer>> {
         let mut live = locked(&self.live);
         let full = live.sessions_of(client_ip) >= self.max_per_client
@@ -255,6 +281,7 @@ impl Viewers {
             created: unix_now(),
             last_access: AtomicI64::new(unix_now()),
             bytes_sent: AtomicU64::new(0),
+            ppv_id,
             touched: Mutex::new(Instant::now()),
         });
         live.insert(Arc::clone(&viewer));

@@ -661,6 +661,7 @@ impl Connection {
             control_id,
             kill: self.kill.clone(),
             dropped: None,
+            ppv_id: None,
         });
         self.shared.sessions.insert(Arc::clone(&entry));
         tracing::info!(peer = %self.peer, stream = %key, session = session_id, "publishing");
@@ -724,25 +725,68 @@ impl Connection {
         }
     }
 
+    /// The playback signature check (`wmsAuthSign` in the app's or the stream's query):
+    /// the pay-per-view id when it may play, the reason (for the log) when not.
+    fn play_signature(
+        &self,
+        rules: &strom_ipc::rules::Rules,
+        key: &StreamKey,
+        stream_params: &[(String, String)],
+    ) -> Result<Option<String>, String> {
+        let protocol = strom_ipc::rules::ProtectedProtocol::Rtmp;
+        let signature = param(stream_params, "wmsAuthSign")
+            .or_else(|| param(&self.app_params, "wmsAuthSign"))
+            .map(strom_worker_runtime::play_signature::percent_decode);
+        let signed = strom_worker_runtime::play_signature::check_playback(
+            rules,
+            &key.app,
+            &key.stream,
+            protocol,
+            signature.as_deref(),
+            self.peer.ip(),
+        )
+        .map_err(|why| format!("playback refused: {why}"))?;
+        let ppv_id = signed.and_then(|s| s.ppv_id);
+        let limit = rules
+            .protection_for(&key.app, &key.stream, protocol)
+            .and_then(|p| p.ppv_max_sessions);
+        if let (Some(id), Some(max)) = (&ppv_id, limit)
+            && self.shared.sessions.ppv_sessions(id) >= max as usize
+        {
+            return Err(format!(
+                "playback refused: pay-per-view id {id} has {max} sessions"
+            ));
+        }
+        Ok(ppv_id)
+    }
+
     async fn on_play(
         &mut self,
         request_id: u32,
         stream_key: &str,
         stream_id: u32,
     ) -> Result<(), ConnectionError> {
-        let (stream_name, _) = split_query(stream_key);
+        let (stream_name, stream_params) = split_query(stream_key);
         let key = StreamKey {
             app: self.app.clone(),
             stream: stream_name.to_owned(),
         };
-        let limits = self.shared.rules().rtmp.limits;
+        let rules = self.shared.rules();
+        let limits = rules.rtmp.limits;
+        let mut ppv_id = None;
         let refusal = match names::check_stream(stream_name) {
             Err(e) => Some(("NetStream.Play.StreamNotFound", e.to_string())),
             Ok(()) if self.publishing.is_some() => Some((
                 "NetStream.Play.Failed",
                 "a publishing connection cannot play".to_owned(),
             )),
-            Ok(()) => None,
+            Ok(()) => match self.play_signature(&rules, &key, &stream_params) {
+                Ok(id) => {
+                    ppv_id = id;
+                    None
+                }
+                Err(why) => Some(("NetStream.Play.Failed", why)),
+            },
         };
         let place = match refusal {
             Some(refusal) => Err(refusal),
@@ -809,6 +853,7 @@ impl Connection {
             control_id: None,
             kill: self.kill.clone(),
             dropped: Some(dropped),
+            ppv_id,
         });
         self.shared.sessions.insert(Arc::clone(&entry));
         let mut live = self.shared.streams.watch_live(&key);

@@ -36,6 +36,8 @@ pub struct SessionEntry {
     pub kill: CancellationToken,
     /// A player's frames lost to its hub queue (see `strom_stream::reader`).
     pub dropped: Option<DropCounter>,
+    /// The pay-per-view id of a signed player.
+    pub ppv_id: Option<String>,
 }
 
 impl SessionEntry {
@@ -56,7 +58,7 @@ impl SessionEntry {
             last_access: self.last_access.load(Ordering::Relaxed),
             client_ip: self.client_ip.clone(),
             user_agent: self.user_agent.clone(),
-            ppv_id: None,
+            ppv_id: self.ppv_id.clone(),
             dropped_frames: self.dropped.as_ref().map(|d| d.load(Ordering::Relaxed)),
         }
     }
@@ -68,6 +70,14 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
+    /// Sessions of pay-per-view id `id`.
+    pub fn ppv_sessions(&self, id: &str) -> usize {
+        locked(&self.entries)
+            .values()
+            .filter(|e| e.ppv_id.as_deref() == Some(id))
+            .count()
+    }
+
     pub fn insert(&self, entry: Arc<SessionEntry>) {
         locked(&self.entries).insert(entry.id, entry);
     }

@@ -106,6 +106,63 @@ pub fn verify(signature: Option<&str>, check: &SignatureCheck<'_>) -> Result<Sig
     })
 }
 
+/// The playback check a delivery worker runs: `Ok(None)` when `app/stream` is not
+/// protected for `protocol`, `Ok(Some(..))` for a valid signature, `Err` (to log) else.
+pub fn check_playback(
+    rules: &strom_ipc::rules::Rules,
+    app: &str,
+    stream: &str,
+    protocol: strom_ipc::rules::ProtectedProtocol,
+    signature: Option<&str>,
+    client_ip: IpAddr,
+) -> Result<Option<Signed>, Refusal> {
+    let Some(protection) = rules.protection_for(app, stream, protocol) else {
+        return Ok(None);
+    };
+    let path = format!("{app}/{stream}");
+    let check = SignatureCheck {
+        keys: &protection.keys,
+        client_ip,
+        stream: &path,
+        now_unix: crate::clock::unix_now(),
+        skew_secs: i64::from(protection.skew_secs),
+    };
+    verify(signature, &check).map(Some)
+}
+
+/// The `wmsAuthSign` value of a query string (`a=b&wmsAuthSign=...`), percent-decoded.
+pub fn from_query(query: &str) -> Option<String> {
+    let raw = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("wmsAuthSign="))?;
+    Some(percent_decode(raw))
+}
+
+/// `%XX` escapes decoded (`+` kept: base64 uses it, and a space is read as one anyway).
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| bytes.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `base64(md5(subject + key + server_time + validminutes + prefix))`.
 pub fn hash(
     subject: &str,
@@ -285,6 +342,16 @@ mod tests {
             ),
             Err(Refusal::BadHash)
         );
+    }
+
+    #[test]
+    fn signatures_come_out_of_query_strings() {
+        assert_eq!(
+            from_query("a=1&wmsAuthSign=c2Vy%3D%3D&b=2").as_deref(),
+            Some("c2Vy==")
+        );
+        assert_eq!(from_query("wmsAuthSign=ab+c").as_deref(), Some("ab+c"));
+        assert_eq!(from_query("sid=3"), None);
     }
 
     #[test]

@@ -77,6 +77,7 @@ mod ad_insertion;
 mod cameras;
 mod delivery;
 pub(crate) mod fields;
+mod protection;
 mod pull;
 mod republish;
 mod rtmp;
@@ -149,6 +150,8 @@ struct RawRules {
     delivery: Option<delivery::RawDelivery>,
     #[serde(rename = "AdInsertion", default)]
     ad_insertion: Vec<ad_insertion::RawAdInsertion>,
+    #[serde(rename = "PlaybackProtection", default)]
+    protection: Vec<protection::RawProtection>,
 }
 
 impl RawRules {
@@ -170,6 +173,7 @@ impl RawRules {
             pull_sources,
             delivery,
             ad_insertion: ad_insertion::validate_all(self.ad_insertion)?,
+            protection: protection::validate_all(self.protection)?,
         })
     }
 }

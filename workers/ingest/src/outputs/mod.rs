@@ -42,6 +42,8 @@ pub struct SrtSender {
     pub stop: CancellationToken,
     /// Frames the connection lost by falling behind, once it reads the stream.
     pub dropped: std::sync::OnceLock<strom_stream::DropCounter>,
+    /// The pay-per-view id of a signed caller.
+    pub ppv_id: Option<String>,
 }
 
 /// What the outputs show the API.
@@ -114,7 +116,7 @@ impl OutputState {
                     last_access: unix_now(),
                     client_ip: s.peer.ip().to_string(),
                     user_agent: String::new(),
-                    ppv_id: None,
+                    ppv_id: s.ppv_id.clone(),
                     dropped_frames: s
                         .dropped
                         .get()

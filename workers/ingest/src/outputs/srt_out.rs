@@ -92,11 +92,28 @@ pub fn listen(
                 continue;
             }
         };
+        let rules = shared.rules();
+        let signature = crate::srt::stream_id::value(&stream_id, "s");
+        let signed = strom_worker_runtime::play_signature::check_playback(
+            &rules,
+            &key.app,
+            &key.stream,
+            strom_ipc::rules::ProtectedProtocol::Srt,
+            signature.as_deref(),
+            peer.ip(),
+        );
+        let ppv_id = match signed {
+            Ok(signed) => signed.and_then(|s| s.ppv_id),
+            Err(why) => {
+                tracing::warn!(output = %output.id, %peer, stream = %key, reason = %why, "SRT viewer refused: playback signature");
+                continue;
+            }
+        };
         if shared.outputs.callers_of(&output.id) >= limit {
             tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
             continue;
         }
-        let sender = register(&shared, &output, key, socket, peer, &stop);
+        let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
         tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
         let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
         crate::udp::spawn_thread("srt-out-viewer", move || {
@@ -132,7 +149,15 @@ pub fn push(
         }) {
             Some((remote, Ok(socket))) => {
                 backoff = FIRST_BACKOFF;
-                let sender = register(&shared, &output, source(&output), socket, remote, &stop);
+                let sender = register(
+                    &shared,
+                    &output,
+                    source(&output),
+                    socket,
+                    remote,
+                    &stop,
+                    None,
+                );
                 tracing::info!(output = %output.id, %remote, stream = %sender.key, "SRT push connected");
                 send(&shared, &sender, &runtime);
                 tracing::info!(output = %output.id, %remote, "SRT push ended");
@@ -159,6 +184,7 @@ fn register(
     socket: SrtSocket,
     peer: SocketAddr,
     stop: &CancellationToken,
+    ppv_id: Option<String>,
 ) -> Arc<SrtSender> {
     let sender = Arc::new(SrtSender {
         session_id: shared.ids.next_id(),
@@ -169,6 +195,7 @@ fn register(
         socket: Arc::new(socket),
         stop: stop.child_token(),
         dropped: std::sync::OnceLock::new(),
+        ppv_id,
     });
     shared.outputs.add_srt(Arc::clone(&sender));
     sender

@@ -31,6 +31,15 @@ fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
     String::from_utf8(out).map_or(text.into(), Into::into)
 }
 
+/// The value of key `key` in an access-control `streamid` (`#!::r=...,s=...`), if any.
+pub fn value(stream_id: &str, key: &str) -> Option<String> {
+    let decoded = percent_decoded(stream_id);
+    let body = decoded.strip_prefix("#!::")?;
+    body.split(',')
+        .find_map(|pair| pair.split_once('=').filter(|(k, _)| *k == key))
+        .map(|(_, v)| v.to_owned())
+}
+
 /// The stream a caller asks for with `streamid`: `#!::r=app/stream,m=<mode>` (keys in
 /// any order; `m` defaults to `mode`; percent-encoded accepted). `None` when it names
 /// none; `Err` for another mode or a bad name.
@@ -89,6 +98,11 @@ mod tests {
             Ok(Some(StreamKey::new("live", "tv")))
         );
         assert!(requested("#!::r=live/tv,m=publish", "request").is_err());
+        assert_eq!(
+            value("#!::r=live/tv,m=request,s=c2VydmVy==", "s").as_deref(),
+            Some("c2VydmVy==")
+        );
+        assert_eq!(value("#!::r=live/tv", "s"), None);
         assert!(requested("#!::r=live/../../x", "publish").is_err());
     }
 }

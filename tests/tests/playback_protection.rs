@@ -1,0 +1,237 @@
+//! Signed playback (`wmsAuthSign`) end to end, on a stream published over RTMP with
+//! `PlaybackProtection` on its app: HLS, RTMP and SRT play with a valid signature
+//! (ffprobe) and are refused without one, or with an expired, tampered or other-address
+//! one; a pay-per-view signature puts its id in `sessions`, and the per-id limit refuses
+//! the next viewer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use base64::Engine;
+use common::media::{ffprobe, probe_streams, publish, rtmp_url, wait_live};
+use common::{Server, free_port, wait_for};
+use md5::{Digest, Md5};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const LIVE: Duration = Duration::from_secs(40);
+const KEY: &str = "defaultpassword";
+
+/// `M/D/YYYY h:mm:ss AM|PM` of Unix time `unix` (UTC).
+fn server_time(unix: i64) -> String {
+    let (days, seconds) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let (h12, meridiem) = match hour {
+        0 => (12, "AM"),
+        1..=11 => (hour, "AM"),
+        12 => (12, "PM"),
+        _ => (hour - 12, "PM"),
+    };
+    format!("{month}/{day}/{year} {h12}:{minute:02}:{second:02} {meridiem}")
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// A `wmsAuthSign` for `subject` (address or id), optionally with an `id` field.
+fn signature(
+    subject: &str,
+    signed_at: i64,
+    minutes: u32,
+    id: Option<&str>,
+    tamper: bool,
+) -> String {
+    let time = server_time(signed_at);
+    let mut md5 = Md5::new();
+    md5.update(format!("{subject}{KEY}{time}{minutes}"));
+    let hash = base64::engine::general_purpose::STANDARD.encode(md5.finalize());
+    let minutes = if tamper { minutes * 100 } else { minutes };
+    let mut text = format!("server_time={time}&hash_value={hash}&validminutes={minutes}");
+    if let Some(id) = id {
+        text.push_str(&format!("&id={id}"));
+    }
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn url_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn status_of(url: &str) -> u16 {
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+            url,
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).parse().unwrap_or(0)
+}
+
+#[test]
+fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
+    let srt_port = free_port();
+    let server = Server::start("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "MPEGTS"], "segment_duration_secs": 1}},
+ "TsOutputs": [{{"id": "srt", "protocol": "srt", "mode": "listen", "ip": "127.0.0.1", "port": {srt_port}}}],
+ "PlaybackProtection": [{{"app": "live", "keys": ["rotated-out", "{KEY}"], "ppv_max_sessions": 1}}]}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.wait_ready();
+    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+    // Publishing is not playback: the publisher needs no signature.
+    let _publisher = publish(&rtmp_url(&server, "live/tv"));
+    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+
+    let good = url_encoded(&signature("127.0.0.1", now() - 5, 20, None, false));
+    let hls = format!(
+        "http://127.0.0.1:{}/live/tv/playlist.m3u8",
+        server.ports.http
+    );
+    wait_for(LIVE, "signed HLS", || {
+        (status_of(&format!("{hls}?wmsAuthSign={good}")) == 200).then_some(())
+    })
+    .unwrap_or_else(|| panic!("signed HLS never answered; log:\n{}", server.log()));
+    let streams = probe_streams(&format!("{hls}?wmsAuthSign={good}"));
+    assert!(
+        streams.iter().any(|s| s.starts_with("h264,video")),
+        "{streams:?}"
+    );
+    let refused = [
+        ("none", String::new()),
+        (
+            "expired",
+            url_encoded(&signature("127.0.0.1", now() - 3600, 1, None, false)),
+        ),
+        (
+            "tampered",
+            url_encoded(&signature("127.0.0.1", now() - 5, 20, None, true)),
+        ),
+        (
+            "other address",
+            url_encoded(&signature("10.9.9.9", now() - 5, 20, None, false)),
+        ),
+    ];
+    for (what, sign) in &refused {
+        assert_eq!(
+            status_of(&format!("{hls}?wmsAuthSign={sign}")),
+            403,
+            "HLS, {what}"
+        );
+    }
+    // Media without a signed session is refused too.
+    assert_eq!(
+        status_of(&format!(
+            "http://127.0.0.1:{}/live/tv/chunks.m3u8",
+            server.ports.http
+        )),
+        403
+    );
+    let ts = format!(
+        "http://127.0.0.1:{}/live/tv/mpegts.stream",
+        server.ports.http
+    );
+    assert_eq!(
+        status_of(&format!("{ts}?wmsAuthSign={}", refused[2].1)),
+        403
+    );
+
+    // RTMP: the signature in the stream's query.
+    let rtmp = rtmp_url(&server, "live/tv");
+    let played = probe_streams(&format!("{rtmp}?wmsAuthSign={good}"));
+    assert!(
+        played.iter().any(|s| s.starts_with("h264,video")),
+        "{played:?}"
+    );
+    assert!(
+        probe_streams(&rtmp).is_empty(),
+        "RTMP without a signature is refused"
+    );
+    assert!(
+        probe_streams(&format!("{rtmp}?wmsAuthSign={}", refused[1].1)).is_empty(),
+        "RTMP with an expired signature is refused"
+    );
+
+    // SRT: the signature as `s` in the streamid.
+    let srt = |sign: &str| {
+        format!("srt://127.0.0.1:{srt_port}?streamid=%23!::r=live/tv,m=request,s={sign}")
+    };
+    let srt_streams = ffprobe(&[
+        "-show_entries",
+        "stream=codec_name",
+        "-of",
+        "csv=p=0",
+        &srt(&good),
+    ]);
+    assert!(
+        srt_streams.contains("h264"),
+        "SRT signed: {srt_streams}; log:\n{}",
+        server.log()
+    );
+    let unsigned = ffprobe(&[
+        "-show_entries",
+        "stream=codec_name",
+        "-of",
+        "csv=p=0",
+        &srt(&refused[3].1),
+    ]);
+    assert!(
+        unsigned.trim().is_empty(),
+        "SRT with another address's signature: {unsigned}"
+    );
+
+    // Pay-per-view: the id is the session's ppv_id; one session per id.
+    let ppv = url_encoded(&signature(
+        "customer-7",
+        now() - 5,
+        20,
+        Some("customer-7"),
+        false,
+    ));
+    assert_eq!(status_of(&format!("{hls}?wmsAuthSign={ppv}")), 200);
+    let (_, sessions) = server.get("/manage/sessions");
+    let ppv_session = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["ppv_id"] == "customer-7")
+        .unwrap_or_else(|| panic!("no ppv session: {sessions}"));
+    assert_eq!(ppv_session["type"], "HLS");
+    assert_eq!(
+        status_of(&format!("{hls}?wmsAuthSign={ppv}")),
+        403,
+        "the per-id limit"
+    );
+}
