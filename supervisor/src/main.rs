@@ -9,6 +9,7 @@ mod config;
 mod listeners;
 mod logging;
 mod management;
+mod metrics;
 mod process;
 mod reload;
 mod run;

@@ -7,6 +7,7 @@ use crate::config::{drm, rules as rules_file};
 use crate::listeners::{ListenerTable, bind_tcp, plan};
 use crate::logging;
 use crate::management::{self, Management, fd_limit};
+use crate::metrics;
 use crate::process::WorkerTable;
 use crate::process::supervision::{SupervisionContext, supervise};
 use crate::reload;
@@ -57,10 +58,16 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     let planned = plan(&instance, &rules);
     listeners.reconcile(&planned)?;
     let management = bind_management(&instance)?;
+    let metrics_listeners = metrics::bind(&instance)?;
+    // Metrics connections come out of the same descriptor budget.
+    let metrics_fds = match metrics_listeners.len() {
+        0 => 0,
+        listeners => listeners + metrics::MAX_CONNECTIONS,
+    };
     let management_cap = management_cap(
         &instance,
         descriptor_limit,
-        planned.len() + management.len(),
+        planned.len() + management.len() + metrics_fds,
     );
 
     let stop = CancellationToken::new();
@@ -96,10 +103,12 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     tokio::spawn(push_registry(Arc::clone(&state)));
 
     let api_stop = CancellationToken::new();
-    let router = api::router(ApiState {
+    let api_state = ApiState {
         supervisor: Arc::clone(&state),
         workers: Arc::new(workers.clone()),
-    });
+    };
+    metrics::start(metrics_listeners, api_state.clone(), &api_stop)?;
+    let router = api::router(api_state);
     for listener in management {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;

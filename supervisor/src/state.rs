@@ -194,7 +194,7 @@ impl SupervisorHooks for SupervisorState {
             } else {
                 None
             },
-            denied_publishers: if kind == WorkerKind::Rtmp {
+            denied_publishers: if matches!(kind, WorkerKind::Rtmp | WorkerKind::Ingest) {
                 locked(&self.denied_publishers).iter().cloned().collect()
             } else {
                 Vec::new()

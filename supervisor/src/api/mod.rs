@@ -124,6 +124,9 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn(move |request, next| {
             auth::require(token.clone(), request, next)
         }))
+        .layer(axum::middleware::from_fn(
+            crate::metrics::record_api_latency,
+        ))
         .with_state(state)
 }
 

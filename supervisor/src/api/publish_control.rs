@@ -22,21 +22,27 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Most ids the deny list holds (it only grows until the supervisor restarts).
 pub const MAX_DENIED: usize = 100_000;
 
+/// The workers whose publishers go through publish control: RTMP publishers and SRT
+/// contributors (the ingest worker).
+const PUBLISHING_WORKERS: [WorkerKind; 2] = [WorkerKind::Rtmp, WorkerKind::Ingest];
+
 pub async fn status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    match state
-        .workers
-        .ask(WorkerKind::Rtmp, WorkerRequest::ListPublishers)
-        .await?
-    {
-        WorkerReply::Publishers(publishers) => {
-            let entries: Vec<Value> = publishers
-                .into_iter()
-                .map(|p| json!({"key": p.key, "id": p.id, "ip": p.ip, "stream": p.stream}))
-                .collect();
-            Ok(Json(json!({"PublishControlStatus": entries})))
+    let mut entries = Vec::new();
+    for kind in PUBLISHING_WORKERS {
+        match state
+            .workers
+            .ask(kind, WorkerRequest::ListPublishers)
+            .await?
+        {
+            WorkerReply::Publishers(publishers) => entries.extend(
+                publishers
+                    .into_iter()
+                    .map(|p| json!({"key": p.key, "id": p.id, "ip": p.ip, "stream": p.stream})),
+            ),
+            other => return Err(super::unexpected(other)),
         }
-        other => Err(super::unexpected(other)),
     }
+    Ok(Json(json!({"PublishControlStatus": entries})))
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,14 +85,18 @@ pub async fn deny(
         })?;
     tracing::info!(?ids, "publishers denied");
     // Recorded above first: if the worker is restarting, its hello carries the list.
-    match state
-        .workers
-        .ask(WorkerKind::Rtmp, WorkerRequest::DenyPublishers(ids))
-        .await
-    {
-        Ok(WorkerReply::Done) => {}
-        Ok(other) => return Err(super::unexpected(other)),
-        Err(e) => tracing::warn!(error = %e, "rtmp worker gets the deny list when it starts"),
+    for kind in PUBLISHING_WORKERS {
+        match state
+            .workers
+            .ask(kind, WorkerRequest::DenyPublishers(ids.clone()))
+            .await
+        {
+            Ok(WorkerReply::Done) => {}
+            Ok(other) => return Err(super::unexpected(other)),
+            Err(e) => {
+                tracing::warn!(worker = %kind, error = %e, "the worker gets the deny list when it starts")
+            }
+        }
     }
     Ok(Json(
         json!({"PublishControlDenyResponse": {"status": "success"}}),

@@ -1024,7 +1024,10 @@ mod tests {
                  listen_interfaces = 10.0.0.1\nmetrics_listen_interfaces = 127.0.0.1",
                 "4: key 'metrics_listen_interfaces': port 9108 is also the management API port",
             ),
-            ("metrics_tokn = x", "1: unknown key 'metrics_tokn' (did you mean"),
+            (
+                "metrics_tokn = x",
+                "1: unknown key 'metrics_tokn' (did you mean",
+            ),
         ];
         for (text, expected) in cases {
             let error = parse(text, Path::new("packaging/strom.conf"))

@@ -67,6 +67,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         srt: Default::default(),
         outputs: Default::default(),
         rules: Mutex::new(Arc::new(context.hello.rules.clone())),
+        denied: Mutex::new(context.hello.denied_publishers.iter().cloned().collect()),
     });
     let relays = Relays::start(
         shared.hub.clone(),
@@ -166,6 +167,13 @@ impl WorkerService for IngestWorker {
                 }
                 closed.extend(viewers);
                 WorkerReply::SessionsDeleted(closed)
+            }
+            WorkerRequest::ListPublishers => WorkerReply::Publishers(self.shared.srt.publishers()),
+            WorkerRequest::DenyPublishers(ids) => {
+                locked(&self.shared.denied).extend(ids.iter().cloned());
+                let closed = self.shared.srt.close_publishers(&ids);
+                tracing::info!(?ids, closed, "publishers denied");
+                WorkerReply::Done
             }
             WorkerRequest::StreamRegistry(locations) => {
                 self.relays.apply_registry(locations);

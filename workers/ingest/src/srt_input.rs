@@ -41,6 +41,8 @@ pub struct Connection {
     pub peer: SocketAddr,
     pub created: i64,
     pub socket: Arc<SrtSocket>,
+    /// The publish-control id of a signed publisher (`publishsign` in the streamid).
+    pub control_id: Option<String>,
 }
 
 /// Every connected SRT peer of the worker.
@@ -112,6 +114,33 @@ impl Connections {
         sessions
     }
 
+    /// Connections as publish-control entries (`publish_control/status`).
+    pub fn publishers(&self) -> Vec<strom_ipc::status::Publisher> {
+        locked(&self.by_session)
+            .values()
+            .map(|c| strom_ipc::status::Publisher {
+                key: c.session_id.to_string(),
+                id: c.control_id.clone().unwrap_or_default(),
+                ip: c.peer.ip().to_string(),
+                stream: c.key.to_string(),
+            })
+            .collect()
+    }
+
+    /// Closes the connections of publishers whose publish-control id is in `ids`.
+    pub fn close_publishers(&self, ids: &[String]) -> usize {
+        let map = locked(&self.by_session);
+        let denied: Vec<_> = map
+            .values()
+            .filter(|c| c.control_id.as_ref().is_some_and(|id| ids.contains(id)))
+            .collect();
+        for connection in &denied {
+            tracing::info!(peer = %connection.peer, stream = %connection.key, "SRT publisher denied: disconnected");
+            connection.socket.close();
+        }
+        denied.len()
+    }
+
     /// Closes the connections among `ids`; returns the ids that were connected.
     pub fn close(&self, ids: &[u64]) -> Vec<u64> {
         let map = locked(&self.by_session);
@@ -180,12 +209,54 @@ pub fn listen(
                 continue;
             }
         };
+        let control_id = match publish_control(&shared, &key, &stream_id, peer) {
+            Ok(id) => id,
+            Err(why) => {
+                tracing::warn!(input = %camera.id, %peer, stream = %key, %why, "SRT publisher refused");
+                continue;
+            }
+        };
         if shared.srt.count_for(&camera.id) >= limit {
             tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
             continue;
         }
-        spawn_connection(&shared, &camera, key, socket, peer, &stop);
+        spawn_connection(&shared, &camera, key, socket, peer, &stop, control_id);
     }
+}
+
+/// The publish-control check of an SRT publisher, the same as RTMP's for its app
+/// (`RtmpSettings.apps[].publish_control`): a `publishsign` key in the streamid, verified
+/// and checked against the deny list. `Ok(None)` when the app has no publish control.
+/// The approval handler (`handler_url`) is RTMP's only.
+fn publish_control(
+    shared: &IngestShared,
+    key: &StreamKey,
+    stream_id: &str,
+    peer: SocketAddr,
+) -> Result<Option<String>, String> {
+    let rules = shared.rules();
+    let Some(control) = rules
+        .rtmp
+        .apps
+        .iter()
+        .find(|a| a.app == key.app)
+        .and_then(|a| a.publish_control.as_ref())
+    else {
+        return Ok(None);
+    };
+    let sign = crate::srt::stream_id::value(stream_id, "publishsign");
+    let id = strom_worker_runtime::publish_sign::verify(
+        sign.as_deref(),
+        &key.app,
+        &key.stream,
+        &control.password,
+        &peer.ip().to_string(),
+    )
+    .map_err(|e| e.to_string())?;
+    if shared.is_denied(&id) {
+        return Err(format!("publisher id {id} is denied"));
+    }
+    Ok(Some(id))
 }
 
 /// The local address of a `rendezvous` input: `local_ip` (required by validation) and
@@ -236,7 +307,7 @@ pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: Cancellatio
             Ok(socket) => {
                 backoff = FIRST_BACKOFF;
                 tracing::info!(input = %camera.id, %remote, "SRT connected");
-                let connection = connection(&shared, &camera, key.clone(), socket, remote);
+                let connection = connection(&shared, &camera, key.clone(), socket, remote, None);
                 receive(&shared, &connection, &stop);
                 tracing::info!(input = %camera.id, %remote, "SRT connection ended");
             }
@@ -258,6 +329,7 @@ fn connection(
     key: StreamKey,
     socket: SrtSocket,
     peer: SocketAddr,
+    control_id: Option<String>,
 ) -> Arc<Connection> {
     let connection = Arc::new(Connection {
         session_id: shared.ids.next_id(),
@@ -266,6 +338,7 @@ fn connection(
         peer,
         created: unix_now(),
         socket: Arc::new(socket),
+        control_id,
     });
     shared.srt.add(Arc::clone(&connection));
     connection
@@ -278,8 +351,9 @@ fn spawn_connection(
     socket: SrtSocket,
     peer: SocketAddr,
     stop: &CancellationToken,
+    control_id: Option<String>,
 ) {
-    let connection = connection(shared, camera, key, socket, peer);
+    let connection = connection(shared, camera, key, socket, peer, control_id);
     tracing::info!(input = %camera.id, %peer, stream = %connection.key, session = connection.session_id, "SRT caller connected");
     let (shared, stop) = (Arc::clone(shared), stop.clone());
     let spawned = std::thread::Builder::new()

@@ -40,11 +40,17 @@ pub struct IngestShared {
     pub outputs: crate::outputs::OutputState,
     /// The rules in force.
     pub rules: Mutex<Arc<Rules>>,
+    /// Publish-control ids denied through the API (the supervisor's list).
+    pub denied: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl IngestShared {
     pub fn rules(&self) -> Arc<Rules> {
         Arc::clone(&locked(&self.rules))
+    }
+
+    pub fn is_denied(&self, id: &str) -> bool {
+        locked(&self.denied).contains(id)
     }
 
     /// The status of input `id`, created on first use.
@@ -277,6 +283,7 @@ mod tests {
             srt: Default::default(),
             outputs: Default::default(),
             rules: Mutex::default(),
+            denied: Mutex::default(),
         })
     }
 

@@ -3,7 +3,7 @@
 
 use crate::admission::{Place, PlaceKind};
 use crate::auth::adobe::Verdict;
-use crate::auth::{handler, param, publish_sign, split_query};
+use crate::auth::{handler, param, split_query};
 use crate::chunking::OUTGOING_CHUNK_SIZE;
 use crate::connect_info::ConnectInfo;
 use crate::publish_frames::{PublishClock, audio_frame, metadata_frame, video_frame};
@@ -26,6 +26,7 @@ use strom_ipc::rules::RtmpLimits;
 use strom_stream::{PublisherInfo, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
+use strom_worker_runtime::publish_sign;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;

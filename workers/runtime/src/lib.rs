@@ -16,6 +16,7 @@ pub mod health;
 pub mod listeners;
 pub mod log_limit;
 pub mod play_signature;
+pub mod publish_sign;
 pub mod service;
 pub mod session_ids;
 pub mod sync;

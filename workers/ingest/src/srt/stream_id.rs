@@ -3,32 +3,9 @@
 
 use strom_stream::StreamKey;
 
-/// Percent-decodes `text` (ffmpeg sends the `streamid` of its URL without decoding it);
-/// text without a valid escape comes back unchanged.
-fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('%') {
-        return text.into();
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = bytes
-            .get(i + 1..i + 3)
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match (bytes[i], escaped) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_or(text.into(), Into::into)
+/// `text` percent-decoded (ffmpeg sends the `streamid` of its URL without decoding it).
+fn percent_decoded(text: &str) -> String {
+    strom_worker_runtime::play_signature::percent_decode(text)
 }
 
 /// The value of key `key` in an access-control `streamid` (`#!::r=...,s=...`), if any.

@@ -3,7 +3,6 @@
 
 pub mod adobe;
 pub mod handler;
-pub mod publish_sign;
 
 /// Splits `name?query` into the name and its query parameters.
 pub fn split_query(raw: &str) -> (&str, Vec<(String, String)>) {

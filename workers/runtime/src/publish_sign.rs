@@ -1,11 +1,14 @@
 //! Signed publishing: `publishsign = base64("id=<ID>&sign=<S>&ip=<IP>")` with
 //! `S = base64(md5(<ID> + "/<app>/<stream>" + <password> + <IP>))`; `ip` is optional, and
-//! when present the publisher's address must match it.
+//! when present the publisher's address must match it. Publishers of every protocol that
+//! can carry it (RTMP in the app or stream query, SRT in the `streamid`) are checked here.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use md5::{Digest, Md5};
 use subtle::ConstantTimeEq;
+
+use crate::play_signature::percent_decode;
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SignError {
@@ -71,25 +74,6 @@ pub fn verify(
     } else {
         Err(SignError::BadSignature)
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
