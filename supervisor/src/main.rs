@@ -2,6 +2,7 @@
 //! `strom check-config` and `strom sign`.
 
 mod api;
+mod api_latency;
 mod auth;
 mod cli;
 mod commands;

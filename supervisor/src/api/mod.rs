@@ -125,7 +125,7 @@ pub fn router(state: ApiState) -> Router {
             auth::require(token.clone(), request, next)
         }))
         .layer(axum::middleware::from_fn(
-            crate::metrics::record_api_latency,
+            crate::api_latency::record_api_latency,
         ))
         .with_state(state)
 }

@@ -3,7 +3,7 @@
 //! {credentials: ...}` or `bearer_token`). The token is compared in constant time, over
 //! SHA-256 digests so that its length does not show either. Anything else is 404.
 
-use super::{latency, render, snapshot};
+use super::{render, snapshot};
 use crate::api::ApiState;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -29,7 +29,7 @@ pub fn router(api: ApiState, token: Option<String>) -> Router {
 
 async fn metrics(State(api): State<ApiState>) -> Response {
     let snapshot = snapshot::take(&api).await;
-    let text = render::render(&snapshot, &latency::api_latencies());
+    let text = render::render(&snapshot, &crate::api_latency::api_latencies());
     ([(header::CONTENT_TYPE, render::CONTENT_TYPE)], text).into_response()
 }
 

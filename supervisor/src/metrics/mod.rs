@@ -7,12 +7,11 @@
 //! timeout (`management_worker_timeout`) ([`snapshot`]), and renders the answers in the
 //! OpenMetrics text format with the `prometheus-client` crate ([`render`]). The
 //! management API's request latencies are recorded by a layer on its router
-//! ([`latency`]). The listener is bound by the supervisor like every other socket and
+//! ([`crate::api_latency`]). The listener is bound by the supervisor like every other socket and
 //! served by [`crate::management::serve`], so it gets the same header and idle timeouts
 //! and a connection cap of its own ([`MAX_CONNECTIONS`]).
 
 mod http;
-pub mod latency;
 pub mod render;
 pub mod snapshot;
 
@@ -24,8 +23,6 @@ use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-pub use latency::record_api_latency;
 
 /// Open metrics connections at most (all metrics interfaces together). Prometheus keeps
 /// one connection per target; a few more leave room for a second server and curl.

@@ -7,8 +7,8 @@
 //! again at 0 when it restarts, which Prometheus's `rate()` and `increase()` treat as a
 //! counter reset.
 
-use super::latency::Latencies;
 use super::snapshot::Snapshot;
+use crate::api_latency::Latencies;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
