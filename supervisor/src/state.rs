@@ -194,7 +194,8 @@ impl SupervisorHooks for SupervisorState {
             } else {
                 None
             },
-            denied_publishers: if matches!(kind, WorkerKind::Rtmp | WorkerKind::Ingest) {
+            // Publishers (rtmp, ingest) and pay-per-view ids (every delivering worker).
+            denied_publishers: if kind != WorkerKind::Dvr {
                 locked(&self.denied_publishers).iter().cloned().collect()
             } else {
                 Vec::new()

@@ -1,8 +1,8 @@
 //! Signed playback (`wmsAuthSign`) end to end, on a stream published over RTMP with
 //! `PlaybackProtection` on its app: HLS, RTMP and SRT play with a valid signature
 //! (ffprobe) and are refused without one, or with an expired, tampered or other-address
-//! one; a pay-per-view signature puts its id in `sessions`, and the per-id limit refuses
-//! the next viewer.
+//! one; a pay-per-view signature puts its id in `sessions`, the per-id limit refuses the
+//! next viewer, and denying the id ends its playback.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -233,5 +233,32 @@ fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
         status_of(&format!("{hls}?wmsAuthSign={ppv}")),
         403,
         "the per-id limit"
+    );
+
+    // Denying the id ends its playback and refuses it from then on.
+    let sid = ppv_session["id"].as_u64().unwrap();
+    let (code, _) = server.post(
+        "/manage/publish_control/deny",
+        r#"{"PublishControlDenyRequest": ["customer-7"]}"#,
+    );
+    assert_eq!(code, 200);
+    let chunklist = format!(
+        "http://127.0.0.1:{}/live/tv/chunks.m3u8?sid={sid}",
+        server.ports.http
+    );
+    assert_eq!(status_of(&chunklist), 403, "the denied id's session ended");
+    let (_, sessions) = server.get("/manage/sessions");
+    assert!(
+        !sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["ppv_id"] == "customer-7"),
+        "{sessions}"
+    );
+    assert_eq!(
+        status_of(&format!("{hls}?wmsAuthSign={ppv}")),
+        403,
+        "a denied id"
     );
 }

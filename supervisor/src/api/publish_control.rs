@@ -25,6 +25,10 @@ pub const MAX_DENIED: usize = 100_000;
 /// The workers whose publishers go through publish control: RTMP publishers and SRT
 /// contributors (the ingest worker).
 const PUBLISHING_WORKERS: [WorkerKind; 2] = [WorkerKind::Rtmp, WorkerKind::Ingest];
+/// The workers a deny reaches: the publishers' and the packager, whose viewers may carry
+/// a denied pay-per-view id.
+const DENYING_WORKERS: [WorkerKind; 3] =
+    [WorkerKind::Rtmp, WorkerKind::Ingest, WorkerKind::Packager];
 
 pub async fn status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let mut entries = Vec::new();
@@ -85,7 +89,7 @@ pub async fn deny(
         })?;
     tracing::info!(?ids, "publishers denied");
     // Recorded above first: if the worker is restarting, its hello carries the list.
-    for kind in PUBLISHING_WORKERS {
+    for kind in DENYING_WORKERS {
         match state
             .workers
             .ask(kind, WorkerRequest::DenyPublishers(ids.clone()))

@@ -172,7 +172,13 @@ impl WorkerService for IngestWorker {
             WorkerRequest::DenyPublishers(ids) => {
                 locked(&self.shared.denied).extend(ids.iter().cloned());
                 let closed = self.shared.srt.close_publishers(&ids);
-                tracing::info!(?ids, closed, "publishers denied");
+                let viewers = self.shared.outputs.close_ppv(&ids);
+                tracing::info!(
+                    ?ids,
+                    closed,
+                    viewers,
+                    "publishers and pay-per-view ids denied"
+                );
                 WorkerReply::Done
             }
             WorkerRequest::StreamRegistry(locations) => {

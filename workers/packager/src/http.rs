@@ -45,6 +45,8 @@ pub struct Delivery {
     pub packaging: Arc<Packaging>,
     pub viewers: Arc<Viewers>,
     pub ts_viewers: Arc<TsViewers>,
+    /// Denied pay-per-view ids.
+    pub denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     /// `Access-Control-Allow-Origin` on every answer.
     pub cors_origin: HeaderValue,
 }
@@ -87,6 +89,7 @@ impl Delivery {
             packaging: Arc::clone(&self.packaging),
             viewers: Arc::clone(&self.viewers),
             ts_viewers: Arc::clone(&self.ts_viewers),
+            denied: Arc::clone(&self.denied),
             cors_origin: self.cors_origin.clone(),
             peer,
             shutdown: shutdown.clone(),
@@ -120,6 +123,7 @@ struct Context {
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
+    denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     cors_origin: HeaderValue,
     peer: SocketAddr,
     shutdown: CancellationToken,
@@ -345,6 +349,12 @@ impl Context {
                 tracing::warn!(%peer, %app, %stream, protocol = protocol.as_str(), reason = %why, "playback refused");
             })?;
         let ppv_id = signed.and_then(|s| s.ppv_id);
+        if let Some(id) = &ppv_id
+            && strom_worker_runtime::sync::locked(&self.denied).contains(id)
+        {
+            tracing::warn!(%peer, %app, %stream, ppv_id = %id, "playback refused: pay-per-view id denied");
+            return Err(());
+        }
         let limit = rules
             .protection_for(app, stream, protocol)
             .and_then(|p| p.ppv_max_sessions);

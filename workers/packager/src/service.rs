@@ -28,6 +28,8 @@ pub struct PackagerWorker {
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
+    /// Denied pay-per-view ids (`publish_control/deny`).
+    denied: Arc<Mutex<std::collections::BTreeSet<String>>>,
     drm: Mutex<Option<DrmSettings>>,
     /// The last registry, re-evaluated when the rules change which apps get HLS.
     registry: Mutex<Vec<StreamLocation>>,
@@ -56,6 +58,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
     let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
     let ts_viewers = Arc::new(TsViewers::new(Arc::clone(&context.session_ids)));
+    let denied = Arc::new(Mutex::new(
+        context.hello.denied_publishers.iter().cloned().collect(),
+    ));
     let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
         .map_err(|e| format!("access_control_allow_origin: {e}"))?;
     let handler = Delivery {
@@ -65,6 +70,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         packaging: Arc::clone(&packaging),
         viewers: Arc::clone(&viewers),
         ts_viewers: Arc::clone(&ts_viewers),
+        denied: Arc::clone(&denied),
         cors_origin,
     };
     let accept = AcceptLoops::new(
@@ -85,6 +91,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         packaging,
         viewers,
         ts_viewers,
+        denied,
         drm: Mutex::new(context.hello.drm),
         registry: Mutex::new(Vec::new()),
     }))
@@ -166,6 +173,13 @@ impl WorkerService for PackagerWorker {
                 }
                 ended.extend(streams);
                 WorkerReply::SessionsDeleted(ended)
+            }
+            WorkerRequest::DenyPublishers(ids) => {
+                locked(&self.denied).extend(ids.iter().cloned());
+                let mut ended = self.viewers.revoke_ppv(&ids);
+                ended.extend(self.ts_viewers.end_ppv(&ids));
+                tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
+                WorkerReply::Done
             }
             WorkerRequest::IcecastInfo { .. }
             | WorkerRequest::IcecastMetadata { .. }

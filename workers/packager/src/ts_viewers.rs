@@ -112,6 +112,16 @@ impl TsViewers {
             .count()
     }
 
+    /// Ends the responses of pay-per-view ids in `ids`; returns their session ids.
+    pub fn end_ppv(&self, ids: &[String]) -> Vec<u64> {
+        let sessions: Vec<u64> = locked(&self.open)
+            .values()
+            .filter(|v| v.ppv_id.as_ref().is_some_and(|id| ids.contains(id)))
+            .map(|v| v.id)
+            .collect();
+        self.end(&sessions)
+    }
+
     pub fn close(&self, id: u64) {
         locked(&self.open).remove(&id);
     }

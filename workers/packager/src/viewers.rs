@@ -298,6 +298,17 @@ impl Viewers {
         }
     }
 
+    /// Ends the sessions of pay-per-view ids in `ids`; returns their session ids.
+    pub fn revoke_ppv(&self, ids: &[String]) -> Vec<u64> {
+        let sessions: Vec<u64> = locked(&self.live)
+            .by_id
+            .values()
+            .filter(|v| v.ppv_id.as_ref().is_some_and(|id| ids.contains(id)))
+            .map(|v| v.id)
+            .collect();
+        self.revoke(&sessions)
+    }
+
     /// Ends these sessions; returns the ids that were live here.
     pub fn revoke(&self, ids: &[u64]) -> Vec<u64> {
         let mut live = locked(&self.live);

@@ -748,6 +748,9 @@ impl Connection {
         )
         .map_err(|why| format!("playback refused: {why}"))?;
         let ppv_id = signed.and_then(|s| s.ppv_id);
+        if let Some(id) = ppv_id.as_ref().filter(|id| self.shared.is_denied(id)) {
+            return Err(format!("playback refused: pay-per-view id {id} is denied"));
+        }
         let limit = rules
             .protection_for(&key.app, &key.stream, protocol)
             .and_then(|p| p.ppv_max_sessions);

@@ -177,7 +177,13 @@ impl WorkerService for RtmpWorker {
             WorkerRequest::DenyPublishers(ids) => {
                 self.shared.deny(&ids);
                 let killed = self.shared.sessions.kill_publishers(&ids);
-                tracing::info!(?ids, disconnected = killed, "publishers denied");
+                let players = self.shared.sessions.kill_ppv_players(&ids);
+                tracing::info!(
+                    ?ids,
+                    disconnected = killed,
+                    players,
+                    "publishers and pay-per-view ids denied"
+                );
                 WorkerReply::Done
             }
             WorkerRequest::ApplyRules(rules) => {

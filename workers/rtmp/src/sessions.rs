@@ -134,6 +134,19 @@ impl SessionTable {
             .collect()
     }
 
+    /// Closes players whose pay-per-view id is in `ids`.
+    pub fn kill_ppv_players(&self, ids: &[String]) -> usize {
+        let entries = locked(&self.entries);
+        let mut killed = 0;
+        for entry in entries.values().filter(|e| e.role == Role::Player) {
+            if entry.ppv_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                entry.kill.cancel();
+                killed += 1;
+            }
+        }
+        killed
+    }
+
     /// Closes publishers whose publish-control id is in `ids`.
     pub fn kill_publishers(&self, ids: &[String]) -> usize {
         let entries = locked(&self.entries);

@@ -126,6 +126,20 @@ impl OutputState {
             .collect()
     }
 
+    /// Ends the output connections of pay-per-view ids in `ids`; how many.
+    pub fn close_ppv(&self, ids: &[String]) -> usize {
+        let senders = locked(&self.srt);
+        let mut closed = 0;
+        for sender in senders.values() {
+            if sender.ppv_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                sender.stop.cancel();
+                sender.socket.close();
+                closed += 1;
+            }
+        }
+        closed
+    }
+
     /// Ends the output connections among `ids`; returns those that were open.
     pub fn close(&self, ids: &[u64]) -> Vec<u64> {
         let senders = locked(&self.srt);

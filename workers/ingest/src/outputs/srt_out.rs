@@ -103,6 +103,15 @@ pub fn listen(
             peer.ip(),
         );
         let ppv_id = match signed {
+            Ok(Some(signed))
+                if signed
+                    .ppv_id
+                    .as_ref()
+                    .is_some_and(|id| shared.is_denied(id)) =>
+            {
+                tracing::warn!(output = %output.id, %peer, stream = %key, "SRT viewer refused: pay-per-view id denied");
+                continue;
+            }
             Ok(signed) => signed.and_then(|s| s.ppv_id),
             Err(why) => {
                 tracing::warn!(output = %output.id, %peer, stream = %key, reason = %why, "SRT viewer refused: playback signature");
