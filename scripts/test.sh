@@ -57,6 +57,10 @@ if grep -rniE 'flv' workers/packager/src; then
 fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --all-targets --locked
+# The Debian package, built once here (a release build), so that its test (which installs
+# it) does not compile while the other end-to-end tests run.
+STROM_DEB=$(realpath "$(bash scripts/build-deb.sh | tail -n 1)")
+export STROM_DEB
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
 else

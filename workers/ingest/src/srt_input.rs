@@ -8,12 +8,12 @@
 //! directly (demuxing and publishing never wait). Connected callers are listed for the
 //! stats API and as sessions, and `sessions/delete` closes one.
 
-use crate::srt::{SrtListener, SrtOptions, SrtSocket};
+use crate::srt::accepting::accept_callers;
+use crate::srt::{SrtOptions, SrtSocket};
 use crate::ts_input::TsInput;
 use crate::udp::IngestShared;
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use strom_ipc::rules::CameraSettings;
@@ -175,53 +175,40 @@ pub fn listen(
     shared: Arc<IngestShared>,
     stop: CancellationToken,
 ) {
-    crate::srt::startup();
     let Some(options) = options_of(&camera) else {
         return;
     };
-    let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), &options, 16) {
-        Ok(listener) => listener,
-        Err(e) => {
-            tracing::error!(input = %camera.id, error = %e, "SRT listener failed");
-            return;
-        }
-    };
-    tracing::info!(input = %camera.id, addr = %inherited.spec.addr, "SRT listening");
     let limit = max_callers(&camera);
-    while !stop.is_cancelled() {
-        let (socket, peer) = match listener.accept(POLL) {
-            Ok(Some(accepted)) => accepted,
-            Ok(None) => continue,
-            // Stopping (a reload, shutdown) closes the listener under the accept.
-            Err(_) if stop.is_cancelled() => break,
-            Err(e) => {
-                tracing::warn!(input = %camera.id, error = %e, "SRT accept failed");
-                std::thread::sleep(POLL);
-                continue;
+    let name = format!("input {}", camera.id);
+    accept_callers(
+        &inherited,
+        &options,
+        16,
+        &name,
+        &stop,
+        |socket, peer, stream_id| {
+            let key = match crate::srt::stream_id::requested(&stream_id, "publish") {
+                Ok(Some(key)) => key,
+                Ok(None) => StreamKey::new(camera.app.clone(), camera.stream.clone()),
+                Err(why) => {
+                    tracing::warn!(input = %camera.id, %peer, %stream_id, %why, "SRT caller refused");
+                    return;
+                }
+            };
+            let control_id = match publish_control(&shared, &key, &stream_id, peer) {
+                Ok(id) => id,
+                Err(why) => {
+                    tracing::warn!(input = %camera.id, %peer, stream = %key, %why, "SRT publisher refused");
+                    return;
+                }
+            };
+            if shared.srt.count_for(&camera.id) >= limit {
+                tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
+                return;
             }
-        };
-        let stream_id = socket.stream_id();
-        let key = match crate::srt::stream_id::requested(&stream_id, "publish") {
-            Ok(Some(key)) => key,
-            Ok(None) => StreamKey::new(camera.app.clone(), camera.stream.clone()),
-            Err(why) => {
-                tracing::warn!(input = %camera.id, %peer, %stream_id, %why, "SRT caller refused");
-                continue;
-            }
-        };
-        let control_id = match publish_control(&shared, &key, &stream_id, peer) {
-            Ok(id) => id,
-            Err(why) => {
-                tracing::warn!(input = %camera.id, %peer, stream = %key, %why, "SRT publisher refused");
-                continue;
-            }
-        };
-        if shared.srt.count_for(&camera.id) >= limit {
-            tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
-            continue;
-        }
-        spawn_connection(&shared, &camera, key, socket, peer, &stop, control_id);
-    }
+            spawn_connection(&shared, &camera, key, socket, peer, &stop, control_id);
+        },
+    );
 }
 
 /// The publish-control check of an SRT publisher, the same as RTMP's for its app

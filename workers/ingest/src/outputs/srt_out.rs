@@ -10,11 +10,11 @@
 
 use super::follow::Follower;
 use super::{SrtSender, source};
-use crate::srt::{SrtListener, SrtOptions, SrtSocket};
+use crate::srt::accepting::accept_callers;
+use crate::srt::{SrtOptions, SrtSocket};
 use crate::udp::IngestShared;
 use bytes::BytesMut;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::TsOutputSettings;
@@ -56,80 +56,67 @@ pub fn listen(
     stop: CancellationToken,
     runtime: Handle,
 ) {
-    crate::srt::startup();
     let Some(options) = options_of(&output) else {
         return;
     };
-    let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), &options, 64) {
-        Ok(listener) => listener,
-        Err(e) => {
-            tracing::error!(output = %output.id, error = %e, "SRT output listener failed");
-            return;
-        }
-    };
-    tracing::info!(output = %output.id, addr = %inherited.spec.addr, "SRT output listening");
     let limit = output
         .parameter("max_callers")
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_MAX_CALLERS);
-    while !stop.is_cancelled() {
-        let (socket, peer) = match listener.accept(POLL) {
-            Ok(Some(accepted)) => accepted,
-            Ok(None) => continue,
-            // Stopping (a reload, shutdown) closes the listener under the accept.
-            Err(_) if stop.is_cancelled() => break,
-            Err(e) => {
-                tracing::warn!(output = %output.id, error = %e, "SRT accept failed");
-                std::thread::sleep(POLL);
-                continue;
+    let name = format!("output {}", output.id);
+    accept_callers(
+        &inherited,
+        &options,
+        64,
+        &name,
+        &stop,
+        |socket, peer, stream_id| {
+            let key = match stream_for(&output, &stream_id) {
+                Ok(key) => key,
+                Err(why) => {
+                    tracing::warn!(output = %output.id, %peer, %stream_id, %why, "SRT viewer refused");
+                    return;
+                }
+            };
+            let rules = shared.rules();
+            let signature = crate::srt::stream_id::value(&stream_id, "s");
+            let signed = strom_worker_runtime::play_signature::check_playback(
+                &rules,
+                &key.app,
+                &key.stream,
+                strom_ipc::rules::ProtectedProtocol::Srt,
+                signature.as_deref(),
+                peer.ip(),
+            );
+            let ppv_id = match signed {
+                Ok(Some(signed))
+                    if signed
+                        .ppv_id
+                        .as_ref()
+                        .is_some_and(|id| shared.is_denied(id)) =>
+                {
+                    tracing::warn!(output = %output.id, %peer, stream = %key, "SRT viewer refused: pay-per-view id denied");
+                    return;
+                }
+                Ok(signed) => signed.and_then(|s| s.ppv_id),
+                Err(why) => {
+                    tracing::warn!(output = %output.id, %peer, stream = %key, reason = %why, "SRT viewer refused: playback signature");
+                    return;
+                }
+            };
+            if shared.outputs.callers_of(&output.id) >= limit {
+                tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
+                return;
             }
-        };
-        let stream_id = socket.stream_id();
-        let key = match stream_for(&output, &stream_id) {
-            Ok(key) => key,
-            Err(why) => {
-                tracing::warn!(output = %output.id, %peer, %stream_id, %why, "SRT viewer refused");
-                continue;
-            }
-        };
-        let rules = shared.rules();
-        let signature = crate::srt::stream_id::value(&stream_id, "s");
-        let signed = strom_worker_runtime::play_signature::check_playback(
-            &rules,
-            &key.app,
-            &key.stream,
-            strom_ipc::rules::ProtectedProtocol::Srt,
-            signature.as_deref(),
-            peer.ip(),
-        );
-        let ppv_id = match signed {
-            Ok(Some(signed))
-                if signed
-                    .ppv_id
-                    .as_ref()
-                    .is_some_and(|id| shared.is_denied(id)) =>
-            {
-                tracing::warn!(output = %output.id, %peer, stream = %key, "SRT viewer refused: pay-per-view id denied");
-                continue;
-            }
-            Ok(signed) => signed.and_then(|s| s.ppv_id),
-            Err(why) => {
-                tracing::warn!(output = %output.id, %peer, stream = %key, reason = %why, "SRT viewer refused: playback signature");
-                continue;
-            }
-        };
-        if shared.outputs.callers_of(&output.id) >= limit {
-            tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
-            continue;
-        }
-        let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
-        tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
-        let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
-        crate::udp::spawn_thread("srt-out-viewer", move || {
-            send(&shared, &sender, &runtime);
-            tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
-        });
-    }
+            let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
+            tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
+            let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
+            crate::udp::spawn_thread("srt-out-viewer", move || {
+                send(&shared, &sender, &runtime);
+                tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
+            });
+        },
+    );
 }
 
 /// Calls the remote listener of a push output until `stop`, again after every end.

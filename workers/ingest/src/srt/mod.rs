@@ -4,6 +4,7 @@
 //! clients parse. Process-wide library setup lives here; the C declarations are in
 //! [`ffi`] (checked against the header by `csrc/srt_layout.c`, see `tests.rs`).
 
+pub mod accepting;
 mod ffi;
 mod socket;
 mod stats;
