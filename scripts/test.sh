@@ -35,13 +35,15 @@ if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.installe
   cp tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json
 fi
 
-# threefive (PyPI), an independent SCTE-35 decoder the SCTE-35 test checks strom's
-# sections with, in a venv under target/ (created once, pinned).
-# Debian's python3 (a pyenv one earlier on PATH may lack ensurepip).
-if ! target/pytools/bin/python3 -c 'import threefive' 2>/dev/null; then
+# From PyPI, pinned, in a venv under target/ (created once): threefive, an independent
+# SCTE-35 decoder the SCTE-35 test checks strom's sections with, and schemathesis, which
+# runs the OpenAPI contract test. Debian's python3 (a pyenv one earlier on PATH may lack
+# ensurepip).
+if ! target/pytools/bin/python3 -c 'import threefive, schemathesis' 2>/dev/null; then
   rm -rf target/pytools
   "$(command -v /usr/bin/python3 || command -v python3)" -m venv target/pytools
-  target/pytools/bin/pip install --quiet --disable-pip-version-check threefive==3.1.5
+  target/pytools/bin/pip install --quiet --disable-pip-version-check \
+    threefive==3.1.5 schemathesis==4.32.5
 fi
 
 cargo fmt --all -- --check

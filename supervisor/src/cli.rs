@@ -44,6 +44,8 @@ pub enum Command {
         /// API path, e.g. /manage/server_status (a query string may follow).
         path: String,
     },
+    /// Print the OpenAPI 3.1 document of the management API (as docs/openapi.json).
+    Openapi,
     /// Internal: a worker process, started by `strom run`.
     #[command(hide = true)]
     Worker { kind: strom_ipc::WorkerKind },

@@ -36,6 +36,10 @@ fn main() -> ExitCode {
             salt,
             path,
         }) => run::sign(token, config, base, salt, &path),
+        Some(Command::Openapi) => {
+            print!("{}", api::openapi_document());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

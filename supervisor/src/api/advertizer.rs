@@ -48,6 +48,7 @@ async fn cue(
     }
 }
 
+#[utoipa::path(post, path = "/manage/advertizer/scte35_out/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path), ("duration" = Option<u32>, Query, description = "seconds until the return")), responses((status = 200, body = crate::api::shapes::StatusReply), (status = 400, body = crate::api::shapes::ErrorBody), (status = 404, body = crate::api::shapes::ErrorBody), (status = 409, body = crate::api::shapes::ErrorBody)))]
 pub async fn scte35_out(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
@@ -60,6 +61,7 @@ pub async fn scte35_out(
     cue(&state, app, stream, Scte35Cue::Out { duration_secs }).await
 }
 
+#[utoipa::path(post, path = "/manage/advertizer/scte35_in/{app}/{stream}", params(("app" = String, Path, description = "application"), ("stream" = String, Path, description = "stream")), responses((status = 200, body = crate::api::shapes::StatusReply), (status = 404, body = crate::api::shapes::ErrorBody), (status = 409, body = crate::api::shapes::ErrorBody)))]
 pub async fn scte35_in(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,

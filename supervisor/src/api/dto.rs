@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use strom_ipc::rules::{RepublishRule, RtmpSettings, RuleOwner};
 use strom_ipc::status::{DvrArchive, LiveStream, RepublishStatus, SessionInfo};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[allow(non_snake_case)]
 pub struct ServerStatus {
     pub Connections: u64,
@@ -24,7 +24,7 @@ pub struct ServerStatus {
     pub MaxFileCacheSize: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[allow(non_snake_case)]
 pub struct SysInfo {
     pub ap: u64,
@@ -40,13 +40,13 @@ pub struct SysInfo {
     pub MaxFileCacheSize: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AppGroup {
     pub app: String,
     pub streams: Vec<StreamEntry>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct StreamEntry {
     pub strm: String,
     pub bandwidth: String,
@@ -69,7 +69,7 @@ pub struct StreamEntry {
     pub scte35_events: Vec<Scte35EventEntry>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Scte35EventEntry {
     pub time: i64,
     #[serde(rename = "type")]
@@ -143,7 +143,7 @@ pub fn group_streams(mut streams: Vec<LiveStream>, with_sources: bool) -> Vec<Ap
     groups
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Session {
     pub id: u64,
     pub app: String,
@@ -248,7 +248,7 @@ pub fn owner_number(owner: RuleOwner) -> u8 {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Rule {
     pub id: String,
     pub src_app: String,
@@ -287,7 +287,7 @@ impl From<&RepublishRule> for Rule {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RepublishStat {
     pub rule_id: String,
     pub state: String,
@@ -326,13 +326,13 @@ impl From<RepublishStatus> for RepublishStat {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TimelineItem {
     pub start: i64,
     pub duration: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Archive {
     pub size: u64,
     pub bandwidth: u64,

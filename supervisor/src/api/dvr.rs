@@ -42,6 +42,7 @@ async fn archives(
     }
 }
 
+#[utoipa::path(get, path = "/manage/dvr_status", params(("timeline" = Option<bool>, Query)), responses((status = 200, body = Vec<crate::api::dto::Archive>)))]
 pub async fn status_all(
     State(state): State<ApiState>,
     QueryParams(query): QueryParams<StatusQuery>,
@@ -49,6 +50,7 @@ pub async fn status_all(
     archives(&state, None, query.timeline()).await
 }
 
+#[utoipa::path(get, path = "/manage/dvr_status/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path), ("timeline" = Option<bool>, Query)), responses((status = 200, body = Vec<crate::api::dto::Archive>)))]
 pub async fn status_one(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
@@ -57,6 +59,7 @@ pub async fn status_one(
     archives(&state, Some((app, stream)), query.timeline()).await
 }
 
+#[utoipa::path(get, path = "/manage/dvr/export_mp4/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path), ("start" = Option<i64>, Query), ("end" = Option<i64>, Query)), responses((status = 200, content_type = "video/mp4", body = Vec<u8>), (status = 404, body = crate::api::shapes::ErrorBody)))]
 pub async fn export_mp4(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
@@ -93,6 +96,7 @@ pub struct CleanupQuery {
     older_than: Option<i64>,
 }
 
+#[utoipa::path(post, path = "/manage/dvr/cleanup_archive/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path), ("target_depth" = Option<i64>, Query), ("from" = Option<i64>, Query), ("to" = Option<i64>, Query)), responses((status = 200, body = crate::api::shapes::StatusReply)))]
 pub async fn cleanup(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,

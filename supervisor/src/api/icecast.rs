@@ -24,6 +24,7 @@ async fn ask_packager(
     }
 }
 
+#[utoipa::path(get, path = "/manage/icecast_stream_info/{app}/{stream}", params(("app" = String, Path, description = "application"), ("stream" = String, Path, description = "stream")), responses((status = 200, body = crate::api::shapes::IcecastInfo), (status = 404, body = crate::api::shapes::ErrorBody)))]
 pub async fn info(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
@@ -48,6 +49,7 @@ pub struct MetadataBody {
     streamurl: String,
 }
 
+#[utoipa::path(post, path = "/manage/icecast_metadata/{app}/{stream}", params(("app" = String, Path, description = "application"), ("stream" = String, Path, description = "stream")), request_body = crate::api::shapes::IcecastMetadataBody, responses((status = 200, body = crate::api::shapes::StatusReply), (status = 400, body = crate::api::shapes::ErrorBody), (status = 404, body = crate::api::shapes::ErrorBody)))]
 pub async fn metadata(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,

@@ -75,6 +75,7 @@ fn live_state(entry: &mut Value, camera: &CameraStatus) {
     }
 }
 
+#[utoipa::path(get, path = "/manage/mpeg2ts_status", responses((status = 200, body = crate::api::shapes::CamerasReply)))]
 pub async fn mpegts_status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     match state
         .workers
@@ -105,6 +106,7 @@ pub async fn mpegts_status(State(state): State<ApiState>) -> Result<Json<Value>,
     }
 }
 
+#[utoipa::path(get, path = "/manage/mpeg2ts_settings", responses((status = 200, body = crate::api::shapes::CamerasReply)))]
 pub async fn mpegts_settings(State(state): State<ApiState>) -> Json<Value> {
     let rules = state.supervisor.rules();
     Json(cameras_document(
@@ -149,26 +151,31 @@ async fn stats_items(state: &ApiState, request: WorkerRequest) -> Result<Vec<Val
     }
 }
 
+#[utoipa::path(get, path = "/manage/srt_sender_stats", responses((status = 200, body = crate::api::shapes::SrtSendersReply)))]
 pub async fn srt_sender_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let items = stats_items(&state, WorkerRequest::SrtStats(StatsDirection::Senders)).await?;
     Ok(Json(json!({"SrtSenders": items})))
 }
 
+#[utoipa::path(get, path = "/manage/srt_receiver_stats", responses((status = 200, body = crate::api::shapes::SrtReceiversReply)))]
 pub async fn srt_receiver_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let items = stats_items(&state, WorkerRequest::SrtStats(StatsDirection::Receivers)).await?;
     Ok(Json(json!({"SrtReceivers": items})))
 }
 
+#[utoipa::path(get, path = "/manage/rist_sender_stats", responses((status = 200, body = Vec<Object>)))]
 pub async fn rist_sender_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let items = stats_items(&state, WorkerRequest::RistStats(StatsDirection::Senders)).await?;
     Ok(Json(Value::Array(items)))
 }
 
+#[utoipa::path(get, path = "/manage/rist_receiver_stats", responses((status = 200, body = Vec<Object>)))]
 pub async fn rist_receiver_stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let items = stats_items(&state, WorkerRequest::RistStats(StatsDirection::Receivers)).await?;
     Ok(Json(Value::Array(items)))
 }
 
+#[utoipa::path(get, path = "/manage/ndi/list", responses((status = 200, body = Vec<crate::api::shapes::NdiSource>)))]
 pub async fn ndi_list(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let items = stats_items(&state, WorkerRequest::NdiList).await?;
     Ok(Json(Value::Array(items)))

@@ -12,21 +12,25 @@ pub mod gateway;
 mod dvr;
 mod icecast;
 mod inputs;
+pub mod openapi;
 mod publish_control;
 mod reload;
 mod republish;
 mod server_status;
 mod sessions;
+mod shapes;
 mod streams;
 mod workers;
 
 use crate::state::SupervisorState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::get;
 use error::{ApiError, MAX_BODY_BYTES};
 use gateway::WorkerGateway;
 use std::sync::Arc;
+use utoipa::OpenApi;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// What every handler gets.
 #[derive(Clone)]
@@ -35,83 +39,66 @@ pub struct ApiState {
     pub workers: Arc<dyn WorkerGateway>,
 }
 
+/// Every documented route: the handlers with the paths their `#[utoipa::path]` names.
+fn documented_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(server_status::get))
+        .routes(routes!(workers::list))
+        .routes(routes!(streams::rtmp_status))
+        .routes(routes!(streams::live_streams_status))
+        .routes(routes!(sessions::list))
+        .routes(routes!(sessions::delete))
+        .routes(routes!(streams::rtmp_settings))
+        .routes(routes!(republish::stats))
+        .routes(routes!(republish::list, republish::create))
+        .routes(routes!(republish::get_one, republish::delete))
+        .routes(routes!(inputs::mpegts_status))
+        .routes(routes!(inputs::mpegts_settings))
+        .routes(routes!(inputs::srt_sender_stats))
+        .routes(routes!(inputs::srt_receiver_stats))
+        .routes(routes!(inputs::rist_sender_stats))
+        .routes(routes!(inputs::rist_receiver_stats))
+        .routes(routes!(inputs::ndi_list))
+        .routes(routes!(icecast::info))
+        .routes(routes!(icecast::metadata))
+        .routes(routes!(advertizer::scte35_out))
+        .routes(routes!(advertizer::scte35_in))
+        .routes(routes!(streams::server_playlists))
+        .routes(routes!(publish_control::status))
+        .routes(routes!(publish_control::deny))
+        .routes(routes!(dvr::status_all))
+        .routes(routes!(dvr::status_one))
+        .routes(routes!(dvr::export_mp4))
+        .routes(routes!(dvr::cleanup))
+        .routes(routes!(reload::ssl_certificates))
+        .routes(routes!(reload::sync_panel))
+        .routes(routes!(reload::config))
+}
+
+/// The OpenAPI document of [`router`]'s routes (`strom openapi`, `docs/openapi.json`).
+pub fn openapi_document() -> String {
+    let (_, document) = documented_routes().split_for_parts();
+    openapi::document_text(&document)
+}
+
 /// All routes of the API.
 pub fn router(state: ApiState) -> Router {
     let token = state.supervisor.instance.management_token.clone();
-    Router::new()
-        .route("/manage/server_status", get(server_status::get))
-        .route("/manage/workers", get(workers::list))
-        .route("/manage/rtmp_status", get(streams::rtmp_status))
+    let (routes, document) = documented_routes().split_for_parts();
+    let document = Arc::new(openapi::document_text(&document));
+    routes
         .route(
-            "/manage/live_streams_status",
-            get(streams::live_streams_status),
+            "/manage/openapi.json",
+            get(move || {
+                let document = Arc::clone(&document);
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        document.as_str().to_owned(),
+                    )
+                }
+            }),
         )
-        .route("/manage/sessions", get(sessions::list))
-        .route("/manage/sessions/delete", post(sessions::delete))
-        .route("/manage/rtmp_settings", get(streams::rtmp_settings))
-        .route("/manage/rtmp/republish/stats", get(republish::stats))
-        .route(
-            "/manage/rtmp/republish",
-            get(republish::list).post(republish::create),
-        )
-        .route(
-            "/manage/rtmp/republish/{id}",
-            get(republish::get_one).delete(republish::delete),
-        )
-        .route("/manage/mpeg2ts_status", get(inputs::mpegts_status))
-        .route("/manage/mpeg2ts_settings", get(inputs::mpegts_settings))
-        .route("/manage/srt_sender_stats", get(inputs::srt_sender_stats))
-        .route(
-            "/manage/srt_receiver_stats",
-            get(inputs::srt_receiver_stats),
-        )
-        .route("/manage/rist_sender_stats", get(inputs::rist_sender_stats))
-        .route(
-            "/manage/rist_receiver_stats",
-            get(inputs::rist_receiver_stats),
-        )
-        .route("/manage/ndi/list", get(inputs::ndi_list))
-        .route(
-            "/manage/icecast_stream_info/{app}/{stream}",
-            get(icecast::info),
-        )
-        .route(
-            "/manage/icecast_metadata/{app}/{stream}",
-            post(icecast::metadata),
-        )
-        .route(
-            "/manage/advertizer/scte35_out/{app}/{stream}",
-            post(advertizer::scte35_out),
-        )
-        .route(
-            "/manage/advertizer/scte35_in/{app}/{stream}",
-            post(advertizer::scte35_in),
-        )
-        .route(
-            "/manage/server_playlist_status",
-            get(streams::server_playlists),
-        )
-        .route(
-            "/manage/publish_control/status",
-            get(publish_control::status),
-        )
-        .route("/manage/publish_control/deny", post(publish_control::deny))
-        .route("/manage/dvr_status", get(dvr::status_all))
-        .route("/manage/dvr_status/{app}/{stream}", get(dvr::status_one))
-        .route(
-            "/manage/dvr/export_mp4/{app}/{stream}",
-            get(dvr::export_mp4),
-        )
-        .route(
-            "/manage/dvr/cleanup_archive/{app}/{stream}",
-            post(dvr::cleanup),
-        )
-        .route(
-            "/manage/reload_ssl_certificates",
-            post(reload::ssl_certificates),
-        )
-        .route("/manage/sync_panel_settings", post(reload::sync_panel))
-        .route("/manage/reload_config", post(reload::config))
         .fallback(|| async { ApiError::not_found("no such API path") })
         .method_not_allowed_fallback(|| async {
             ApiError {

@@ -30,6 +30,7 @@ const PUBLISHING_WORKERS: [WorkerKind; 2] = [WorkerKind::Rtmp, WorkerKind::Inges
 const DENYING_WORKERS: [WorkerKind; 3] =
     [WorkerKind::Rtmp, WorkerKind::Ingest, WorkerKind::Packager];
 
+#[utoipa::path(get, path = "/manage/publish_control/status", responses((status = 200, body = crate::api::shapes::PublishControlStatus)))]
 pub async fn status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let mut entries = Vec::new();
     for kind in PUBLISHING_WORKERS {
@@ -55,6 +56,7 @@ pub struct DenyBody {
     PublishControlDenyRequest: Vec<String>,
 }
 
+#[utoipa::path(post, path = "/manage/publish_control/deny", request_body = crate::api::shapes::DenyRequest, responses((status = 200, body = crate::api::shapes::DenyResponse), (status = 400, body = crate::api::shapes::ErrorBody)))]
 pub async fn deny(
     State(state): State<ApiState>,
     JsonBody(body): JsonBody<Value>,

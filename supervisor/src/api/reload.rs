@@ -28,6 +28,7 @@ pub struct ReloadQuery {
     drm: Option<String>,
 }
 
+#[utoipa::path(post, path = "/manage/reload_config", params(("drm" = Option<bool>, Query)), responses((status = 200, body = crate::api::shapes::StatusReply), (status = 422, body = crate::api::shapes::ErrorBody)))]
 pub async fn config(
     State(state): State<ApiState>,
     QueryParams(query): QueryParams<ReloadQuery>,
@@ -42,6 +43,7 @@ pub async fn config(
     Ok(ok_with(note))
 }
 
+#[utoipa::path(post, path = "/manage/reload_ssl_certificates", responses((status = 200, body = crate::api::shapes::StatusReply), (status = 422, body = crate::api::shapes::ErrorBody)))]
 pub async fn ssl_certificates(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let note = reload::reload_certificates(&state.supervisor)
         .await
@@ -62,6 +64,7 @@ fn ok_with(note: Option<&str>) -> Json<Value> {
     Json(body)
 }
 
+#[utoipa::path(post, path = "/manage/sync_panel_settings", responses((status = 200, body = crate::api::shapes::StatusReply), (status = 400, body = crate::api::shapes::ErrorBody), (status = 502, body = crate::api::shapes::ErrorBody)))]
 pub async fn sync_panel(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     reload::sync_panel(&state.supervisor).await.map_err(|e| {
         tracing::error!(error = %e, "sync_panel_settings failed");

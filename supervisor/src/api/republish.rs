@@ -19,12 +19,14 @@ use strom_ipc::rules::RuleOwner;
 /// Most API-created rules held at once.
 pub const MAX_API_RULES: usize = 1000;
 
+#[utoipa::path(get, path = "/manage/rtmp/republish", responses((status = 200, body = crate::api::shapes::RepublishRules)))]
 pub async fn list(State(state): State<ApiState>) -> Json<Value> {
     let rules = state.supervisor.rules();
     let rules: Vec<Rule> = rules.republish.iter().map(Rule::from).collect();
     Json(json!({"rules": rules, "status": "Ok"}))
 }
 
+#[utoipa::path(get, path = "/manage/rtmp/republish/{id}", params(("id" = String, Path, description = "rule id")), responses((status = 200, body = crate::api::shapes::RepublishRules), (status = 404, body = crate::api::shapes::ErrorBody)))]
 pub async fn get_one(
     State(state): State<ApiState>,
     Path(id): Path<String>,
@@ -38,6 +40,7 @@ pub async fn get_one(
     }
 }
 
+#[utoipa::path(post, path = "/manage/rtmp/republish", request_body = crate::api::shapes::RepublishRequest, responses((status = 200, body = crate::api::shapes::RepublishCreated), (status = 400, body = crate::api::shapes::ErrorBody)))]
 pub async fn create(
     State(state): State<ApiState>,
     JsonBody(body): JsonBody<Value>,
@@ -63,6 +66,7 @@ pub async fn create(
     Ok(Json(json!({"status": "Ok", "rule": rendered})))
 }
 
+#[utoipa::path(delete, path = "/manage/rtmp/republish/{id}", params(("id" = String, Path, description = "rule id")), responses((status = 200, description = "`Ok`, or `NotFound` for an unknown id", body = crate::api::shapes::StatusReply)))]
 pub async fn delete(State(state): State<ApiState>, Path(id): Path<String>) -> Json<Value> {
     let mut found = false;
     state.supervisor.change_rules(|rules| {
@@ -90,6 +94,7 @@ async fn push_rules(state: &ApiState) {
     }
 }
 
+#[utoipa::path(get, path = "/manage/rtmp/republish/stats", responses((status = 200, body = crate::api::shapes::RepublishStats)))]
 pub async fn stats(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     match state
         .workers

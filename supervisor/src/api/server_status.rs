@@ -9,6 +9,7 @@ use axum::extract::State;
 
 const MB: u64 = 1024 * 1024;
 
+#[utoipa::path(get, path = "/manage/server_status", responses((status = 200, body = crate::api::dto::ServerStatus)))]
 pub async fn get(State(state): State<ApiState>) -> Json<ServerStatus> {
     let supervisor = &state.supervisor;
     let mut connections = 0;

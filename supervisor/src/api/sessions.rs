@@ -18,6 +18,7 @@ use strom_ipc::messages::{WorkerReply, WorkerRequest};
 /// Most ids one delete request may name.
 const MAX_IDS: usize = 10_000;
 
+#[utoipa::path(get, path = "/manage/sessions", responses((status = 200, body = Vec<Session>), (status = 503, body = crate::api::shapes::ErrorBody)))]
 pub async fn list(State(state): State<ApiState>) -> Result<Response, Incomplete> {
     let sessions = all_sessions(state.workers.as_ref()).await?;
     let body: Vec<Session> = sessions.items.into_iter().map(Session::from).collect();
@@ -62,6 +63,7 @@ fn ids(body: DeleteBody) -> Result<Vec<u64>, ApiError> {
 
 /// A running worker that did not confirm makes the answer 503 (naming it): its sessions
 /// may still be open, and deleting again is harmless.
+#[utoipa::path(post, path = "/manage/sessions/delete", request_body = crate::api::shapes::DeleteSessionsBody, responses((status = 200, body = crate::api::shapes::StatusReply), (status = 400, body = crate::api::shapes::ErrorBody), (status = 503, body = crate::api::shapes::ErrorBody)))]
 pub async fn delete(
     State(state): State<ApiState>,
     JsonBody(body): JsonBody<serde_json::Value>,

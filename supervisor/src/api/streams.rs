@@ -27,6 +27,7 @@ async fn live_streams(state: &ApiState) -> Result<Gathered<LiveStream>, Incomple
     )
 }
 
+#[utoipa::path(get, path = "/manage/rtmp_status", responses((status = 200, body = Vec<crate::api::dto::AppGroup>), (status = 503, body = crate::api::shapes::ErrorBody)))]
 pub async fn rtmp_status(State(state): State<ApiState>) -> Result<Response, Incomplete> {
     let streams = live_streams(&state).await?;
     Ok(listed(
@@ -35,6 +36,7 @@ pub async fn rtmp_status(State(state): State<ApiState>) -> Result<Response, Inco
     ))
 }
 
+#[utoipa::path(get, path = "/manage/live_streams_status", responses((status = 200, body = Vec<crate::api::dto::AppGroup>), (status = 503, body = crate::api::shapes::ErrorBody)))]
 pub async fn live_streams_status(State(state): State<ApiState>) -> Result<Response, Incomplete> {
     let streams = live_streams(&state).await?;
     Ok(listed(
@@ -43,10 +45,12 @@ pub async fn live_streams_status(State(state): State<ApiState>) -> Result<Respon
     ))
 }
 
+#[utoipa::path(get, path = "/manage/rtmp_settings", responses((status = 200, body = Object)))]
 pub async fn rtmp_settings(State(state): State<ApiState>) -> Json<Value> {
     Json(render_settings(&state.supervisor.rules().rtmp))
 }
 
+#[utoipa::path(get, path = "/manage/server_playlist_status", responses((status = 200, body = Vec<Object>)))]
 pub async fn server_playlists(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     match state
         .workers

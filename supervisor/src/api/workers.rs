@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct WorkerEntry {
     kind: &'static str,
     /// 0 while no process runs.
@@ -19,6 +19,7 @@ pub struct WorkerEntry {
     bytes_received: u64,
 }
 
+#[utoipa::path(get, path = "/manage/workers", responses((status = 200, body = Vec<WorkerEntry>)))]
 pub async fn list(State(state): State<ApiState>) -> Json<Vec<WorkerEntry>> {
     Json(
         state
