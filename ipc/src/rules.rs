@@ -70,14 +70,16 @@ pub enum ProtectedProtocol {
     MpegTs,
     Rtmp,
     Srt,
+    Icecast,
 }
 
 impl ProtectedProtocol {
-    pub const ALL: [ProtectedProtocol; 4] = [
+    pub const ALL: [ProtectedProtocol; 5] = [
         ProtectedProtocol::Hls,
         ProtectedProtocol::MpegTs,
         ProtectedProtocol::Rtmp,
         ProtectedProtocol::Srt,
+        ProtectedProtocol::Icecast,
     ];
 
     /// The name in `rules.conf`.
@@ -87,6 +89,7 @@ impl ProtectedProtocol {
             ProtectedProtocol::MpegTs => "MPEGTS",
             ProtectedProtocol::Rtmp => "RTMP",
             ProtectedProtocol::Srt => "SRT",
+            ProtectedProtocol::Icecast => "ICECAST",
         }
     }
 }

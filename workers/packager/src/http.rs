@@ -11,9 +11,10 @@
 //! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
 //! without `?sid=` and plays all the same.
 
+use crate::icecast::Titles;
 use crate::packaging::Packaging;
 use crate::tls::SwappableCertificate;
-use crate::ts_http::{Refusal, TsBody, TsDelivery};
+use crate::ts_http::{Format, Refusal, TsBody, TsDelivery};
 use crate::ts_viewers::TsViewers;
 use crate::viewers::{Lookup, Viewer, Viewers};
 use bytes::Bytes;
@@ -45,6 +46,8 @@ pub struct Delivery {
     pub packaging: Arc<Packaging>,
     pub viewers: Arc<Viewers>,
     pub ts_viewers: Arc<TsViewers>,
+    /// Icecast titles (`icecast_metadata`).
+    pub titles: Arc<Titles>,
     /// Denied pay-per-view ids.
     pub denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     /// `Access-Control-Allow-Origin` on every answer.
@@ -89,6 +92,7 @@ impl Delivery {
             packaging: Arc::clone(&self.packaging),
             viewers: Arc::clone(&self.viewers),
             ts_viewers: Arc::clone(&self.ts_viewers),
+            titles: Arc::clone(&self.titles),
             denied: Arc::clone(&self.denied),
             cors_origin: self.cors_origin.clone(),
             peer,
@@ -123,6 +127,7 @@ struct Context {
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
+    titles: Arc<Titles>,
     denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     cors_origin: HeaderValue,
     peer: SocketAddr,
@@ -187,15 +192,29 @@ impl Context {
             return None;
         }
         let mut parts = request.uri().path().trim_start_matches('/').split('/');
-        let (Some(app), Some(stream), Some(crate::ts_http::FILE_NAME), None) =
+        let (Some(app), Some(stream), Some(file), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return None;
         };
+        let (format, protocol) = match file {
+            crate::ts_http::FILE_NAME => (Format::MpegTs, ProtectedProtocol::MpegTs),
+            crate::icecast::FILE_NAME => {
+                let metadata = request
+                    .headers()
+                    .get("icy-metadata")
+                    .is_some_and(|v| v.as_bytes().trim_ascii() == b"1");
+                let titles = Arc::clone(&self.titles);
+                (
+                    Format::Icecast { metadata, titles },
+                    ProtectedProtocol::Icecast,
+                )
+            }
+            _ => return None,
+        };
         strom_ipc::names::check_pair(app, stream).ok()?;
         let rules = self.packaging.rules();
-        let Ok(ppv_id) = self.signed(request, &rules, app, stream, ProtectedProtocol::MpegTs)
-        else {
+        let Ok(ppv_id) = self.signed(request, &rules, app, stream, protocol) else {
             return Some(
                 self.respond_with(error(StatusCode::FORBIDDEN, "forbidden"))
                     .map(Either::Left),
@@ -214,7 +233,15 @@ impl Context {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         let head = method == Method::HEAD;
-        match delivery.open(app, stream, self.peer.ip(), user_agent, ppv_id, head) {
+        match delivery.open(
+            format,
+            app,
+            stream,
+            self.peer.ip(),
+            user_agent,
+            ppv_id,
+            head,
+        ) {
             Ok(mut response) => {
                 response.headers_mut().insert(
                     header::ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -299,7 +326,9 @@ impl Context {
         let head = method == Method::HEAD;
         match file {
             // Live streams are answered before routing (`Context::mpegts`).
-            crate::ts_http::FILE_NAME => error(StatusCode::NOT_FOUND, "no such stream"),
+            crate::ts_http::FILE_NAME | crate::icecast::FILE_NAME => {
+                error(StatusCode::NOT_FOUND, "no such stream")
+            }
             "playlist.m3u8" | "playlist_fmp4.m3u8" => {
                 self.master(request, app, stream, file == "playlist_fmp4.m3u8", head)
             }

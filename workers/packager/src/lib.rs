@@ -6,6 +6,7 @@
 //! swappable certificate.
 
 mod http;
+mod icecast;
 mod packaging;
 mod service;
 mod store;

@@ -37,6 +37,13 @@ pub fn mpegts_enabled(rules: &Rules, app: &str, stream: &str) -> bool {
         .has(DeliveryOutput::MpegTs)
 }
 
+/// Whether `app/stream` is relayed here for a listener format (`mpegts.stream`,
+/// `icecast.stream`) besides HLS.
+fn streamed(rules: &Rules, app: &str, stream: &str) -> bool {
+    let delivery = rules.delivery.for_stream(app, stream);
+    delivery.has(DeliveryOutput::MpegTs) || delivery.has(DeliveryOutput::Icecast)
+}
+
 /// How the stream's HLS playlists show SCTE-35 breaks (`AdInsertion` `hls_tags`).
 pub fn cue_style(rules: &Rules, app: &str, stream: &str) -> CueStyle {
     match rules.ad_insertion_for(app, stream).map(|a| a.hls_tags) {
@@ -112,8 +119,7 @@ impl Packaging {
         let wanted: HashMap<(String, String), StreamLocation> = locations
             .into_iter()
             .filter(|l| {
-                hls_settings(&rules, &l.app, &l.stream).0
-                    || mpegts_enabled(&rules, &l.app, &l.stream)
+                hls_settings(&rules, &l.app, &l.stream).0 || streamed(&rules, &l.app, &l.stream)
             })
             .filter(|l| match strom_ipc::names::check_pair(&l.app, &l.stream) {
                 Ok(()) => true,

@@ -1,6 +1,7 @@
 //! The packager's state and its answers to the supervisor.
 
 use crate::http::Delivery;
+use crate::icecast::Titles;
 use crate::packaging::Packaging;
 use crate::store::{Limits, Store};
 use crate::tls::{SwappableCertificate, certified_key, server_config};
@@ -12,6 +13,7 @@ use std::time::Duration;
 use strom_ipc::FailureKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::{DrmSettings, WorkerReply, WorkerRequest};
+use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{
     AcceptLoops, InheritedListener, WorkerContext, WorkerCounters, WorkerService,
@@ -28,6 +30,8 @@ pub struct PackagerWorker {
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
+    /// Icecast titles (`icecast_metadata`).
+    titles: Arc<Titles>,
     /// Denied pay-per-view ids (`publish_control/deny`).
     denied: Arc<Mutex<std::collections::BTreeSet<String>>>,
     drm: Mutex<Option<DrmSettings>>,
@@ -58,6 +62,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
     let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
     let ts_viewers = Arc::new(TsViewers::new(Arc::clone(&context.session_ids)));
+    let titles = Arc::new(Titles::default());
     let denied = Arc::new(Mutex::new(
         context.hello.denied_publishers.iter().cloned().collect(),
     ));
@@ -70,6 +75,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         packaging: Arc::clone(&packaging),
         viewers: Arc::clone(&viewers),
         ts_viewers: Arc::clone(&ts_viewers),
+        titles: Arc::clone(&titles),
         denied: Arc::clone(&denied),
         cors_origin,
     };
@@ -91,6 +97,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         packaging,
         viewers,
         ts_viewers,
+        titles,
         denied,
         drm: Mutex::new(context.hello.drm),
         registry: Mutex::new(Vec::new()),
@@ -126,6 +133,24 @@ async fn housekeeping(
 }
 
 impl PackagerWorker {
+    /// The live stream `app/stream` when it is delivered as Icecast and has an audio
+    /// track Icecast carries.
+    fn icecast_stream(&self, app: &str, stream: &str) -> Option<Arc<strom_stream::Stream>> {
+        let rules = self.packaging.rules();
+        if !rules
+            .delivery
+            .for_stream(app, stream)
+            .has(strom_ipc::rules::DeliveryOutput::Icecast)
+        {
+            return None;
+        }
+        self.packaging
+            .hub()
+            .get(&StreamKey::new(app, stream))
+            .filter(|s| s.publisher().is_some())
+            .filter(|s| crate::icecast::content_type(&s.codecs().acodec).is_some())
+    }
+
     /// HLS viewer sessions and `mpegts.stream` viewers, by id.
     fn sessions(&self) -> Vec<strom_ipc::status::SessionInfo> {
         let mut sessions = self.viewers.list();
@@ -181,9 +206,35 @@ impl WorkerService for PackagerWorker {
                 tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
                 WorkerReply::Done
             }
-            WorkerRequest::IcecastInfo { .. }
-            | WorkerRequest::IcecastMetadata { .. }
-            | WorkerRequest::Scte35 { .. } => {
+            WorkerRequest::IcecastInfo { app, stream } => {
+                match self.icecast_stream(&app, &stream) {
+                    Some(live) => {
+                        let key = StreamKey::new(app, stream);
+                        let title = self.titles.get(&key);
+                        WorkerReply::Icecast(crate::icecast::info(
+                            &key,
+                            live.bandwidth_bps(),
+                            &title,
+                        ))
+                    }
+                    None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
+                }
+            }
+            WorkerRequest::IcecastMetadata {
+                app,
+                stream,
+                title,
+                url,
+            } => match self.icecast_stream(&app, &stream) {
+                Some(_) => {
+                    let key = StreamKey::new(app, stream);
+                    tracing::info!(stream = %key, %title, "icecast title set");
+                    self.titles.set(&key, &title, &url);
+                    WorkerReply::Done
+                }
+                None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
+            },
+            WorkerRequest::Scte35 { .. } => {
                 WorkerReply::error(FailureKind::NotFound, "no such stream")
             }
             WorkerRequest::StreamRegistry(locations) => {

@@ -9,11 +9,12 @@
 //! goes away, when `sessions/delete` names its session, or [`IDLE_END`] after the last
 //! frame (the publisher left and nobody took over).
 
+use crate::icecast::{IcyWriter, METAINT, Titles, content_type};
 use crate::packaging::mpegts_enabled;
 use crate::ts_viewers::{TsViewer, TsViewers};
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
-use hyper::header::{self, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -21,7 +22,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use strom_stream::{FrameReceiver, Hub, StreamKey, TsFeed};
+use strom_ipc::rules::DeliveryOutput;
+use strom_stream::{FrameReceiver, Hub, SharedFrame, StreamKey, TsFeed};
 use strom_worker_runtime::WorkerCounters;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -81,6 +83,57 @@ pub struct TsDelivery<'a> {
     pub shutdown: &'a CancellationToken,
 }
 
+/// What a listener gets: MPEG-TS (`mpegts.stream`) or the audio as Icecast
+/// (`icecast.stream`, with ICY metadata blocks when asked for).
+pub enum Format {
+    MpegTs,
+    Icecast { metadata: bool, titles: Arc<Titles> },
+}
+
+impl Format {
+    fn name(&self) -> &'static str {
+        match self {
+            Format::MpegTs => "mpegts.stream",
+            Format::Icecast { .. } => "icecast.stream",
+        }
+    }
+
+    /// The session `type`.
+    fn protocol(&self) -> &'static str {
+        match self {
+            Format::MpegTs => "MPEGTS",
+            Format::Icecast { .. } => "ICECAST",
+        }
+    }
+}
+
+/// Turns a listener's frames into its bytes.
+enum Renderer {
+    Ts(TsFeed),
+    Icy {
+        writer: IcyWriter,
+        titles: Arc<Titles>,
+        key: StreamKey,
+    },
+}
+
+impl Renderer {
+    fn push(&mut self, frame: &SharedFrame, out: &mut BytesMut) -> usize {
+        match self {
+            Renderer::Ts(feed) => feed.push(frame, out),
+            Renderer::Icy {
+                writer,
+                titles,
+                key,
+            } => {
+                let start = out.len();
+                writer.push(&frame.frame, &titles.get(key), out);
+                out.len() - start
+            }
+        }
+    }
+}
+
 /// Why a request gets no stream.
 pub enum Refusal {
     NotFound,
@@ -89,8 +142,10 @@ pub enum Refusal {
 
 impl TsDelivery<'_> {
     /// Opens a viewer of `app/stream` (names already checked) and answers its response.
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         &self,
+        format: Format,
         app: &str,
         stream: &str,
         client_ip: IpAddr,
@@ -99,28 +154,61 @@ impl TsDelivery<'_> {
         head: bool,
     ) -> Result<Response<TsBody>, Refusal> {
         let key = StreamKey::new(app, stream);
-        let live = self.hub.get(&key).is_some_and(|s| s.publisher().is_some());
-        if !mpegts_enabled(self.rules, app, stream) || !live {
+        let live = self.hub.get(&key).filter(|s| s.publisher().is_some());
+        let Some(live) = live else {
             return Err(Refusal::NotFound);
+        };
+        let delivery = self.rules.delivery.for_stream(app, stream);
+        let content_type = match &format {
+            Format::MpegTs if mpegts_enabled(self.rules, app, stream) => "video/mp2t",
+            Format::Icecast { .. } if delivery.has(DeliveryOutput::Icecast) => {
+                content_type(&live.codecs().acodec).ok_or(Refusal::NotFound)?
+            }
+            _ => return Err(Refusal::NotFound),
+        };
+        let mut head_response = response(TsBody::empty(), content_type);
+        if let Format::Icecast { metadata, .. } = &format {
+            icy_headers(
+                &key,
+                live.bandwidth_bps(),
+                *metadata,
+                head_response.headers_mut(),
+            );
         }
         if head {
-            return Ok(response(TsBody::empty()));
+            return Ok(head_response);
         }
         // The session id names the reader too, so the hub's drop log lines name it.
         let reader = self.viewers.next_id();
         let (frames, dropped) = self.hub.subscribe(&key, reader);
         let stop = self.shutdown.child_token();
         let viewer = match self.viewers.open(
-            reader, app, stream, client_ip, user_agent, ppv_id, dropped, stop,
+            reader,
+            format.protocol(),
+            app,
+            stream,
+            client_ip,
+            user_agent,
+            ppv_id,
+            dropped,
+            stop,
         ) {
             Ok(viewer) => viewer,
             Err(_) => {
                 self.hub.leave(&key, reader);
-                tracing::warn!(%client_ip, stream = %key, "mpegts.stream refused: too many viewers");
+                tracing::warn!(%client_ip, stream = %key, file = format.name(), "refused: too many viewers");
                 return Err(Refusal::TooManyViewers);
             }
         };
-        tracing::info!(session = viewer.id, %client_ip, stream = %key, "mpegts.stream viewer started");
+        tracing::info!(session = viewer.id, %client_ip, stream = %key, file = format.name(), "viewer started");
+        let renderer = match format {
+            Format::MpegTs => Renderer::Ts(TsFeed::new()),
+            Format::Icecast { metadata, titles } => Renderer::Icy {
+                writer: IcyWriter::new(metadata),
+                titles,
+                key: key.clone(),
+            },
+        };
         let (tx, rx) = mpsc::channel(BODY_CHUNKS);
         tokio::spawn(follow(
             Following {
@@ -131,20 +219,36 @@ impl TsDelivery<'_> {
                 viewer,
             },
             frames,
+            renderer,
             tx,
             Arc::clone(self.counters),
         ));
-        Ok(response(TsBody { chunks: Some(rx) }))
+        *head_response.body_mut() = TsBody { chunks: Some(rx) };
+        Ok(head_response)
     }
 }
 
-fn response(body: TsBody) -> Response<TsBody> {
+fn response(body: TsBody, content_type: &'static str) -> Response<TsBody> {
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("video/mp2t"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// The ICY headers of a listener's response.
+fn icy_headers(key: &StreamKey, bandwidth_bps: u64, metadata: bool, headers: &mut HeaderMap) {
+    let name = HeaderValue::from_str(&key.to_string()).unwrap_or(HeaderValue::from_static("strom"));
+    headers.insert("icy-name", name);
+    headers.insert("icy-description", HeaderValue::from_static(""));
+    headers.insert("icy-genre", HeaderValue::from_static(""));
+    headers.insert("icy-url", HeaderValue::from_static(""));
+    headers.insert("icy-pub", HeaderValue::from_static("0"));
+    headers.insert("icy-br", HeaderValue::from((bandwidth_bps / 1000).max(1)));
+    if metadata {
+        headers.insert("icy-metaint", HeaderValue::from(METAINT));
+    }
 }
 
 /// A viewer's reader and session, both given back when the viewer's task ends.
@@ -167,11 +271,11 @@ impl Drop for Following {
 async fn follow(
     following: Following,
     mut frames: FrameReceiver,
+    mut feed: Renderer,
     chunks: mpsc::Sender<Bytes>,
     counters: Arc<WorkerCounters>,
 ) {
     let viewer = &following.viewer;
-    let mut feed = TsFeed::new();
     let mut out = BytesMut::with_capacity(64 * 1024);
     let why = loop {
         let frame = tokio::select! {
@@ -200,6 +304,6 @@ async fn follow(
         stream = %following.key,
         bytes = viewer.bytes_sent.load(std::sync::atomic::Ordering::Relaxed),
         reason = why,
-        "mpegts.stream viewer ended"
+        "viewer ended"
     );
 }

@@ -1,5 +1,6 @@
-//! Viewers of MPEG-TS over HTTP (`mpegts.stream`): one session per open response,
-//! listed by the API with type `MPEGTS`, the bytes sent and the frames lost to falling
+//! Viewers of MPEG-TS over HTTP (`mpegts.stream`) and Icecast listeners
+//! (`icecast.stream`): one session per open response, listed by the API with type
+//! `MPEGTS` or `ICECAST`, the bytes sent and the frames lost to falling
 //! behind; `sessions/delete` ends the response.
 //!
 //! Bounded like HLS sessions: at most [`MAX_TS_VIEWERS`] in all and
@@ -24,6 +25,8 @@ pub const MAX_TS_VIEWERS_PER_CLIENT: usize = 64;
 #[derive(Debug)]
 pub struct TsViewer {
     pub id: u64,
+    /// The session `type`: `MPEGTS` or `ICECAST`.
+    pub protocol: &'static str,
     pub app: String,
     pub stream: String,
     pub client_ip: IpAddr,
@@ -72,6 +75,7 @@ impl TsViewers {
     pub fn open(
         &self,
         id: u64,
+        protocol: &'static str,
         app: &str,
         stream: &str,
         client_ip: IpAddr,
@@ -88,6 +92,7 @@ impl TsViewers {
         let now = unix_now();
         let viewer = Arc::new(TsViewer {
             id,
+            protocol,
             app: app.to_owned(),
             stream: stream.to_owned(),
             client_ip,
@@ -145,7 +150,7 @@ impl TsViewers {
                 id: v.id,
                 app: v.app.clone(),
                 stream: v.stream.clone(),
-                protocol: "MPEGTS".to_owned(),
+                protocol: v.protocol.to_owned(),
                 bytes_recv: 0,
                 bytes_sent: v.bytes_sent.load(Ordering::Relaxed),
                 created: v.created,
@@ -171,6 +176,7 @@ mod tests {
             let (dropped, stop) = (DropCounter::default(), CancellationToken::new());
             viewers.open(
                 viewers.next_id(),
+                "MPEGTS",
                 "live",
                 stream,
                 ip,

@@ -63,7 +63,7 @@ impl RawProtection {
                         .ok_or_else(|| {
                             FieldError::new(
                                 format!("protocols[{i}]"),
-                                format!("expected HLS, MPEGTS, RTMP or SRT, got {name:?}"),
+                                format!("expected HLS, MPEGTS, RTMP, SRT or ICECAST, got {name:?}"),
                             )
                         })
                 })
