@@ -18,17 +18,11 @@ const LIVE: Duration = Duration::from_secs(40);
 #[test]
 fn rtmp_audio_goes_out_as_icecast_with_icy_metadata() {
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
-            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": ["HLS", "ICECAST"], "segment_duration_secs": 1}}}}"#,
-            server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+        server.ports.rtmp
+    ));
     let _publisher = publish(&rtmp_url(&server, "live/radio"));
     wait_live(&server, "live", "radio", LIVE).unwrap();
     let url = format!(

@@ -16,17 +16,11 @@ const LIVE: Duration = Duration::from_secs(40);
 
 fn start(cameras: &str) -> Server {
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
+    server.apply_rules(&format!(
             r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1, "protocols": ["HLS"]}},
  "Cameras": [{cameras}]}}"#,
             server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+        ));
     server
 }
 

@@ -98,19 +98,13 @@ fn status_of(url: &str) -> u16 {
 fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
     let srt_port = free_port();
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
+    server.apply_rules(&format!(
             r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": ["HLS", "MPEGTS"], "segment_duration_secs": 1}},
  "TsOutputs": [{{"id": "srt", "protocol": "srt", "mode": "listen", "ip": "127.0.0.1", "port": {srt_port}}}],
  "PlaybackProtection": [{{"app": "live", "keys": ["rotated-out", "{KEY}"], "ppv_max_sessions": 1}}]}}"#,
             server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+        ));
     // Publishing is not playback: the publisher needs no signature.
     let _publisher = publish(&rtmp_url(&server, "live/tv"));
     wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));

@@ -48,19 +48,13 @@ fn caller_url(port: u16, stream: &str, sign: Option<&str>) -> String {
 fn signed_srt_publishers_are_listed_and_denied() {
     let port = free_port();
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
+    server.apply_rules(&format!(
             r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}],
    "apps": [{{"app": "live", "publish_control": {{"password": "{PASSWORD}"}}}}]}},
  "Cameras": [{{"id": "srt-in", "ip": "127.0.0.1", "port": {port}, "protocol": "srt", "receive_mode": "listen",
    "app": "live", "stream": "default"}}]}}"#,
             server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+        ));
 
     // Unsigned: refused, the stream never goes live.
     let mut unsigned = publish_coded(&caller_url(port, "nosign", None), "mpegts", "libx264");

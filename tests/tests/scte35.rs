@@ -27,9 +27,7 @@ fn start(udp_port: u16) -> Server {
 /// [`start`] with a second UDP output of `live/hop` to `capture_port` on 127.0.0.1.
 fn start_with(udp_port: u16, capture_port: u16) -> Server {
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
+    server.apply_rules(&format!(
             r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 2}},
  "AdInsertion": [{{"app": "live", "time_sync": "scte35"}},
@@ -42,12 +40,7 @@ fn start_with(udp_port: u16, capture_port: u16) -> Server {
                  "app": "live", "stream": "hop"}}],
  "Cameras": [{{"id": "back", "ip": "127.0.0.1", "port": {udp_port}, "protocol": "udp", "app": "relay", "stream": "hop"}}]}}"#,
             rtmp = server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    let (status, body) = server.post("/manage/reload_config", "");
-    assert_eq!(status, 200, "{body}");
+        ));
     server
 }
 

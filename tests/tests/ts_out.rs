@@ -22,19 +22,12 @@ const PASSPHRASE: &str = "out-secret-0123";
 /// A server with `outputs` (JSON entries of `TsOutputs`) and `live/tv` published.
 fn start(outputs: &str) -> (Server, Proc) {
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
-            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": []}},
  "TsOutputs": [{outputs}]}}"#,
-            server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    let (status, body) = server.post("/manage/reload_config", "");
-    assert_eq!(status, 200, "{body}");
+        server.ports.rtmp
+    ));
     let publisher = publish(&rtmp_url(&server, "live/tv"));
     wait_live(&server, "live", "tv", LIVE)
         .unwrap_or_else(|| panic!("not live; log:\n{}", server.log()));

@@ -16,18 +16,12 @@ const LIVE: Duration = Duration::from_secs(40);
 
 fn start() -> Server {
     let server = Server::start("");
-    std::fs::write(
-        server.path("rules.conf"),
-        format!(
-            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1,
    "apps": [{{"app": "live", "outputs": ["HLS", "MPEGTS"]}}]}}}}"#,
-            server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.wait_ready();
-    assert_eq!(server.post("/manage/reload_config", "").0, 200);
+        server.ports.rtmp
+    ));
     server
 }
 

@@ -23,6 +23,9 @@ use base64::Engine;
 
 /// 90 kHz ticks per second.
 const TICKS: f64 = 90_000.0;
+/// Splice markers one segment start takes at most: a source that sends more (a flood of
+/// sections between two keyframes) cannot grow a playlist entry without bound.
+pub const MAX_MARKERS_PER_SEGMENT: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CueStyle {
@@ -73,7 +76,7 @@ impl CueTracker {
             return false;
         };
         let splices = info.splice_insert().is_some_and(|insert| !insert.cancel);
-        if splices {
+        if splices && self.awaiting.len() < MAX_MARKERS_PER_SEGMENT {
             self.awaiting.push(Marker {
                 info,
                 section: section.to_vec(),
@@ -304,6 +307,16 @@ mod tests {
             descriptors: Vec::new(),
         };
         assert!(!cues.marker(&null.encode()));
+    }
+
+    #[test]
+    fn a_flood_of_markers_is_capped_per_segment() {
+        let mut cues = CueTracker::new(CueStyle::SplicePoint);
+        for id in 0..100 {
+            cues.marker(&out(id, None));
+        }
+        cues.segment_started();
+        assert_eq!(cues.sections_of_current().len(), MAX_MARKERS_PER_SEGMENT);
     }
 
     #[test]

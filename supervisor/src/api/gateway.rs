@@ -157,6 +157,21 @@ pub fn gather<T>(
     }
 }
 
+/// Every worker's live streams (`ListStreams`); workers without streams of their own
+/// answer with a failure, which counts as none.
+pub async fn all_live_streams(
+    gateway: &dyn WorkerGateway,
+) -> Result<Gathered<strom_ipc::status::LiveStream>, Incomplete> {
+    gather(
+        gateway.ask_all(WorkerRequest::ListStreams).await,
+        |reply| match reply {
+            WorkerReply::Streams(streams) => Some(streams),
+            WorkerReply::Failed(_) | WorkerReply::Error { .. } => Some(Vec::new()),
+            _ => None,
+        },
+    )
+}
+
 /// Every session of every worker, page by page ([`WorkerRequest::ListSessionsPage`]), in
 /// ascending id order. No reply comes near the control frame limit however many
 /// sessions there are.

@@ -4,7 +4,7 @@
 use crate::api::ApiState;
 use crate::api::dto::{group_streams, rtmp_settings as render_settings};
 use crate::api::error::ApiError;
-use crate::api::gateway::{Gathered, Incomplete, gather, listed};
+use crate::api::gateway::{Gathered, Incomplete, all_live_streams, listed};
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
@@ -16,15 +16,7 @@ use strom_ipc::status::LiveStream;
 /// Every worker's live streams; 503 when a running worker does not answer (see
 /// [`crate::api::gateway`]).
 async fn live_streams(state: &ApiState) -> Result<Gathered<LiveStream>, Incomplete> {
-    gather(
-        state.workers.ask_all(WorkerRequest::ListStreams).await,
-        |reply| match reply {
-            WorkerReply::Streams(streams) => Some(streams),
-            // Workers without streams of their own say so.
-            WorkerReply::Failed(_) | WorkerReply::Error { .. } => Some(Vec::new()),
-            _ => None,
-        },
-    )
+    all_live_streams(state.workers.as_ref()).await
 }
 
 #[utoipa::path(get, path = "/manage/rtmp_status", responses((status = 200, body = Vec<crate::api::dto::AppGroup>), (status = 503, body = crate::api::shapes::ErrorBody)))]

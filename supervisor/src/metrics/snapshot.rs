@@ -8,7 +8,7 @@
 //! which. A worker without a process (restarting) holds nothing, as for the API's lists.
 
 use crate::api::ApiState;
-use crate::api::gateway::{WorkerGateway, all_sessions, gather};
+use crate::api::gateway::{WorkerGateway, all_live_streams, all_sessions};
 use crate::process::RequestError;
 use serde_json::Value;
 use strom_ipc::WorkerKind;
@@ -92,14 +92,7 @@ pub async fn take(api: &ApiState) -> Snapshot {
 
 /// As `rtmp_status` gathers them: every worker's `ListStreams`.
 async fn live_streams(gateway: &dyn WorkerGateway) -> Option<Vec<LiveStream>> {
-    let answers = gateway.ask_all(WorkerRequest::ListStreams).await;
-    let gathered = gather(answers, |reply| match reply {
-        WorkerReply::Streams(streams) => Some(streams),
-        // Workers without streams of their own say so.
-        WorkerReply::Failed(_) | WorkerReply::Error { .. } => Some(Vec::new()),
-        _ => None,
-    });
-    match gathered {
+    match all_live_streams(gateway).await {
         Ok(gathered) => Some(gathered.items),
         Err(incomplete) => {
             tracing::debug!(missing = ?incomplete.missing, "metrics: streams incomplete");

@@ -213,6 +213,15 @@ impl Server {
         curl(&["-X", "DELETE", &self.url(path)])
     }
 
+    /// Replaces rules.conf with `rules` once the server is ready and applies it with a
+    /// reload (which must succeed).
+    pub fn apply_rules(&self, rules: &str) {
+        std::fs::write(self.path("rules.conf"), rules).unwrap();
+        self.wait_ready();
+        let (status, body) = self.post("/manage/reload_config", "");
+        assert_eq!(status, 200, "reload: {body}");
+    }
+
     /// Waits until the API answers and all four workers report ready.
     pub fn wait_ready(&self) -> serde_json::Value {
         let workers = wait_for(Duration::from_secs(30), "all workers ready", || {

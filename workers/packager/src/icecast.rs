@@ -26,6 +26,9 @@ pub const FILE_NAME: &str = "icecast.stream";
 pub const METAINT: usize = 16_000;
 /// The longest title text kept (a metadata block holds at most 255 × 16 bytes).
 const MAX_TITLE_BYTES: usize = 1024;
+/// Streams whose title is kept at most; past it, the title of another stream is
+/// forgotten for a new one (titles are set only for live streams).
+const MAX_TITLES: usize = 10_000;
 
 /// The current title of each stream (`icecast_metadata`), with a version listeners
 /// compare to know when to send it again.
@@ -44,6 +47,12 @@ pub struct Title {
 impl Titles {
     pub fn set(&self, key: &StreamKey, title: &str, url: &str) {
         let mut map = locked(&self.by_stream);
+        if map.len() >= MAX_TITLES
+            && !map.contains_key(key)
+            && let Some(other) = map.keys().next().cloned()
+        {
+            map.remove(&other);
+        }
         let entry = map.entry(key.clone()).or_default();
         entry.title = clipped(title);
         entry.url = clipped(url);
