@@ -128,8 +128,9 @@ fn players_without_a_publisher_are_told_and_closed() {
     drop(publisher);
     assert!(
         player.wait_for_text("NetStream.Play.UnpublishNotify", SHORT),
-        "no unpublish notice: {:?}",
-        String::from_utf8_lossy(&player.received)
+        "no unpublish notice: {:?}; log:\n{}",
+        String::from_utf8_lossy(&player.received),
+        server.log()
     );
     assert!(player.wait_closed(SHORT), "player kept after the grace");
 

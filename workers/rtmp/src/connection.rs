@@ -814,26 +814,8 @@ impl Connection {
                 return Ok(());
             }
         };
-        let results = self
-            .session
-            .accept_request(request_id)
-            .map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
-        // rml_rtmp stamps its two play-start data messages with its session clock; ffmpeg
-        // then invents a data and a subtitle stream. `|RtmpSampleAccess` goes out again at
-        // timestamp 0 on strom's data chunk stream (rml never uses its own data chunk
-        // stream for a player again, so dropping its copies cannot desynchronize header
-        // compression).
-        let results = results
-            .into_iter()
-            .filter(|result| match result {
-                ServerSessionResult::OutboundResponse(packet) => {
-                    packet.bytes.first().map(|b| b & 0x3F) != Some(RML_DATA_CSID)
-                }
-                _ => true,
-            })
-            .collect();
-        Box::pin(self.results(results)).await?;
-        self.send(play_start_data(stream_id)).await;
+        // The player joins the stream and reads whether it is live before it hears
+        // Play.Start: a publisher that leaves right after that is then one it had.
         // A second play on the connection keeps the place of the first.
         let previous = self.stop_playing().await;
         let Some(place) = place.or(previous) else {
@@ -863,23 +845,44 @@ impl Connection {
         let mut live = self.shared.streams.watch_live(&key);
         let publishing_now = live.as_mut().is_some_and(|live| *live.borrow_and_update());
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
-        let _ = self
-            .out
-            .send(Outgoing::StartMedia {
-                frames,
-                stream_id,
-                session: Arc::clone(&entry),
-            })
-            .await;
+        // Held from here, so that `finish` leaves the stream however this play ends.
         self.playing = Some(Playing {
             key,
-            session: entry,
+            session: Arc::clone(&entry),
             stream_id,
             live,
             had_publisher: publishing_now,
             unpublished_since: (!publishing_now).then(Instant::now),
             place,
         });
+        let results = self
+            .session
+            .accept_request(request_id)
+            .map_err(|e| ConnectionError::Protocol(format!("{e:?}")))?;
+        // rml_rtmp stamps its two play-start data messages with its session clock; ffmpeg
+        // then invents a data and a subtitle stream. `|RtmpSampleAccess` goes out again at
+        // timestamp 0 on strom's data chunk stream (rml never uses its own data chunk
+        // stream for a player again, so dropping its copies cannot desynchronize header
+        // compression).
+        let results = results
+            .into_iter()
+            .filter(|result| match result {
+                ServerSessionResult::OutboundResponse(packet) => {
+                    packet.bytes.first().map(|b| b & 0x3F) != Some(RML_DATA_CSID)
+                }
+                _ => true,
+            })
+            .collect();
+        Box::pin(self.results(results)).await?;
+        self.send(play_start_data(stream_id)).await;
+        let _ = self
+            .out
+            .send(Outgoing::StartMedia {
+                frames,
+                stream_id,
+                session: entry,
+            })
+            .await;
         Ok(())
     }
 
