@@ -8,11 +8,13 @@ cd "$(dirname "$0")/.."
 # g++ builds libFuzzer for the fuzz run at the end; libsrt-openssl-dev and librist-dev are
 # the SRT and RIST libraries strom links (the ingest worker), srt-tools has
 # srt-live-transmit and rist-tools ristsender/ristreceiver; prometheus scrapes /metrics in
-# tests/tests/metrics.rs.
+# tests/tests/metrics.rs; icecast2 is the Icecast server tests/tests/icecast_push.rs pushes to.
 # The Debian package test (tests/tests/debian_package.rs) builds the .deb with dpkg-dev
 # (dpkg-shlibdeps), checks it with lintian and systemd-analyze (systemd) and installs it
 # (its postinst needs adduser).
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus dpkg-dev lintian systemd adduser)
+# haproxy is the load balancer of the scale-out reference deployment (packaging/haproxy/)
+# that tests/tests/scale_out.rs runs in front of two edges.
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.

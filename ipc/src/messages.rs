@@ -81,6 +81,30 @@ pub struct WorkerSettings {
     /// Where the ingest worker browses for NDI sources: IP addresses of local
     /// interfaces, `*` for all; empty: no NDI discovery (`ndi_discovery_interfaces`).
     pub ndi_discovery_interfaces: Vec<String>,
+    /// Bounds on the HTTP delivery port's connections.
+    pub http_limits: HttpLimits,
+}
+
+/// Bounds on the HTTP(S) delivery port (`http_max_connections`,
+/// `http_max_connections_per_ip`, `http_header_timeout`): a client that opens thousands
+/// of connections or trickles its request heads holds a bounded share of the packager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpLimits {
+    pub max_connections: u32,
+    pub max_connections_per_ip: u32,
+    /// A request head must be complete this long after the connection opened or the
+    /// previous answer went out.
+    pub header_timeout_secs: u32,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 100_000,
+            max_connections_per_ip: 1_000,
+            header_timeout_secs: 30,
+        }
+    }
 }
 
 /// What a listening socket is for. The descriptor itself travels beside the manifest.
@@ -245,6 +269,9 @@ pub enum WorkerRequest {
         after_id: u64,
         limit: u32,
     },
+    /// Drain for a rolling upgrade (`true`): refuse new viewers (RTMP plays, HLS
+    /// sessions, HTTP listeners) while the open ones go on; `false` ends the drain.
+    SetDraining(bool),
 }
 
 /// A worker's answer.

@@ -21,12 +21,19 @@ pub struct Rules {
     pub ts_outputs: Vec<TsOutputSettings>,
     /// Streams the rtmp worker pulls from other servers (`RtmpPullSources`).
     pub pull_sources: Vec<PullSource>,
+    /// Edge mode (`Edge`): apps whose every stream is pulled on demand from origins.
+    pub edges: Vec<EdgeRule>,
     /// Which outputs each stream gets, segment durations and ABR groups.
     pub delivery: DeliverySettings,
     /// Ad insertion (SCTE-35) per app or stream (`AdInsertion`).
     pub ad_insertion: Vec<AdInsertionSettings>,
     /// Signed playback (`wmsAuthSign`) per app or stream (`PlaybackProtection`).
     pub protection: Vec<PlaybackProtection>,
+    /// Who may send Icecast sources to the packager's HTTP port (`IcecastSources`).
+    pub icecast_sources: Vec<IcecastSourceSettings>,
+    /// Streams whose audio the packager sends as a source to another Icecast server
+    /// (`IcecastPush`).
+    pub icecast_pushes: Vec<IcecastPushSettings>,
 }
 
 impl Rules {
@@ -38,6 +45,15 @@ impl Rules {
             .clone()
             .find(|a| a.stream == stream)
             .or_else(|| of_app.clone().find(|a| a.stream.is_empty()))
+    }
+
+    /// The `IcecastSources` entry of `app/stream`: its own, else its app's.
+    pub fn icecast_source_for(&self, app: &str, stream: &str) -> Option<&IcecastSourceSettings> {
+        let of_app = self.icecast_sources.iter().filter(|s| s.app == app);
+        of_app
+            .clone()
+            .find(|s| s.stream == stream)
+            .or_else(|| of_app.clone().find(|s| s.stream.is_empty()))
     }
 
     /// The playback protection of `app/stream` for `protocol`: its own entry, else its
@@ -54,6 +70,11 @@ impl Rules {
             .find(|p| p.stream == stream)
             .or_else(|| of_app.clone().find(|p| p.stream.is_empty()))
             .filter(|p| p.protocols.contains(&protocol))
+    }
+
+    /// The edge rule that pulls the streams of `app` from origins, if any.
+    pub fn edge_for(&self, app: &str) -> Option<&EdgeRule> {
+        self.edges.iter().find(|e| e.apps.iter().any(|a| a == app))
     }
 
     /// Whether `app/stream` takes SCTE-35 markers from the API (`time_sync` `scte35`).
@@ -129,6 +150,28 @@ pub enum HlsCueTags {
     SplicePoint,
 }
 
+/// One `IcecastSources` entry: who may send an Icecast source (`PUT`/`SOURCE`
+/// `/<app>/<stream>`) for an app (empty `stream`) or one stream.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcecastSourceSettings {
+    pub app: String,
+    pub stream: String,
+    pub user: String,
+    /// Never printed: [`std::fmt::Debug`] shows `***`.
+    pub password: String,
+}
+
+impl std::fmt::Debug for IcecastSourceSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcecastSourceSettings")
+            .field("app", &self.app)
+            .field("stream", &self.stream)
+            .field("user", &self.user)
+            .field("password", &"***")
+            .finish()
+    }
+}
+
 /// One `AdInsertion` entry: an app (empty `stream`) or one stream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdInsertionSettings {
@@ -136,6 +179,56 @@ pub struct AdInsertionSettings {
     pub stream: String,
     pub time_sync: TimeSync,
     pub hls_tags: HlsCueTags,
+}
+
+/// One `IcecastPush` entry: the audio of `app/stream` sent as an Icecast source
+/// (`PUT <mount>`) to another server. The supervisor has split the entry's URL.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcecastPushSettings {
+    pub app: String,
+    pub stream: String,
+    /// Host name or IP address of the Icecast server (no brackets around IPv6).
+    pub host: String,
+    pub port: u16,
+    /// The mount point, starting with `/`.
+    pub mount: String,
+    /// Source user name (`source` unless the URL names one).
+    pub user: String,
+    /// Never printed: [`std::fmt::Debug`] shows `***`.
+    pub password: String,
+    /// `Ice-Name`, `Ice-Description`, `Ice-Genre`; empty ones are not sent.
+    pub name: String,
+    pub description: String,
+    pub genre: String,
+    /// `Ice-Public`: whether the server may list the stream in directories.
+    pub public: bool,
+}
+
+impl IcecastPushSettings {
+    /// `host:port/mount`, for log lines (no credentials).
+    pub fn target(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}{}", self.host, self.port, self.mount)
+        } else {
+            format!("{}:{}{}", self.host, self.port, self.mount)
+        }
+    }
+}
+
+impl std::fmt::Debug for IcecastPushSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcecastPushSettings")
+            .field("app", &self.app)
+            .field("stream", &self.stream)
+            .field("target", &self.target())
+            .field("user", &self.user)
+            .field("password", &"***")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("genre", &self.genre)
+            .field("public", &self.public)
+            .finish()
+    }
 }
 
 /// Output protocols a stream can be packaged into.
@@ -433,6 +526,34 @@ pub struct PullSource {
     pub mode: PullMode,
     /// On demand: how long the pull outlives its last player.
     pub idle_grace_secs: u32,
+}
+
+/// Edge mode (`Edge`): any stream of `apps` that a viewer asks for and that is not live
+/// here is pulled over RTMP from the first origin that has it, while it has viewers (plus
+/// `idle_grace_secs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeRule {
+    pub apps: Vec<String>,
+    /// `rtmp://host[:port]` (the stream is pulled as `<app>/<stream>`) or
+    /// `rtmp://host[:port]/<origin app>`; `rtmps://` too. Tried in order.
+    pub origins: Vec<String>,
+    /// How long a pull outlives its last viewer.
+    pub idle_grace_secs: u32,
+}
+
+impl EdgeRule {
+    /// The URL that pulls `app/stream` from `origin`.
+    pub fn url(origin: &str, app: &str, stream: &str) -> String {
+        let origin = origin.trim_end_matches('/');
+        let has_app = origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.contains('/'));
+        if has_app {
+            format!("{origin}/{stream}")
+        } else {
+            format!("{origin}/{app}/{stream}")
+        }
+    }
 }
 
 /// An output a stream can be delivered as. Only [`DeliveryOutput::Hls`] is produced

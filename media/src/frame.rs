@@ -134,6 +134,22 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A frame with `pts` = `dts`, no flags and no container form: what producers of
+    /// audio and data frames (Icecast sources, titles) make.
+    pub fn neutral(track: Track, codec: Codec, dts: i64, payload: Bytes) -> Self {
+        Self {
+            track,
+            codec,
+            dts,
+            pts: dts,
+            keyframe: false,
+            config: false,
+            control: false,
+            payload,
+            form: SourceForm::Neutral,
+        }
+    }
+
     /// A media sample (not configuration, not a control signal).
     pub fn is_sample(&self) -> bool {
         !self.config && !self.control

@@ -11,15 +11,21 @@
 //! - [`avc`], [`sps`]: H.264 `avcC` records and SPS (picture size).
 //! - [`hevc`]: H.265 `hvcC` records and SPS.
 //! - [`aac`]: AudioSpecificConfig and ADTS headers.
+//! - [`mpeg_audio`]: MPEG audio (MP3) frame headers.
+//! - [`audio_stream`]: elementary MP3/ADTS byte streams (Icecast sources) to frames.
+//! - [`icy_request`]: the request head of an Icecast source (`PUT`, `SOURCE`).
 //! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
 //! - [`ts`]: MPEG-TS muxing of HLS segments.
 //! - [`ts_demux`]: MPEG-TS demuxing into frames (TS ingest), [`ts_demux::strip_rtp`].
 //! - [`scte35`]: SCTE-35 splice_info_sections, built and parsed.
+//! - [`id3`], [`timed_metadata`]: stream titles as ID3 tags, timed metadata frames and
+//!   their RTMP form.
 //! - [`bits`]: the bit reader behind the codec header parsers.
 //! - [`codec_string`] names codecs the way playlists and the management API do.
 
 pub mod aac;
 pub mod annexb;
+pub mod audio_stream;
 pub mod avc;
 pub mod bits;
 pub mod codec_string;
@@ -31,9 +37,13 @@ pub mod fmp4;
 pub mod frame;
 pub mod hevc;
 pub mod hls;
+pub mod icy_request;
+pub mod id3;
+pub mod mpeg_audio;
 pub mod sample;
 pub mod scte35;
 pub mod sps;
+pub mod timed_metadata;
 pub mod track_builder;
 pub mod track_info;
 pub mod ts;

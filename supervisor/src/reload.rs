@@ -163,10 +163,17 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
             old.rtmp != new.rtmp
                 || old.republish != new.republish
                 || old.pull_sources != new.pull_sources
+                || old.edges != new.edges
                 || ads
         }
         WorkerKind::Ingest => old.cameras != new.cameras || old.ts_outputs != new.ts_outputs || ads,
-        WorkerKind::Packager => old.delivery != new.delivery || ads,
+        WorkerKind::Packager => {
+            old.delivery != new.delivery
+                || old.edges != new.edges
+                || old.icecast_sources != new.icecast_sources
+                || old.icecast_pushes != new.icecast_pushes
+                || ads
+        }
         WorkerKind::Dvr => old != new,
     }
 }

@@ -1,5 +1,6 @@
 //! `strom run`: load the configuration, bind the listeners, start and supervise the
-//! workers, serve the management API, and handle SIGHUP, SIGTERM and SIGINT.
+//! workers, serve the management API, and handle SIGHUP, SIGUSR1/SIGUSR2 (drain), SIGTERM
+//! and SIGINT.
 
 use crate::api::{self, ApiState};
 use crate::config::instance::{self, InstanceConfig, socket_addrs};
@@ -101,6 +102,8 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     }
 
     tokio::spawn(push_registry(Arc::clone(&state)));
+    let draining = Arc::clone(&state);
+    tokio::spawn(async move { draining.drain.keep_told(&draining.workers).await });
 
     let api_stop = CancellationToken::new();
     let api_state = ApiState {
@@ -193,6 +196,7 @@ fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Mana
         seconds(settings.idle_timeout_secs),
         seconds(settings.body_timeout_secs),
         cap,
+        settings.max_connections_per_ip,
         tls,
     ))
 }
@@ -216,13 +220,24 @@ fn bind_management(instance: &InstanceConfig) -> anyhow::Result<Vec<std::net::Tc
         .collect()
 }
 
-/// Serves SIGHUP until SIGTERM or SIGINT arrives.
+/// Serves SIGHUP (reload), SIGUSR1 (drain) and SIGUSR2 (end the drain) until SIGTERM or
+/// SIGINT arrives.
 async fn wait_for_signals(state: &SupervisorState) -> anyhow::Result<()> {
     let mut hangup = signal(SignalKind::hangup())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut drain = signal(SignalKind::user_defined1())?;
+    let mut undrain = signal(SignalKind::user_defined2())?;
     loop {
         tokio::select! {
+            _ = drain.recv() => {
+                tracing::info!("SIGUSR1: draining");
+                state.drain.set(&state.workers, true).await;
+            }
+            _ = undrain.recv() => {
+                tracing::info!("SIGUSR2: drain ended");
+                state.drain.set(&state.workers, false).await;
+            }
             _ = hangup.recv() => {
                 tracing::info!("SIGHUP: reloading rules");
                 if let Err(e) = reload::reload_rules(state, false).await {

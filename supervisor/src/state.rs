@@ -39,6 +39,8 @@ pub struct SupervisorState {
     /// The management API's certificate when it speaks HTTPS; swapped by
     /// `reload_ssl_certificates` and SIGHUP for new handshakes.
     pub management_certificate: Arc<strom_tls::SwappableCertificate>,
+    /// Draining for a rolling upgrade (`/manage/drain`, SIGUSR1).
+    pub drain: crate::drain::Drain,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -78,6 +80,7 @@ impl SupervisorState {
             registry: Mutex::new(BTreeMap::new()),
             registry_version: tokio::sync::watch::Sender::new(0),
             management_certificate: Arc::default(),
+            drain: crate::drain::Drain::default(),
         }
     }
 
@@ -140,6 +143,13 @@ impl SupervisorState {
         locked(&self.registry).values().cloned().collect()
     }
 
+    /// The worker that produces `app/stream`, if it is live.
+    pub fn producer_of(&self, app: &str, stream: &str) -> Option<WorkerKind> {
+        locked(&self.registry)
+            .get(&(app.to_owned(), stream.to_owned()))
+            .map(|location| location.producer)
+    }
+
     /// Wakes whenever the registry must be pushed to subscriber workers.
     pub fn registry_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.registry_version.subscribe()
@@ -164,6 +174,7 @@ impl SupervisorState {
                 .unwrap_or_else(|| "*".to_owned()),
             hls_session_timeout_secs: self.instance.hls_session_timeout_secs,
             hls_stream_grace_secs: self.instance.hls_stream_grace_secs,
+            http_limits: self.instance.http_limits,
             ndi_discovery_interfaces: self
                 .instance
                 .ndi_discovery_interfaces
@@ -245,13 +256,15 @@ impl SupervisorHooks for SupervisorState {
 
 /// Workers that read other workers' streams over the media bus under `rules`, and so
 /// get the registry of live streams: the packager when any stream is delivered in a
-/// packaged output, the rtmp worker when it has listeners (its players may ask for any
-/// stream) or re-publishing rules, the ingest worker when it has MPEG-TS outputs
-/// (`TsOutputs`: it relays streams produced elsewhere). Which streams each one subscribes to is its own
-/// decision, from the same rules.
+/// packaged output or pushed to an Icecast server (`IcecastPush`), the rtmp worker when
+/// it has listeners (its players may ask for any stream) or re-publishing rules, the
+/// ingest worker when it has MPEG-TS outputs (`TsOutputs`: it relays streams produced
+/// elsewhere). Which streams each one subscribes to is its own decision, from the same
+/// rules.
 pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
     let delivery = &rules.delivery;
-    let packaged = !delivery.outputs.is_empty()
+    let packaged = !rules.icecast_pushes.is_empty()
+        || !delivery.outputs.is_empty()
         || delivery
             .apps
             .iter()
@@ -320,6 +333,27 @@ mod tests {
             bus_subscribers(&rules),
             [WorkerKind::Ingest],
             "MPEG-TS outputs alone make the ingest worker a subscriber"
+        );
+        rules.ts_outputs.clear();
+        rules
+            .icecast_pushes
+            .push(strom_ipc::rules::IcecastPushSettings {
+                app: "live".into(),
+                stream: "radio".into(),
+                host: "icecast.example".into(),
+                port: 8000,
+                mount: "/radio".into(),
+                user: "source".into(),
+                password: "pw".into(),
+                name: String::new(),
+                description: String::new(),
+                genre: String::new(),
+                public: false,
+            });
+        assert_eq!(
+            bus_subscribers(&rules),
+            [WorkerKind::Packager],
+            "an Icecast push alone makes the packager a subscriber"
         );
     }
 }

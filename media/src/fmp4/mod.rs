@@ -18,9 +18,13 @@
 //! the one of the `avcC`/`hvcC` record the init segment carries. Audio samples are raw
 //! AAC frames.
 //!
+//! Timed ID3 metadata (stream titles) goes in `emsg` boxes before the `moof`
+//! ([`emsg`]).
+//!
 //! [`TIMESCALE`]: crate::sample::TIMESCALE
 //! [`VideoConfig`]: crate::sample::VideoConfig
 
+pub mod emsg;
 mod fragment;
 mod init;
 #[cfg(test)]

@@ -160,7 +160,8 @@ impl CueTracker {
         let Some(open) = &self.open else {
             return;
         };
-        let elapsed = (start_dts - open.start_dts).max(0) as u64;
+        // Saturating: a producer's times may jump anywhere in i64.
+        let elapsed = start_dts.saturating_sub(open.start_dts).max(0) as u64;
         if open.duration.is_some_and(|d| elapsed >= d) {
             self.close(start_dts, start_ms, None, tags);
             return;
@@ -197,7 +198,7 @@ impl CueTracker {
                 range_id(open.event_id, open.start_ms),
                 iso8601_utc(open.start_ms),
                 iso8601_utc(start_ms),
-                (start_dts - open.start_dts).max(0) as f64 / TICKS,
+                start_dts.saturating_sub(open.start_dts).max(0) as f64 / TICKS,
                 scte35::to_hex(&section)
             ),
             CueStyle::Cue => "#EXT-X-CUE-IN".to_owned(),
@@ -307,6 +308,33 @@ mod tests {
             descriptors: Vec::new(),
         };
         assert!(!cues.marker(&null.encode()));
+    }
+
+    /// A break opened at one end of the time range and continued or closed at the other
+    /// (times jumping, found by the fuzz target `muxing`) is counted without overflow.
+    #[test]
+    fn breaks_across_the_whole_time_range_do_not_overflow() {
+        for style in [CueStyle::Cue, CueStyle::DateRange] {
+            let mut cues = CueTracker::new(style);
+            cues.marker(&out(1, None));
+            cues.segment_started();
+            assert_eq!(cues.tags_for(i64::MIN, 0).len(), 1);
+            cues.segment_started();
+            let tags = cues.tags_for(0, 2000);
+            if style == CueStyle::Cue {
+                assert_eq!(tags.len(), 1, "{tags:?}");
+            }
+            cues.marker(&SpliceInfo::insert(1, false, Some(0), None).encode());
+            cues.segment_started();
+            assert_eq!(cues.tags_for(i64::MAX, 4000).len(), 1);
+        }
+        // An auto-return reached by a jump across the range.
+        let mut cues = CueTracker::new(CueStyle::Cue);
+        cues.marker(&out(2, Some(10)));
+        cues.segment_started();
+        cues.tags_for(i64::MIN, 0);
+        cues.segment_started();
+        assert_eq!(cues.tags_for(i64::MAX, 2000), ["#EXT-X-CUE-IN"]);
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub struct CutSegment {
 
 impl CutSegment {
     pub fn duration_secs(&self) -> f64 {
-        (self.end - self.start).max(0) as f64 / 90_000.0
+        self.end.saturating_sub(self.start).max(0) as f64 / 90_000.0
     }
 }
 
@@ -57,7 +57,8 @@ impl Segmenter {
             }
             return None;
         };
-        let elapsed = sample.dts - start;
+        // Saturating: a producer's times may jump anywhere in i64.
+        let elapsed = sample.dts.saturating_sub(start);
         let cut = (starts_segment && (elapsed >= self.target || (self.cut_next && elapsed > 0)))
             || (self.video && elapsed >= self.hard_limit && sample.kind == TrackKind::Video);
         if !cut {
@@ -163,6 +164,24 @@ mod tests {
         // Back to the target duration afterwards.
         assert!(segmenter.push(video(14_400, true)).is_none());
         assert!(segmenter.started());
+    }
+
+    /// Times that jump across the whole range (a hostile or broken producer) cut
+    /// segments without overflowing; a huge jump forward cuts, one back does not.
+    #[test]
+    fn times_at_the_ends_of_the_range_do_not_overflow() {
+        let mut segmenter = Segmenter::new(2, true);
+        assert!(segmenter.push(video(i64::MIN, true)).is_none());
+        let cut = segmenter.push(video(i64::MAX, true)).unwrap();
+        assert_eq!((cut.start, cut.end), (i64::MIN, i64::MAX));
+        assert_eq!(cut.duration_secs(), i64::MAX as f64 / 90_000.0);
+        assert!(segmenter.push(video(i64::MIN, true)).is_none());
+        let cut = CutSegment {
+            samples: Vec::new(),
+            start: i64::MAX,
+            end: i64::MIN,
+        };
+        assert_eq!(cut.duration_secs(), 0.0);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! |--------|-------|-----------------------------|---------------|
 //! | video  | 0x100 | 0x1B H.264, 0x24 H.265      | 0xE0          |
 //! | audio  | 0x101 | 0x0F AAC in ADTS            | 0xC0          |
+//! | ID3    | 0x103 | 0x15 metadata in PES        | 0xBD          |
 //!
 //! [`TsMuxer::write_segment`] writes one self-contained segment: PAT and PMT first, then the
 //! samples as PES packets. Continuity counters live in the muxer, so consecutive segments
@@ -36,6 +37,10 @@
 //! - Timestamps (PTS, DTS, PCR base) are written modulo 2^33; samples carry unwrapped
 //!   64-bit 90 kHz times.
 //! - Samples with empty data (video: no non-empty NAL unit) are skipped.
+//! - **Timed metadata** (stream titles as ID3 tags, [`timed_id3`]): each tag is one PES
+//!   with its PTS on [`ID3_PID`], written before the first sample decoded at or after
+//!   it; from the first tag on, the PMT lists that PID (stream_type 0x15 with Apple's
+//!   `ID3 ` metadata descriptors).
 
 mod access_unit;
 pub mod cbr;
@@ -44,11 +49,14 @@ pub mod live;
 mod packet;
 mod pes;
 pub(crate) mod psi;
+pub mod timed_id3;
 
 #[cfg(test)]
 mod ffmpeg_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timed_id3_tests;
 
 use crate::ParseError;
 use crate::aac::write_adts_header;
@@ -57,6 +65,7 @@ use crate::sample::{AudioTrack, Sample, TrackKind, Tracks, VideoConfig, VideoTra
 use access_unit::write_access_unit;
 use packet::{PesStart, write_pes_packets};
 use pes::{AUDIO_STREAM_ID, VIDEO_STREAM_ID, write_pes_header};
+pub use timed_id3::{ID3_PID, STREAM_TYPE_METADATA};
 
 /// program_number of the one program.
 pub const PROGRAM_NUMBER: u16 = 1;
@@ -93,6 +102,8 @@ struct Layout {
     audio: bool,
     /// SCTE-35 sections on [`SCTE35_PID`] (live outputs of streams that carry markers).
     scte35: bool,
+    /// ID3 timed metadata on [`ID3_PID`].
+    id3: bool,
 }
 
 impl Layout {
@@ -104,6 +115,7 @@ impl Layout {
             }),
             audio: tracks.audio.is_some(),
             scte35: false,
+            id3: false,
         }
     }
 
@@ -124,6 +136,7 @@ struct Counters {
     video: u8,
     audio: u8,
     scte35: u8,
+    id3: u8,
 }
 
 /// Writes HLS MPEG-TS segments for one stream; keep one per stream (rendition) so
@@ -138,6 +151,8 @@ pub struct TsMuxer {
     pes: Vec<u8>,
     /// An SCTE-35 marker went out: the PMT keeps listing its PID.
     carries_markers: bool,
+    /// A timed metadata tag went out: the PMT keeps listing its PID.
+    carries_id3: bool,
 }
 
 impl TsMuxer {
@@ -148,6 +163,7 @@ impl TsMuxer {
             pmt_version: 0,
             pes: Vec::new(),
             carries_markers: false,
+            carries_id3: false,
         }
     }
 
@@ -178,13 +194,40 @@ impl TsMuxer {
         samples: &[Sample],
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
+        self.write_segment_with_metadata(tracks, markers, &[], samples, out)
+    }
+
+    /// [`Self::write_segment_with_markers`] with timed metadata: `timed` holds ID3 tags
+    /// and their PTS (ascending), each written as a PES on [`ID3_PID`] before the first
+    /// sample decoded at or after it (see the module docs).
+    pub fn write_segment_with_metadata(
+        &mut self,
+        tracks: &Tracks,
+        markers: &[&[u8]],
+        timed: &[(i64, &[u8])],
+        samples: &[Sample],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ParseError> {
         let start = out.len();
-        let saved = (self.cc, self.layout, self.pmt_version, self.carries_markers);
+        let saved = (
+            self.cc,
+            self.layout,
+            self.pmt_version,
+            self.carries_markers,
+            self.carries_id3,
+        );
         self.carries_markers |= !markers.is_empty();
-        let result = self.write_segment_inner(tracks, markers, samples, out);
+        self.carries_id3 |= !timed.is_empty();
+        let result = self.write_segment_inner(tracks, markers, timed, samples, out);
         if result.is_err() {
             out.truncate(start);
-            (self.cc, self.layout, self.pmt_version, self.carries_markers) = saved;
+            (
+                self.cc,
+                self.layout,
+                self.pmt_version,
+                self.carries_markers,
+                self.carries_id3,
+            ) = saved;
         }
         result
     }
@@ -193,11 +236,13 @@ impl TsMuxer {
         &mut self,
         tracks: &Tracks,
         markers: &[&[u8]],
+        mut timed: &[(i64, &[u8])],
         samples: &[Sample],
         out: &mut Vec<u8>,
     ) -> Result<(), ParseError> {
         let layout = Layout {
             scte35: self.carries_markers,
+            id3: self.carries_id3,
             ..Layout::of(tracks)
         };
         if layout != self.layout {
@@ -214,6 +259,13 @@ impl TsMuxer {
         for (i, sample) in samples.iter().enumerate() {
             if sample.data.is_empty() {
                 continue;
+            }
+            while let Some(((pts, tag), rest)) = timed.split_first() {
+                if *pts > sample.dts {
+                    break;
+                }
+                timed_id3::write_id3_pes(*pts, tag, &mut self.cc.id3, &mut self.pes, out);
+                timed = rest;
             }
             match sample.kind {
                 TrackKind::Video => {
@@ -235,27 +287,47 @@ impl TsMuxer {
                 }
             }
         }
+        for (pts, tag) in timed {
+            timed_id3::write_id3_pes(*pts, tag, &mut self.cc.id3, &mut self.pes, out);
+        }
         Ok(())
     }
 
     fn write_psi(&mut self, out: &mut Vec<u8>) {
         let layout = self.layout;
-        let video = layout.video_stream_type.map(|t| (t, VIDEO_PID));
-        let audio = layout.audio.then_some((STREAM_TYPE_AAC_ADTS, AUDIO_PID));
-        let scte35 = layout.scte35.then_some((STREAM_TYPE_SCTE35, SCTE35_PID));
-        let streams: Vec<(u8, u16)> = video.into_iter().chain(audio).chain(scte35).collect();
-        let program_info: &[u8] = if layout.scte35 {
-            &CUEI_REGISTRATION
-        } else {
-            &[]
-        };
+        let none: &[u8] = &[];
+        let video = layout.video_stream_type.map(|t| (t, VIDEO_PID, none));
+        let audio = layout
+            .audio
+            .then_some((STREAM_TYPE_AAC_ADTS, AUDIO_PID, none));
+        let scte35 = layout
+            .scte35
+            .then_some((STREAM_TYPE_SCTE35, SCTE35_PID, none));
+        let id3 = layout.id3.then_some((
+            STREAM_TYPE_METADATA,
+            ID3_PID,
+            &timed_id3::METADATA_DESCRIPTOR[..],
+        ));
+        let streams: Vec<(u8, u16, &[u8])> = video
+            .into_iter()
+            .chain(audio)
+            .chain(scte35)
+            .chain(id3)
+            .collect();
+        let mut program_info = Vec::new();
+        if layout.scte35 {
+            program_info.extend_from_slice(&CUEI_REGISTRATION);
+        }
+        if layout.id3 {
+            program_info.extend_from_slice(&timed_id3::metadata_pointer_descriptor(PROGRAM_NUMBER));
+        }
         psi::write_pat(PROGRAM_NUMBER, PMT_PID, 0, &mut self.cc.pat, out);
-        psi::write_pmt(
+        psi::write_pmt_described(
             PROGRAM_NUMBER,
             PMT_PID,
             self.pmt_version,
             layout.pcr_pid(),
-            program_info,
+            &program_info,
             &streams,
             &mut self.cc.pmt,
             out,

@@ -68,6 +68,7 @@ pub(crate) fn write_pat(
 /// Appends a PMT for `program_number` on `pmt_pid` listing `streams` as
 /// (stream_type, elementary PID), without stream descriptors; `program_info` is the
 /// program's descriptor loop (a few bytes at most).
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_pmt(
     program_number: u16,
@@ -79,6 +80,33 @@ pub(crate) fn write_pmt(
     cc: &mut u8,
     out: &mut Vec<u8>,
 ) {
+    let described: Vec<(u8, u16, &[u8])> =
+        streams.iter().map(|&(t, pid)| (t, pid, &[][..])).collect();
+    write_pmt_described(
+        program_number,
+        pmt_pid,
+        version,
+        pcr_pid,
+        program_info,
+        &described,
+        cc,
+        out,
+    );
+}
+
+/// [`write_pmt`] with each stream's ES info descriptors: (stream_type, elementary PID,
+/// descriptors), a few bytes each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_pmt_described(
+    program_number: u16,
+    pmt_pid: u16,
+    version: u8,
+    pcr_pid: u16,
+    program_info: &[u8],
+    streams: &[(u8, u16, &[u8])],
+    cc: &mut u8,
+    out: &mut Vec<u8>,
+) {
     let [prog_hi, prog_lo] = program_number.to_be_bytes();
     let [pcr_hi, pcr_lo] = pcr_pid.to_be_bytes();
     let header = [prog_hi, prog_lo, version_byte(version), 0, 0];
@@ -87,10 +115,19 @@ pub(crate) fn write_pmt(
     let pcr = [0xe0 | (pcr_hi & 0x1f), pcr_lo, 0xf0 | info_hi, info_lo]
         .into_iter()
         .chain(program_info.iter().copied());
-    let entries = streams.iter().flat_map(|&(stream_type, pid)| {
+    let entries = streams.iter().flat_map(|&(stream_type, pid, descriptors)| {
         let [pid_hi, pid_lo] = pid.to_be_bytes();
-        // stream_type, elementary_PID, ES_info_length 0.
-        [stream_type, 0xe0 | (pid_hi & 0x1f), pid_lo, 0xf0, 0x00]
+        let [es_hi, es_lo] = (descriptors.len() as u16 & 0x3ff).to_be_bytes();
+        // stream_type, elementary_PID, ES_info_length, the descriptors.
+        [
+            stream_type,
+            0xe0 | (pid_hi & 0x1f),
+            pid_lo,
+            0xf0 | es_hi,
+            es_lo,
+        ]
+        .into_iter()
+        .chain(descriptors.iter().copied())
     });
     let body = header.into_iter().chain(pcr).chain(entries);
     write_section(pmt_pid, PMT_TABLE_ID, body, cc, out);

@@ -30,7 +30,7 @@
 //! Per packet nothing is allocated; PES buffers are reused and payloads are
 //! zero-copy [`Bytes`] slices of them, except video, which is rewritten once.
 
-mod adts;
+pub(crate) mod adts;
 pub mod clock;
 mod crc;
 mod packet;

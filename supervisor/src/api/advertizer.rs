@@ -24,13 +24,7 @@ async fn cue(
     stream: String,
     cue: Scte35Cue,
 ) -> Result<Json<Value>, ApiError> {
-    let producer = state
-        .supervisor
-        .registry()
-        .into_iter()
-        .find(|l| l.app == app && l.stream == stream)
-        .map(|l| l.producer);
-    let Some(producer) = producer else {
+    let Some(producer) = state.supervisor.producer_of(&app, &stream) else {
         return Err(ApiError::not_found(format!(
             "no such stream {app}/{stream}"
         )));

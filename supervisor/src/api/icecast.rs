@@ -1,4 +1,8 @@
-//! Per-stream commands the packager carries out: Icecast info and metadata.
+//! Icecast per-stream commands: `icecast_stream_info` (the packager answers: it serves
+//! the listeners) and `icecast_metadata`, which reaches the worker that produces the
+//! stream (the registry knows which; as SCTE-35 cues do): the title goes into the
+//! stream there as timed metadata, so RTMP players (`onMetaData` `StreamTitle`), HLS
+//! (timed ID3) and Icecast listeners all get it in timeline order.
 
 use crate::api::ApiState;
 use crate::api::error::{ApiError, JsonBody, ok};
@@ -60,6 +64,11 @@ pub async fn metadata(
             "expected {{\"streamtitle\":..,\"streamurl\":..}}: {e}"
         ))
     })?;
+    let Some(producer) = state.supervisor.producer_of(&app, &stream) else {
+        return Err(ApiError::not_found(format!(
+            "no such stream {app}/{stream}"
+        )));
+    };
     let what = format!("{app}/{stream}");
     let request = WorkerRequest::IcecastMetadata {
         app,
@@ -67,7 +76,17 @@ pub async fn metadata(
         title: body.streamtitle,
         url: body.streamurl,
     };
-    done(ask_packager(&state, request, &what).await?)
+    match state.workers.ask(producer, request).await? {
+        WorkerReply::NotFound
+        | WorkerReply::Error {
+            kind: FailureKind::NotFound,
+            ..
+        } => Err(ApiError::not_found(format!("no such stream {what}"))),
+        reply => match reply.failure() {
+            Some((kind, message)) => Err(ApiError::from_worker(kind, message)),
+            None => done(reply),
+        },
+    }
 }
 
 fn done(reply: WorkerReply) -> Result<Json<Value>, ApiError> {

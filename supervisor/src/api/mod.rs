@@ -1,7 +1,8 @@
 //! The management API (`/manage/...`), wire-compatible with `spec/management-api.md`.
 //!
 //! One module per resource; handlers reach workers through [`gateway::WorkerGateway`].
-//! Every request passes [`auth`] first when a token is configured.
+//! Every request passes [`auth`] first when a token is configured, except `GET /health`
+//! ([`health`]), which load balancers check without credentials.
 
 mod advertizer;
 mod auth;
@@ -10,6 +11,7 @@ pub mod error;
 pub mod gateway;
 
 mod dvr;
+mod health;
 mod icecast;
 mod inputs;
 pub mod openapi;
@@ -73,6 +75,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(reload::ssl_certificates))
         .routes(routes!(reload::sync_panel))
         .routes(routes!(reload::config))
+        .routes(routes!(health::start_drain, health::end_drain))
 }
 
 /// The OpenAPI document of [`router`]'s routes (`strom openapi`, `docs/openapi.json`).
@@ -111,6 +114,8 @@ pub fn router(state: ApiState) -> Router {
         .layer(axum::middleware::from_fn(move |request, next| {
             auth::require(token.clone(), request, next)
         }))
+        // Load balancers check this one without credentials.
+        .route("/health", get(health::health))
         .layer(axum::middleware::from_fn(
             crate::api_latency::record_api_latency,
         ))

@@ -66,6 +66,9 @@ pub struct InstanceConfig {
     /// Interfaces the ingest worker browses for NDI sources over mDNS
     /// (`ndi_discovery_interfaces`); `None`: no discovery, nothing listens on 5353.
     pub ndi_discovery_interfaces: Option<Vec<ListenAddress>>,
+    /// Bounds on the HTTP delivery port's connections (`http_max_connections`,
+    /// `http_max_connections_per_ip`, `http_header_timeout`).
+    pub http_limits: strom_ipc::messages::HttpLimits,
     /// How the management listener treats its connections (`management_*` keys).
     pub management: ManagementServer,
     /// The Prometheus `/metrics` listener (`metrics_*` keys).
@@ -121,6 +124,9 @@ pub struct ManagementServer {
     /// Open management connections at most; more are accepted and closed at once
     /// (`management_max_connections`).
     pub max_connections: u32,
+    /// Open management connections at most from one client address
+    /// (`management_max_connections_per_ip`), so one client cannot take every place.
+    pub max_connections_per_ip: u32,
     /// How long the API waits for each worker's answer (`management_worker_timeout`).
     pub worker_timeout_secs: u32,
     /// PEM certificate chain: set together with the key, the API speaks only HTTPS
@@ -137,6 +143,7 @@ impl Default for ManagementServer {
             idle_timeout_secs: 30,
             body_timeout_secs: 10,
             max_connections: 256,
+            max_connections_per_ip: 32,
             worker_timeout_secs: 3,
             ssl_certificate: None,
             ssl_certificate_key: None,
@@ -173,7 +180,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 30] = [
+const KEYS: [&str; 34] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -193,10 +200,14 @@ const KEYS: [&str; 30] = [
     "access_control_allow_origin",
     "hls_session_timeout",
     "hls_stream_grace",
+    "http_max_connections",
+    "http_max_connections_per_ip",
+    "http_header_timeout",
     "management_header_timeout",
     "management_idle_timeout",
     "management_body_timeout",
     "management_max_connections",
+    "management_max_connections_per_ip",
     "management_worker_timeout",
     "management_ssl_certificate",
     "management_ssl_certificate_key",
@@ -329,6 +340,7 @@ impl InstanceConfig {
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 30,
             ndi_discovery_interfaces: None,
+            http_limits: strom_ipc::messages::HttpLimits::default(),
             management: ManagementServer::default(),
             metrics: MetricsSettings::default(),
         }
@@ -413,6 +425,18 @@ impl InstanceConfig {
                     Ok(count) if (1..=65_536).contains(&count) => count,
                     _ => return Err(format!("expected a number 1-65536, got {value:?}")),
                 }
+            }
+            "management_max_connections_per_ip" => {
+                self.management.max_connections_per_ip = parse_count(value, 1..=65_536)?;
+            }
+            "http_max_connections" => {
+                self.http_limits.max_connections = parse_count(value, 1..=10_000_000)?;
+            }
+            "http_max_connections_per_ip" => {
+                self.http_limits.max_connections_per_ip = parse_count(value, 1..=10_000_000)?;
+            }
+            "http_header_timeout" => {
+                self.http_limits.header_timeout_secs = parse_seconds(value, 1..=3_600)?;
             }
             "management_ssl_certificate" => self.management.ssl_certificate = Some(path()),
             "management_ssl_certificate_key" => {
@@ -605,6 +629,18 @@ impl InstanceConfig {
             "hls_stream_grace",
             Some(self.hls_stream_grace_secs),
         );
+        let http = &self.http_limits;
+        show(&mut out, "http_max_connections", Some(http.max_connections));
+        show(
+            &mut out,
+            "http_max_connections_per_ip",
+            Some(http.max_connections_per_ip),
+        );
+        show(
+            &mut out,
+            "http_header_timeout",
+            Some(http.header_timeout_secs),
+        );
         let ndi = self.ndi_discovery_interfaces.as_deref().map(list);
         show(&mut out, "ndi_discovery_interfaces", ndi);
         let m = &self.management;
@@ -627,6 +663,11 @@ impl InstanceConfig {
             &mut out,
             "management_max_connections",
             Some(m.max_connections),
+        );
+        show(
+            &mut out,
+            "management_max_connections_per_ip",
+            Some(m.max_connections_per_ip),
         );
         show(
             &mut out,
@@ -658,6 +699,17 @@ fn parse_seconds(value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u3
         Ok(secs) if range.contains(&secs) => Ok(secs),
         _ => Err(format!(
             "expected seconds {}-{}, got {value:?}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
+fn parse_count(value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(count) if range.contains(&count) => Ok(count),
+        _ => Err(format!(
+            "expected a number {}-{}, got {value:?}",
             range.start(),
             range.end()
         )),
@@ -771,6 +823,10 @@ mod tests {
             management_idle_timeout = 3\n\
             management_body_timeout = 4\n\
             management_max_connections = 5\n\
+            management_max_connections_per_ip = 7\n\
+            http_max_connections = 8\n\
+            http_max_connections_per_ip = 9\n\
+            http_header_timeout = 11\n\
             management_worker_timeout = 6\n\
             management_ssl_certificate = api-cert.pem\n\
             management_ssl_certificate_key = /keys/api-key.pem\n\
@@ -803,11 +859,17 @@ mod tests {
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 5,
             ndi_discovery_interfaces: None,
+            http_limits: strom_ipc::messages::HttpLimits {
+                max_connections: 8,
+                max_connections_per_ip: 9,
+                header_timeout_secs: 11,
+            },
             management: ManagementServer {
                 header_timeout_secs: 2,
                 idle_timeout_secs: 3,
                 body_timeout_secs: 4,
                 max_connections: 5,
+                max_connections_per_ip: 7,
                 worker_timeout_secs: 6,
                 ssl_certificate: Some("/etc/strom/api-cert.pem".into()),
                 ssl_certificate_key: Some("/keys/api-key.pem".into()),

@@ -3,6 +3,9 @@
 //! ([`drm`]). Each parser turns text into the typed settings the rest of the supervisor
 //! and the workers trust, or into a [`ConfigError`] that names the file, the line or JSON
 //! path, and the key.
+//!
+//! The fuzz target `config_files` compiles this module by path: it may use only `serde`,
+//! `serde_json`, `hex`, `thiserror` and `strom_ipc`, nothing else of the supervisor.
 
 pub mod drm;
 pub mod error;

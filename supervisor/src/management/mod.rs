@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use strom_ipc::sync::locked;
+use strom_worker_runtime::connection_caps::ConnectionCaps;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -35,6 +36,10 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use watch::{ResponseGuard, Watch, Watched};
+
+/// The largest request head (and per-connection read buffer) accepted; a larger head is
+/// answered 431.
+const MAX_REQUEST_HEAD: usize = 64 * 1024;
 
 /// How long a handler may take to read a request body; put into every request's
 /// extensions for [`crate::api::error::JsonBody`].
@@ -51,6 +56,8 @@ pub struct Management {
     /// One permit per open connection, shared by every management listener.
     slots: Arc<Semaphore>,
     capacity: usize,
+    /// At most `management_max_connections_per_ip` from one client address.
+    per_ip: Arc<ConnectionCaps>,
     over_cap: RateLimitedLog,
     accept_failed: RateLimitedLog,
 }
@@ -73,6 +80,7 @@ impl Management {
         idle_timeout: Duration,
         body_timeout: Duration,
         max_connections: usize,
+        max_connections_per_ip: u32,
         tls: Option<TlsAcceptor>,
     ) -> Self {
         let capacity = max_connections.max(1);
@@ -83,6 +91,7 @@ impl Management {
             tls,
             slots: Arc::new(Semaphore::new(capacity)),
             capacity,
+            per_ip: ConnectionCaps::new(usize::MAX, max_connections_per_ip),
             over_cap: RateLimitedLog::new(Duration::from_secs(10)),
             accept_failed: RateLimitedLog::new(Duration::from_secs(10)),
         }
@@ -114,6 +123,18 @@ pub async fn serve(
                 continue;
             }
         };
+        let Ok(place) = management.per_ip.take(peer.ip()) else {
+            drop(stream);
+            if let Some(suppressed) = management.over_cap.note() {
+                tracing::warn!(
+                    %peer,
+                    max_connections_per_ip = management.per_ip.per_ip_limit(),
+                    refused_since_last_line = suppressed,
+                    "management connection refused: too many open connections from this address"
+                );
+            }
+            continue;
+        };
         let Ok(permit) = Arc::clone(&management.slots).try_acquire_owned() else {
             drop(stream);
             if let Some(suppressed) = management.over_cap.note() {
@@ -132,6 +153,7 @@ pub async fn serve(
         tokio::spawn(async move {
             connection(stream, peer, router, &management, stop).await;
             drop(permit);
+            drop(place);
         });
     }
 }
@@ -201,8 +223,9 @@ async fn drive<IO>(
             })
         }
     });
-    let connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    let connection = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(MAX_REQUEST_HEAD)
+        .serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
     let mut stopping = false;
     loop {
@@ -283,7 +306,7 @@ mod tests {
             "/echo",
             post(|JsonBody(value): JsonBody<serde_json::Value>| async move { axum::Json(value) }),
         );
-        let management = Arc::new(Management::new(HEAD, IDLE, BODY, cap, None));
+        let management = Arc::new(Management::new(HEAD, IDLE, BODY, cap, 1000, None));
         let stop = CancellationToken::new();
         tokio::spawn(serve(listener, router, management, stop.clone()));
         (addr, stop)

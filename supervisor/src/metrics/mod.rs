@@ -61,6 +61,7 @@ pub fn start(
         seconds(limits.idle_timeout_secs),
         seconds(limits.body_timeout_secs),
         MAX_CONNECTIONS,
+        limits.max_connections_per_ip,
         None,
     ));
     let token = api.supervisor.instance.metrics.token.clone();

@@ -9,6 +9,7 @@
 
 use super::snapshot::Snapshot;
 use crate::api_latency::Latencies;
+use crate::process::state::WorkerState;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,7 +22,7 @@ use std::sync::atomic::AtomicU64;
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Worker states, each shown as a 0/1 series of `strom_worker_state`.
-const STATES: [&str; 5] = ["starting", "ready", "backing_off", "stopping", "stopped"];
+const STATES: [WorkerState; 6] = WorkerState::ALL;
 
 /// Session types always shown, 0 when there are none, so dashboards see a zero instead
 /// of no data.
@@ -295,9 +296,9 @@ fn workers(registry: &mut Registry, snapshot: &Snapshot) {
             STATES.iter().map(move |state| {
                 let labels = vec![
                     ("worker", w.kind.to_owned()),
-                    ("state", (*state).to_owned()),
+                    ("state", state.as_str().to_owned()),
                 ];
-                (labels, i64::from(w.state == *state))
+                (labels, i64::from(w.state == state.as_str()))
             })
         }),
     );
@@ -440,6 +441,7 @@ mod tests {
             "strom_worker_restarts_total{worker=\"rtmp\"} 2\n",
             "strom_worker_state{worker=\"rtmp\",state=\"ready\"} 1\n",
             "strom_worker_state{worker=\"rtmp\",state=\"backing_off\"} 0\n",
+            "strom_worker_state{worker=\"rtmp\",state=\"unresponsive\"} 0\n",
             "strom_worker_state{worker=\"packager\",state=\"backing_off\"} 1\n",
             "strom_sessions{type=\"RTMP\"} 2\n",
             "strom_sessions{type=\"HLS\"} 1\n",

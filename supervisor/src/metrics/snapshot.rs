@@ -19,7 +19,7 @@ use strom_ipc::status::{Counters, DvrArchive, LiveStream, SessionInfo};
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerFacts {
     pub kind: &'static str,
-    /// `starting`, `ready`, `backing_off`, `stopping` or `stopped`.
+    /// `starting`, `ready`, `unresponsive`, `backing_off`, `stopping` or `stopped`.
     pub state: &'static str,
     /// Restarts since the supervisor started.
     pub restarts: u32,

@@ -5,6 +5,12 @@
 //! moves the worker's end of the control socketpair to fd 3, and `dup2` leaves that copy
 //! without close-on-exec. Nothing else crosses the exec. Listening sockets follow over the
 //! control channel with `SCM_RIGHTS`.
+//!
+//! A worker must not outlive the supervisor: `pre_exec` also sets `PR_SET_PDEATHSIG` to
+//! `SIGKILL`, so a supervisor killed with `kill -9` takes its workers with it at once
+//! (even one stopped with SIGSTOP, which would never read its closed control channel), and
+//! a new supervisor can bind the same ports straight away. The closing control channel
+//! stays the graceful path (a worker drains and exits when it reads end of file).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -36,11 +42,16 @@ pub fn spawn_worker(exe: &Path, kind: WorkerKind, log_filter: &str) -> io::Resul
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let child_fd = theirs.as_raw_fd();
+    let supervisor = libc::pid_t::try_from(std::process::id()).unwrap_or_default();
     // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe calls are allowed; `place_fd` calls only dup2 and fcntl and
-    // allocates nothing. `child_fd` stays open in the parent until after spawn returns.
+    // async-signal-safe calls are allowed; `place_fd` calls only dup2 and fcntl,
+    // `die_with_parent` only prctl and getppid, and neither allocates. `child_fd` stays
+    // open in the parent until after spawn returns.
     unsafe {
-        command.pre_exec(move || place_fd(child_fd, CONTROL_FD));
+        command.pre_exec(move || {
+            place_fd(child_fd, CONTROL_FD)?;
+            die_with_parent(supervisor)
+        });
     }
     let child = command.spawn()?;
     drop(theirs);
@@ -48,6 +59,28 @@ pub fn spawn_worker(exe: &Path, kind: WorkerKind, log_filter: &str) -> io::Resul
         child,
         channel: ControlChannel::from_std(ours)?,
     })
+}
+
+/// Asks the kernel to SIGKILL this (child) process when its parent dies, and fails if
+/// the parent `supervisor` is already gone (it died between fork and here).
+///
+/// The signal follows the death of the parent *thread* that forked: workers are spawned
+/// from the supervisor's tokio worker threads, which live as long as its runtime (the
+/// supervisor uses no `block_in_place`, which could retire one early).
+///
+/// Async-signal-safe: only `prctl` and `getppid`.
+fn die_with_parent(supervisor: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != supervisor {
+        // The supervisor exited while the worker started. No message: allocating here
+        // is not async-signal-safe.
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
 }
 
 /// Makes `target` refer to the same socket as `source`, without close-on-exec.
@@ -104,6 +137,39 @@ mod tests {
         ours.read_to_string(&mut text).unwrap();
         assert_eq!(text, "hello\n");
         drop(unrelated);
+    }
+
+    #[test]
+    fn the_child_is_set_to_die_with_its_parent() {
+        let parent = libc::pid_t::try_from(std::process::id()).unwrap();
+        let mut command = std::process::Command::new("/bin/sh");
+        // The check runs in the child: a wrong setting fails the start.
+        command.arg("-c").arg("exit 0");
+        // SAFETY: die_with_parent and prctl(PR_GET_PDEATHSIG) are async-signal-safe
+        // syscalls; the latter writes to a local int that outlives the call.
+        unsafe {
+            command.pre_exec(move || {
+                die_with_parent(parent)?;
+                let mut signal: libc::c_int = 0;
+                // PR_GET_PDEATHSIG writes one int to the pointer passed (inside the outer
+                // unsafe block, whose SAFETY note covers this call too).
+                if libc::prctl(libc::PR_GET_PDEATHSIG, &mut signal as *mut libc::c_int) < 0
+                    || signal != libc::SIGKILL
+                {
+                    return Err(io::Error::from_raw_os_error(libc::EINVAL));
+                }
+                Ok(())
+            });
+        }
+        assert!(command.status().unwrap().success());
+        // Claiming another parent fails the start.
+        let mut orphan = std::process::Command::new("/bin/sh");
+        orphan.arg("-c").arg("exit 0");
+        // SAFETY: as above.
+        unsafe {
+            orphan.pre_exec(move || die_with_parent(parent + 1));
+        }
+        assert!(orphan.status().is_err());
     }
 
     #[test]

@@ -1,16 +1,23 @@
 //! The per-worker state machine: start, serve, watch, restart with backoff, stop.
 //!
 //! ```text
-//!   Starting --ready--> Ready --exit/heartbeat lost--> BackingOff --delay--> Starting
-//!       |                 |                                |
-//!       +-----------------+------- stop requested ---------+--> Stopping --> Stopped
+//!   Starting --ready--> Ready --exit--------------------> BackingOff --delay--> Starting
+//!       |               |   ^                                 ^
+//!       |    heartbeat  |   | answers again                   | silent for the deadline:
+//!       |       missed  v   |                                 | killed
+//!       |             Unresponsive ---------------------------+
+//!       |                 |                                   |
+//!       +-----------------+--------- stop requested ----------+--> Stopping --> Stopped
 //! ```
+//! A heartbeat goes out every [`HEARTBEAT_INTERVAL`]; one not answered within
+//! [`HEARTBEAT_TIMEOUT`] shows the worker as `unresponsive` in `/manage/workers`, and a
+//! worker that answers nothing for [`HEARTBEAT_DEADLINE`] is killed and replaced.
 //! The first restart after a crash is immediate (the port never stops answering: the
 //! supervisor keeps its copy of every listening socket and the kernel queues new
 //! connections meanwhile); repeated crashes back off exponentially up to a cap, and a
 //! worker that stayed up long enough starts from the beginning again.
 
-use crate::process::link::WorkerLink;
+use crate::process::link::{RequestError, WorkerLink};
 use crate::process::out_rate::OutRateWindow;
 use crate::process::spawn::{SpawnedWorker, spawn_worker};
 use crate::process::state::WorkerState;
@@ -30,10 +37,14 @@ use strom_ipc::{IpcError, WorkerKind};
 use tokio::sync::Notify;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
-const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
-const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
-/// A worker silent this long is considered hung and is killed.
-const HEARTBEAT_DEADLINE: Duration = Duration::from_secs(5);
+/// How often a worker is asked for its counters (and so proves it is alive).
+const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+/// A heartbeat not answered within this is missed: the worker shows as `unresponsive`.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
+/// A worker silent this long is considered hung and is killed (then restarted at once).
+/// The control loop answers heartbeats inline, so a live worker answers in milliseconds;
+/// 2.5 s leaves room for a loaded machine and replaces a hung worker within about 3 s.
+const HEARTBEAT_DEADLINE: Duration = Duration::from_millis(2500);
 /// Time a worker gets to drain after a shutdown request before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(8);
 /// A worker that ran this long resets the backoff.
@@ -270,27 +281,38 @@ async fn read_replies(
     link.fail_all();
 }
 
-/// Collects counters every second; signals `hung` when the worker stays silent.
+/// Collects counters every [`HEARTBEAT_INTERVAL`]; marks the worker `unresponsive` while it
+/// misses heartbeats and signals `hung` when it stays silent for [`HEARTBEAT_DEADLINE`].
 async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<Notify>) {
     let mut interval = tokio::time::interval(HEARTBEAT_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_answer = Instant::now();
+    // Tokio's clock (the same as std's outside tests) so that tests can run it paused.
+    let mut last_answer = tokio::time::Instant::now();
     // Averaged over out_rate::WINDOW: one-second samples swing with segment bursts.
     let mut sent = OutRateWindow::default();
     loop {
         interval.tick().await;
-        match link
-            .request(WorkerRequest::Heartbeat, &[], HEARTBEAT_TIMEOUT)
-            .await
-        {
+        // Never wait past the deadline: a hung worker is killed on time, not a timeout later.
+        let timeout = HEARTBEAT_TIMEOUT
+            .min(HEARTBEAT_DEADLINE.saturating_sub(last_answer.elapsed()))
+            .max(Duration::from_millis(50));
+        match link.request(WorkerRequest::Heartbeat, &[], timeout).await {
             Ok(WorkerReply::Counters(counters)) => {
                 let now = Instant::now();
-                last_answer = now;
+                last_answer = tokio::time::Instant::now();
                 let rate = sent.record(now, counters.bytes_sent);
+                let mut recovered = false;
                 handle.update_status(|s| {
                     s.counters = counters;
                     s.out_rate_bps = rate;
+                    if s.state == WorkerState::Unresponsive {
+                        s.state = WorkerState::Ready;
+                        recovered = true;
+                    }
                 });
+                if recovered {
+                    tracing::warn!(worker = %handle.kind, "worker answers heartbeats again");
+                }
             }
             // Older workers report with `Failed`, current ones with a typed `Error`.
             Ok(
@@ -308,7 +330,16 @@ async fn heartbeat(handle: Arc<WorkerHandle>, link: Arc<WorkerLink>, hung: Arc<N
             Ok(other) => {
                 tracing::warn!(worker = %handle.kind, ?other, "unexpected heartbeat reply")
             }
-            Err(e) => tracing::warn!(worker = %handle.kind, error = %e, "heartbeat missed"),
+            Err(e) => {
+                tracing::warn!(worker = %handle.kind, error = %e, "heartbeat missed");
+                if matches!(e, RequestError::Timeout { .. }) {
+                    handle.update_status(|s| {
+                        if s.state == WorkerState::Ready {
+                            s.state = WorkerState::Unresponsive;
+                        }
+                    });
+                }
+            }
         }
         if last_answer.elapsed() >= HEARTBEAT_DEADLINE {
             tracing::error!(worker = %handle.kind, "worker stopped answering heartbeats; killing it");
@@ -329,6 +360,99 @@ mod tests {
         assert_eq!(backoff(2), Duration::from_millis(200));
         assert_eq!(backoff(4), Duration::from_millis(800));
         assert_eq!(backoff(50), MAX_BACKOFF);
+    }
+
+    /// A worker that stops answering shows as `unresponsive` after one missed heartbeat,
+    /// goes back to `ready` when it answers again, and is given up (killed by the caller)
+    /// once silent for the deadline, not later.
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_worker_is_unresponsive_then_given_up_at_the_deadline() {
+        use std::sync::atomic::AtomicBool;
+        use strom_ipc::ControlChannel;
+        use strom_ipc::status::Counters;
+        use tokio_util::sync::CancellationToken;
+
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (mut reader, writer) = ControlChannel::from_std(ours).unwrap().split();
+        let (mut worker_reader, mut worker_writer) =
+            ControlChannel::from_std(theirs).unwrap().split();
+        let link = Arc::new(WorkerLink::new("dvr", writer));
+        let handle = Arc::new(WorkerHandle::new(WorkerKind::Dvr, CancellationToken::new()));
+        handle.update_status(|s| s.state = WorkerState::Ready);
+        let answering = Arc::new(AtomicBool::new(true));
+
+        let worker_answers = Arc::clone(&answering);
+        let worker = tokio::spawn(async move {
+            while let Ok(received) = worker_reader.recv::<SupervisorToWorker>().await {
+                let SupervisorToWorker::Request { id, .. } = received.message else {
+                    continue;
+                };
+                // Like SIGSTOP and SIGCONT: a request waits while the worker is stopped.
+                while !worker_answers.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                let reply = WorkerReply::Counters(Counters::default());
+                let message = WorkerToSupervisor::Reply { id, reply };
+                if worker_writer.send(&message, &[]).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let routing = Arc::clone(&link);
+        let router = tokio::spawn(async move {
+            while let Ok(received) = reader.recv::<WorkerToSupervisor>().await {
+                if let WorkerToSupervisor::Reply { id, reply } = received.message {
+                    routing.complete(id, reply);
+                }
+            }
+        });
+        let hung = Arc::new(Notify::new());
+        let beating = tokio::spawn(heartbeat(
+            Arc::clone(&handle),
+            Arc::clone(&link),
+            Arc::clone(&hung),
+        ));
+        let state_after = |wait: Duration| {
+            let handle = Arc::clone(&handle);
+            async move {
+                tokio::time::sleep(wait).await;
+                handle.status().state
+            }
+        };
+
+        assert_eq!(
+            state_after(Duration::from_secs(3)).await,
+            WorkerState::Ready
+        );
+        answering.store(false, Ordering::Relaxed);
+        let silent_since = tokio::time::Instant::now();
+        let state =
+            state_after(HEARTBEAT_INTERVAL + HEARTBEAT_TIMEOUT + HEARTBEAT_INTERVAL / 5).await;
+        assert_eq!(state, WorkerState::Unresponsive);
+        answering.store(true, Ordering::Relaxed);
+        let state = state_after(HEARTBEAT_INTERVAL * 2 + HEARTBEAT_TIMEOUT).await;
+        assert_eq!(
+            state,
+            WorkerState::Ready,
+            "recovered {:?}",
+            silent_since.elapsed()
+        );
+
+        answering.store(false, Ordering::Relaxed);
+        let silent_since = tokio::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(30), hung.notified())
+            .await
+            .expect("a silent worker is given up");
+        let given_up = silent_since.elapsed();
+        assert!(
+            given_up >= HEARTBEAT_DEADLINE - HEARTBEAT_INTERVAL
+                && given_up <= HEARTBEAT_DEADLINE + HEARTBEAT_INTERVAL,
+            "given up after {given_up:?}"
+        );
+        assert_eq!(handle.status().state, WorkerState::Unresponsive);
+        beating.await.unwrap();
+        worker.abort();
+        router.abort();
     }
 
     #[test]

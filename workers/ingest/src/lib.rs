@@ -49,16 +49,13 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         ));
     }
     let hub = Hub::announcing_to(context.events.clone());
-    let bus_path =
-        strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Ingest);
-    let bus = strom_worker_runtime::bus::bind(&bus_path)
-        .map_err(|e| format!("media bus socket {}: {e}", bus_path.display()))?;
-    tokio::spawn(strom_stream::bus::producer::serve(
-        bus,
+    strom_stream::bus::producer::start(
+        &context.hello.settings.run_dir,
+        WorkerKind::Ingest,
         hub.clone(),
         Arc::clone(&context.session_ids),
         context.shutdown.clone(),
-    ));
+    )?;
     let shared = Arc::new(IngestShared {
         hub,
         ids: context.session_ids,
@@ -189,6 +186,12 @@ impl WorkerService for IngestWorker {
                 let rules = self.shared.rules();
                 strom_stream::cues::answer(&self.shared.hub, &rules, &app, &stream, cue)
             }
+            WorkerRequest::IcecastMetadata {
+                app,
+                stream,
+                title,
+                url,
+            } => strom_stream::titles::answer(&self.shared.hub, &app, &stream, &title, &url),
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {

@@ -11,8 +11,12 @@
 //! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
 //! without `?sid=` and plays all the same.
 
+use crate::edge_demand::EdgeDemand;
 use crate::icecast::Titles;
 use crate::packaging::Packaging;
+use crate::prefixed::Prefixed;
+use crate::source::Sources;
+use crate::source::admin::{Update, iceresponse};
 use crate::tls::SwappableCertificate;
 use crate::ts_http::{Format, Refusal, TsBody, TsDelivery};
 use crate::ts_viewers::TsViewers;
@@ -26,24 +30,35 @@ use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use strom_ipc::messages::{ListenerRole, ListenerSpec};
 use strom_ipc::rules::ProtectedProtocol;
+use strom_media::icy_request::SourceMethod;
 use strom_worker_runtime::accept::ConnectionHandler;
+use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::counters::{ConnectionGuard, WorkerCounters};
 use strom_worker_runtime::play_signature::{check_playback, from_query};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 /// A client that has not finished its TLS handshake by then is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest request head (and per-connection read buffer) hyper accepts; a larger
+/// head is answered 431.
+const MAX_REQUEST_HEAD: usize = 64 * 1024;
 
 pub struct Delivery {
     pub counters: Arc<WorkerCounters>,
     pub certificate: Arc<SwappableCertificate>,
     pub tls: Arc<rustls::ServerConfig>,
     pub packaging: Arc<Packaging>,
+    /// Edge apps: a request makes the stream wanted ([`crate::edge_demand`]).
+    pub edge: Arc<EdgeDemand>,
+    /// Draining: new viewers (HLS sessions, HTTP listeners) are refused with 503.
+    pub draining: Arc<AtomicBool>,
     pub viewers: Arc<Viewers>,
     pub ts_viewers: Arc<TsViewers>,
     /// Icecast titles (`icecast_metadata`).
@@ -52,6 +67,13 @@ pub struct Delivery {
     pub denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     /// `Access-Control-Allow-Origin` on every answer.
     pub cors_origin: HeaderValue,
+    /// Icecast sources (`PUT`/`SOURCE`) and their `/admin/metadata`.
+    pub sources: Arc<Sources>,
+    /// `http_max_connections` and `http_max_connections_per_ip`.
+    pub caps: Arc<ConnectionCaps>,
+    /// `http_header_timeout`: a request head (the first, or the next on a kept-alive
+    /// connection) must be complete this long after the wait for it began.
+    pub header_timeout: Duration,
 }
 
 impl ConnectionHandler for Delivery {
@@ -63,6 +85,13 @@ impl ConnectionHandler for Delivery {
         _guard: ConnectionGuard,
         shutdown: CancellationToken,
     ) {
+        let _place = match self.caps.take(peer.ip()) {
+            Ok(place) => place,
+            Err(reached) => {
+                strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %peer, cap = %reached, max_connections = self.caps.total_limit(), max_connections_per_ip = self.caps.per_ip_limit(), "http connection refused");
+                return;
+            }
+        };
         let _ = stream.set_nodelay(true);
         match listener.role {
             ListenerRole::Https => {
@@ -72,12 +101,44 @@ impl ConnectionHandler for Delivery {
                 }
                 let acceptor = TlsAcceptor::from(Arc::clone(&self.tls));
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => self.serve(TokioIo::new(tls), peer, shutdown).await,
+                    Ok(Ok(tls)) => self.sniff_and_serve(tls, peer, shutdown).await,
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "tls handshake failed"),
                     Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
                 }
             }
-            _ => self.serve(TokioIo::new(stream), peer, shutdown).await,
+            _ => self.sniff_and_serve(stream, peer, shutdown).await,
+        }
+    }
+}
+
+impl Delivery {
+    /// Reads the first bytes: an Icecast source (`PUT`, `SOURCE`) goes to
+    /// [`crate::source`], everything else to the HTTP server, bytes read included.
+    async fn sniff_and_serve<S>(&self, mut io: S, peer: SocketAddr, shutdown: CancellationToken)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut start = Vec::new();
+        let mut chunk = [0u8; 2048];
+        let source = loop {
+            if let Some(source) = SourceMethod::starts(&start) {
+                break source;
+            }
+            let read = tokio::select! {
+                () = shutdown.cancelled() => return,
+                read = tokio::time::timeout(self.header_timeout, io.read(&mut chunk)) => read,
+            };
+            match read {
+                Ok(Ok(n)) if n > 0 => start.extend_from_slice(&chunk[..n]),
+                _ => return,
+            }
+        };
+        if source {
+            let rules = self.packaging.rules();
+            self.sources.serve(io, peer, start, rules, shutdown).await;
+        } else {
+            self.serve(TokioIo::new(Prefixed::new(start, io)), peer, shutdown)
+                .await;
         }
     }
 }
@@ -90,22 +151,29 @@ impl Delivery {
         let context = Context {
             counters: Arc::clone(&self.counters),
             packaging: Arc::clone(&self.packaging),
+            edge: Arc::clone(&self.edge),
+            draining: Arc::clone(&self.draining),
             viewers: Arc::clone(&self.viewers),
             ts_viewers: Arc::clone(&self.ts_viewers),
             titles: Arc::clone(&self.titles),
             denied: Arc::clone(&self.denied),
             cors_origin: self.cors_origin.clone(),
+            sources: Arc::clone(&self.sources),
             peer,
             shutdown: shutdown.clone(),
         };
         let context = Arc::new(context);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let context = Arc::clone(&context);
-            async move { Ok::<_, Infallible>(context.respond_any(&request)) }
+            async move {
+                context.edge_demand(&request).await;
+                Ok::<_, Infallible>(context.respond_any(&request))
+            }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(Duration::from_secs(30))
+            .header_read_timeout(self.header_timeout)
+            .max_buf_size(MAX_REQUEST_HEAD)
             .serve_connection(io, service);
         tokio::pin!(connection);
         tokio::select! {
@@ -125,11 +193,14 @@ impl Delivery {
 struct Context {
     counters: Arc<WorkerCounters>,
     packaging: Arc<Packaging>,
+    edge: Arc<EdgeDemand>,
+    draining: Arc<AtomicBool>,
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
     titles: Arc<Titles>,
     denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     cors_origin: HeaderValue,
+    sources: Arc<Sources>,
     peer: SocketAddr,
     shutdown: CancellationToken,
 }
@@ -158,7 +229,7 @@ fn error(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
 
 /// `bytes=a-b`, `bytes=a-`, `bytes=-n` for a body of `len` bytes; `None` when the range
 /// cannot be satisfied.
-fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
+pub fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
     let spec = value.strip_prefix("bytes=")?;
     if spec.contains(',') || len == 0 {
         return None;
@@ -176,6 +247,37 @@ fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
 }
 
 impl Context {
+    /// A request under `/<app>/<stream>/` of an edge app keeps the stream wanted; a
+    /// playlist request waits for its first segments (the pull from the origin).
+    async fn edge_demand(&self, request: &Request<Incoming>) {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return;
+        }
+        let mut parts = request.uri().path().trim_start_matches('/').split('/');
+        let (Some(app), Some(stream), Some(file), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        if strom_ipc::names::check_pair(app, stream).is_err() {
+            return;
+        }
+        let master = matches!(file, "playlist.m3u8" | "playlist_fmp4.m3u8");
+        let listener = matches!(file, crate::ts_http::FILE_NAME | crate::icecast::FILE_NAME);
+        if (master || listener) && self.draining.load(Ordering::Relaxed) {
+            return;
+        }
+        self.edge.demand(app, stream);
+        if master || matches!(file, "chunks.m3u8" | "chunks_fmp4.m3u8") {
+            self.edge
+                .wait_for_segments(app, stream, &self.shutdown)
+                .await;
+        } else if listener {
+            self.edge.wait_for_live(app, stream, &self.shutdown).await;
+        }
+    }
+
     /// `mpegts.stream` answers with a streaming body, everything else with a whole one.
     fn respond_any(&self, request: &Request<Incoming>) -> Response<Either<Full<Bytes>, TsBody>> {
         match self.mpegts(request) {
@@ -205,14 +307,29 @@ impl Context {
                     .get("icy-metadata")
                     .is_some_and(|v| v.as_bytes().trim_ascii() == b"1");
                 let titles = Arc::clone(&self.titles);
+                let station = self
+                    .sources
+                    .of_stream(&strom_stream::StreamKey::new(app, stream))
+                    .map(|source| source.info.clone());
                 (
-                    Format::Icecast { metadata, titles },
+                    Format::Icecast {
+                        metadata,
+                        titles,
+                        station,
+                    },
                     ProtectedProtocol::Icecast,
                 )
             }
             _ => return None,
         };
         strom_ipc::names::check_pair(app, stream).ok()?;
+        if self.draining.load(Ordering::Relaxed) {
+            tracing::info!(peer = %self.peer, %app, %stream, "listener refused: draining");
+            return Some(
+                self.respond_with(error(StatusCode::SERVICE_UNAVAILABLE, "draining"))
+                    .map(Either::Left),
+            );
+        }
         let rules = self.packaging.rules();
         let Ok(ppv_id) = self.signed(request, &rules, app, stream, protocol) else {
             return Some(
@@ -272,6 +389,41 @@ impl Context {
         response
     }
 
+    /// An Icecast encoder's title update ([`crate::source::admin`]).
+    fn admin_metadata(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+        let rules = self.packaging.rules();
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let query = request.uri().query().unwrap_or_default();
+        let (status, text) = match Update::read(&self.sources, &rules, query, authorization) {
+            Update::Title { key, song, url } => {
+                tracing::info!(stream = %key, title = %song, "icecast title set by the source");
+                self.titles.set(&key, &song, &url);
+                (
+                    StatusCode::OK,
+                    iceresponse("Metadata update successful", true),
+                )
+            }
+            Update::Refused { status, message } => (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                iceresponse(message, false),
+            ),
+        };
+        let mut response = Response::new(Full::new(Bytes::from(text)));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+        if status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"Icecast2 Server\""),
+            );
+        }
+        response
+    }
+
     /// Adds the CORS headers every answer carries.
     fn respond_with(&self, mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
         let headers = response.headers_mut();
@@ -309,6 +461,9 @@ impl Context {
         if method != Method::GET && method != Method::HEAD {
             return error(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");
         }
+        if request.uri().path() == "/admin/metadata" {
+            return self.admin_metadata(request);
+        }
         let mut parts = request.uri().path().trim_start_matches('/').split('/');
         let (Some(app), Some(stream), Some(file), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -328,6 +483,10 @@ impl Context {
             // Live streams are answered before routing (`Context::mpegts`).
             crate::ts_http::FILE_NAME | crate::icecast::FILE_NAME => {
                 error(StatusCode::NOT_FOUND, "no such stream")
+            }
+            "playlist.m3u8" | "playlist_fmp4.m3u8" if self.draining.load(Ordering::Relaxed) => {
+                tracing::info!(peer = %self.peer, %app, %stream, "HLS session refused: draining");
+                error(StatusCode::SERVICE_UNAVAILABLE, "draining")
             }
             "playlist.m3u8" | "playlist_fmp4.m3u8" => {
                 self.master(request, app, stream, file == "playlist_fmp4.m3u8", head)

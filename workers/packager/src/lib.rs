@@ -5,10 +5,14 @@
 //! restarts); [`http`] serves them with viewer sessions ([`viewers`]); [`tls`] holds the
 //! swappable certificate.
 
+mod edge_demand;
 mod http;
 mod icecast;
+mod icecast_push;
 mod packaging;
+mod prefixed;
 mod service;
+mod source;
 mod store;
 pub mod tls;
 mod ts_http;
@@ -16,3 +20,11 @@ mod ts_viewers;
 mod viewers;
 
 pub use service::{PackagerWorker, start};
+
+/// What the fuzz targets (`fuzz/`) drive: parsers of request and on-disk bytes, not an
+/// API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::http::parse_range;
+    pub use crate::store::{Limits, Store, exercise_restore, parse_index, stream_dir};
+}

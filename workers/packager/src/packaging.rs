@@ -15,6 +15,7 @@ use crate::store::{HlsStream, Store};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::{DeliveryOutput, HlsCueTags, Rules};
 use strom_media::fmp4::{Fragmenter, init_segment};
@@ -38,10 +39,15 @@ pub fn mpegts_enabled(rules: &Rules, app: &str, stream: &str) -> bool {
 }
 
 /// Whether `app/stream` is relayed here for a listener format (`mpegts.stream`,
-/// `icecast.stream`) besides HLS.
+/// `icecast.stream`) or an Icecast push (`IcecastPush`) besides HLS.
 fn streamed(rules: &Rules, app: &str, stream: &str) -> bool {
     let delivery = rules.delivery.for_stream(app, stream);
-    delivery.has(DeliveryOutput::MpegTs) || delivery.has(DeliveryOutput::Icecast)
+    delivery.has(DeliveryOutput::MpegTs)
+        || delivery.has(DeliveryOutput::Icecast)
+        || rules
+            .icecast_pushes
+            .iter()
+            .any(|p| p.app == app && p.stream == stream)
 }
 
 /// How the stream's HLS playlists show SCTE-35 breaks (`AdInsertion` `hls_tags`).
@@ -83,6 +89,7 @@ pub struct Packaging {
 
 impl Packaging {
     pub fn new(
+        hub: Hub,
         store: Arc<Store>,
         rules: Rules,
         ids: Arc<SessionIds>,
@@ -90,7 +97,7 @@ impl Packaging {
     ) -> Self {
         Self {
             store,
-            hub: Hub::default(),
+            hub,
             ids,
             rules: Mutex::new(Arc::new(rules)),
             tasks: Mutex::new(HashMap::new()),
@@ -176,12 +183,15 @@ impl Packaging {
                     stop.clone(),
                 ));
             }
-            tokio::spawn(feed(
-                self.hub.clone(),
-                relay,
-                Arc::clone(&self.ids),
-                stop.clone(),
-            ));
+            // An Icecast source publishes into this hub itself: nothing to relay.
+            if location.producer != WorkerKind::Packager {
+                tokio::spawn(feed(
+                    self.hub.clone(),
+                    relay,
+                    Arc::clone(&self.ids),
+                    stop.clone(),
+                ));
+            }
             tasks.insert(
                 key,
                 Task {
@@ -209,11 +219,19 @@ impl Drop for Reading {
     }
 }
 
+/// Stream titles (timed metadata ID3 tags) waiting for their segment at most; older
+/// ones are dropped (a segment that never ends).
+const MAX_PENDING_TITLES: usize = 16;
+
 /// Muxers for one timeline (one publisher on one bus connection).
 struct Timeline {
     tracks: TrackBuilder,
     /// SCTE-35 breaks and the playlist tags they make.
     cues: CueTracker,
+    /// Titles (ID3 tags, with their PTS) of the segment being built.
+    titles: Vec<(i64, Bytes)>,
+    /// The latest title, repeated at the start of every later segment.
+    last_title: Option<Bytes>,
     segmenter: Option<Segmenter>,
     ts: Option<TsMuxer>,
     fragmenter: Fragmenter,
@@ -225,6 +243,8 @@ impl Timeline {
         Self {
             tracks: TrackBuilder::default(),
             cues: CueTracker::new(style),
+            titles: Vec::new(),
+            last_title: None,
             segmenter: None,
             ts: None,
             fragmenter: Fragmenter::new(),
@@ -267,6 +287,15 @@ async fn package(
             }
             continue;
         }
+        if frame.frame.codec == Codec::TimedMetadata {
+            if current.titles.len() >= MAX_PENDING_TITLES {
+                current.titles.remove(0);
+            }
+            current
+                .titles
+                .push((frame.frame.pts, frame.frame.payload.clone()));
+            continue;
+        }
         let sample = current.tracks.accept_frame(frame.frame.clone());
         if let Some(codec) = current.tracks.take_unmuxed_video() {
             tracing::warn!(stream = %reading.key, ?codec, "video codec not packaged for HLS");
@@ -290,6 +319,26 @@ async fn package(
     }
 }
 
+/// The titles a segment starting at `start` carries (HLS timed ID3): those that came
+/// during it, after the latest earlier one at its start (so a player that starts with
+/// this segment knows what is playing) unless one came right there.
+fn segment_titles(
+    pending: &mut Vec<(i64, Bytes)>,
+    last: &mut Option<Bytes>,
+    start: i64,
+) -> Vec<(i64, Bytes)> {
+    let mut titles = std::mem::take(pending);
+    if titles.first().is_none_or(|&(pts, _)| pts > start)
+        && let Some(repeated) = last.clone()
+    {
+        titles.insert(0, (start, repeated));
+    }
+    if let Some((_, latest)) = titles.last() {
+        *last = Some(latest.clone());
+    }
+    titles
+}
+
 async fn finish(
     timeline: &mut Timeline,
     cut: CutSegment,
@@ -311,7 +360,11 @@ async fn finish(
         cut.samples.iter().map(|s| s.data.len()).sum::<usize>() * 11 / 10 + 4096,
     );
     let markers = timeline.cues.sections_of_current();
-    if let Err(e) = muxer.write_segment_with_markers(tracks, &markers, &cut.samples, &mut ts) {
+    let titles = segment_titles(&mut timeline.titles, &mut timeline.last_title, cut.start);
+    let timed: Vec<(i64, &[u8])> = titles.iter().map(|(pts, tag)| (*pts, &tag[..])).collect();
+    if let Err(e) =
+        muxer.write_segment_with_metadata(tracks, &markers, &timed, &cut.samples, &mut ts)
+    {
         tracing::warn!(error = %e, "TS segment failed");
         return;
     }
@@ -319,12 +372,19 @@ async fn finish(
     // The audio cut point is not known here; the fragmenter repeats the last duration.
     let next_audio = None;
     let mut m4s = Vec::with_capacity(ts.len());
+    // Titles as ID3 `emsg` boxes before the `moof`, numbered by the segment.
+    let first_id = timeline.fragmenter.sequence_number().wrapping_mul(64);
+    for (n, (pts, tag)) in timed.iter().enumerate() {
+        let id = first_id.wrapping_add(n as u32);
+        strom_media::fmp4::emsg::write_id3_emsg(*pts, id, tag, &mut m4s);
+    }
     if let Err(e) =
         timeline
             .fragmenter
             .fragment(tracks, &cut.samples, next_video, next_audio, &mut m4s)
     {
         tracing::warn!(error = %e, "fMP4 segment failed");
+        m4s.clear();
     }
     let duration_secs = cut.duration_secs();
     let now_ms = std::time::SystemTime::now()
@@ -427,6 +487,7 @@ mod tests {
             },
         ));
         let packaging = Packaging::new(
+            Hub::default(),
             Arc::clone(&store),
             Rules::default(),
             Arc::new(SessionIds::new(1)),

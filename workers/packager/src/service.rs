@@ -1,19 +1,23 @@
 //! The packager's state and its answers to the supervisor.
 
+use crate::edge_demand::EdgeDemand;
 use crate::http::Delivery;
 use crate::icecast::Titles;
 use crate::packaging::Packaging;
+use crate::source::Sources;
 use crate::store::{Limits, Store};
 use crate::tls::{SwappableCertificate, certified_key, server_config};
 use crate::ts_viewers::TsViewers;
 use crate::viewers::Viewers;
 use hyper::header::HeaderValue;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strom_ipc::FailureKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::{DrmSettings, WorkerReply, WorkerRequest};
+use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::StreamKey;
+use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{
     AcceptLoops, InheritedListener, WorkerContext, WorkerCounters, WorkerService,
@@ -35,8 +39,17 @@ pub struct PackagerWorker {
     /// Denied pay-per-view ids (`publish_control/deny`).
     denied: Arc<Mutex<std::collections::BTreeSet<String>>>,
     drm: Mutex<Option<DrmSettings>>,
-    /// The last registry, re-evaluated when the rules change which apps get HLS.
-    registry: Mutex<Vec<StreamLocation>>,
+    /// The last registry, re-evaluated when the rules change which apps get HLS; Icecast
+    /// sources read it too (a mount another worker publishes is in use).
+    registry: Arc<Mutex<Vec<StreamLocation>>>,
+    /// Icecast sources publishing here.
+    sources: Arc<Sources>,
+    /// Streams pushed to other Icecast servers (`IcecastPush`).
+    pushes: crate::icecast_push::IcecastPushes,
+    /// Edge apps: packaged while HLS viewers ask for them.
+    edge: Arc<EdgeDemand>,
+    /// Draining (`SetDraining`): new viewers are refused.
+    draining: Arc<AtomicBool>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
@@ -53,16 +66,51 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         },
     ));
     store.restore_all();
+    // Icecast sources publish into this hub: it announces them to the supervisor and
+    // serves them on the media bus like the rtmp and ingest workers' hubs.
+    let hub = strom_stream::Hub::announcing_to(context.events.clone());
+    strom_stream::bus::producer::start(
+        &settings.run_dir,
+        WorkerKind::Packager,
+        hub.clone(),
+        Arc::clone(&context.session_ids),
+        context.shutdown.clone(),
+    )?;
     let packaging = Arc::new(Packaging::new(
+        hub,
         Arc::clone(&store),
         context.hello.rules.clone(),
         Arc::clone(&context.session_ids),
         context.shutdown.clone(),
     ));
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
+    let edge = Arc::new(EdgeDemand::new(
+        Arc::clone(&packaging),
+        strom_worker_runtime::bus::bus_path(&settings.run_dir, WorkerKind::Rtmp),
+        idle,
+    ));
+    tokio::spawn(crate::edge_demand::expire_loop(
+        Arc::clone(&edge),
+        context.shutdown.clone(),
+    ));
+    let draining = Arc::new(AtomicBool::new(false));
     let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
     let ts_viewers = Arc::new(TsViewers::new(Arc::clone(&context.session_ids)));
-    let titles = Arc::new(Titles::default());
+    let titles = Arc::new(Titles::with_hub(packaging.hub().clone()));
+    let registry = Arc::new(Mutex::new(Vec::new()));
+    let sources = Arc::new(Sources::new(
+        packaging.hub().clone(),
+        Arc::clone(&context.session_ids),
+        Arc::clone(&context.counters),
+        Arc::clone(&registry),
+    ));
+    let pushes = crate::icecast_push::IcecastPushes::new(
+        packaging.hub().clone(),
+        Arc::clone(&context.session_ids),
+        Arc::clone(&titles),
+        context.shutdown.clone(),
+    );
+    pushes.apply(&context.hello.rules);
     let denied = Arc::new(Mutex::new(
         context.hello.denied_publishers.iter().cloned().collect(),
     ));
@@ -73,11 +121,24 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         certificate: Arc::clone(&certificate),
         tls: server_config(Arc::clone(&certificate))?,
         packaging: Arc::clone(&packaging),
+        edge: Arc::clone(&edge),
+        draining: Arc::clone(&draining),
         viewers: Arc::clone(&viewers),
         ts_viewers: Arc::clone(&ts_viewers),
         titles: Arc::clone(&titles),
         denied: Arc::clone(&denied),
         cors_origin,
+        sources: Arc::clone(&sources),
+        caps: {
+            let limits = context.hello.settings.http_limits;
+            ConnectionCaps::new(
+                usize::try_from(limits.max_connections).unwrap_or(usize::MAX),
+                limits.max_connections_per_ip,
+            )
+        },
+        header_timeout: Duration::from_secs(u64::from(
+            context.hello.settings.http_limits.header_timeout_secs,
+        )),
     };
     let accept = AcceptLoops::new(
         Arc::new(handler),
@@ -100,7 +161,11 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         titles,
         denied,
         drm: Mutex::new(context.hello.drm),
-        registry: Mutex::new(Vec::new()),
+        registry,
+        sources,
+        pushes,
+        edge,
+        draining,
     }))
 }
 
@@ -155,6 +220,7 @@ impl PackagerWorker {
     fn sessions(&self) -> Vec<strom_ipc::status::SessionInfo> {
         let mut sessions = self.viewers.list();
         sessions.extend(self.ts_viewers.list());
+        sessions.extend(self.sources.list());
         sessions.sort_by_key(|s| s.id);
         sessions
     }
@@ -170,6 +236,7 @@ impl PackagerWorker {
             self.ts_viewers
                 .list()
                 .into_iter()
+                .chain(self.sources.list())
                 .filter(|s| s.id > after_id),
         );
         sessions.sort_by_key(|s| s.id);
@@ -197,6 +264,11 @@ impl WorkerService for PackagerWorker {
                     tracing::info!(sessions = ?streams, "mpegts.stream viewers ended by request");
                 }
                 ended.extend(streams);
+                let sources = self.sources.end(&ids);
+                if !sources.is_empty() {
+                    tracing::info!(sessions = ?sources, "icecast sources ended by request");
+                }
+                ended.extend(sources);
                 WorkerReply::SessionsDeleted(ended)
             }
             WorkerRequest::DenyPublishers(ids) => {
@@ -207,39 +279,76 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::Done
             }
             WorkerRequest::IcecastInfo { app, stream } => {
-                match self.icecast_stream(&app, &stream) {
+                let key = StreamKey::new(app, stream);
+                let source = self.sources.of_stream(&key);
+                let live = self
+                    .icecast_stream(&key.app, &key.stream)
+                    .or_else(|| source.as_ref().and_then(|_| self.packaging.hub().get(&key)));
+                match live {
                     Some(live) => {
-                        let key = StreamKey::new(app, stream);
                         let title = self.titles.get(&key);
-                        WorkerReply::Icecast(crate::icecast::info(
-                            &key,
-                            live.bandwidth_bps(),
-                            &title,
-                        ))
+                        let mut info = crate::icecast::info(&key, live.bandwidth_bps(), &title);
+                        if let Some(source) = source {
+                            source.info.describe(&mut info);
+                        }
+                        WorkerReply::Icecast(info)
                     }
                     None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
                 }
             }
+            WorkerRequest::ListStreams => WorkerReply::Streams(
+                self.packaging
+                    .hub()
+                    .live()
+                    .into_iter()
+                    .filter_map(|stream| stream.live_status("ICECAST"))
+                    .collect(),
+            ),
             WorkerRequest::IcecastMetadata {
                 app,
                 stream,
                 title,
                 url,
-            } => match self.icecast_stream(&app, &stream) {
-                Some(_) => {
-                    let key = StreamKey::new(app, stream);
-                    tracing::info!(stream = %key, %title, "icecast title set");
-                    self.titles.set(&key, &title, &url);
-                    WorkerReply::Done
+            } => {
+                // Produced here (an Icecast source): into the stream, for every output.
+                let key = StreamKey::new(app.as_str(), stream.as_str());
+                let produced_here = self
+                    .packaging
+                    .hub()
+                    .get(&key)
+                    .and_then(|live| live.publisher())
+                    .is_some_and(|p| p.relayed_from.is_none());
+                if produced_here {
+                    return strom_stream::titles::answer(
+                        self.packaging.hub(),
+                        &app,
+                        &stream,
+                        &title,
+                        &url,
+                    );
                 }
-                None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
-            },
+                // Relayed here: the title of this worker's listeners and pushes only.
+                match self.icecast_stream(&app, &stream) {
+                    Some(_) => {
+                        tracing::info!(stream = %key, %title, "icecast title set for this worker's listeners");
+                        self.titles.set(&key, &title, &url);
+                        WorkerReply::Done
+                    }
+                    None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
+                }
+            }
             WorkerRequest::Scte35 { .. } => {
                 WorkerReply::error(FailureKind::NotFound, "no such stream")
             }
             WorkerRequest::StreamRegistry(locations) => {
                 *locked(&self.registry) = locations.clone();
-                self.packaging.apply_registry(locations);
+                self.edge.apply_registry(Some(locations));
+                WorkerReply::Done
+            }
+            WorkerRequest::SetDraining(draining) => {
+                if self.draining.swap(draining, Ordering::Relaxed) != draining {
+                    tracing::info!(draining, "packager: drain state changed");
+                }
                 WorkerReply::Done
             }
             WorkerRequest::SetTls(material) => match certified_key(&material) {
@@ -257,8 +366,9 @@ impl WorkerService for PackagerWorker {
             }
             WorkerRequest::ApplyRules(rules) => {
                 self.packaging.set_rules(*rules);
-                self.packaging
-                    .apply_registry(locked(&self.registry).clone());
+                self.pushes.apply(&self.packaging.rules());
+                self.edge
+                    .apply_registry(Some(locked(&self.registry).clone()));
                 WorkerReply::Done
             }
             other => WorkerReply::error(

@@ -107,7 +107,7 @@ impl StreamState {
     fn pop_front(&mut self) -> Option<Segment> {
         let old = self.segments.pop_front()?;
         if old.entry.discontinuity {
-            self.meta.discontinuity_sequence += 1;
+            self.meta.discontinuity_sequence = self.meta.discontinuity_sequence.saturating_add(1);
         }
         self.rendered = [None, None];
         Some(old)
@@ -196,7 +196,7 @@ impl HlsStream {
         let mut disk = locked(&self.disk);
         let mut state = locked(&self.state);
         let sequence = state.meta.next_sequence;
-        state.meta.next_sequence += 1;
+        state.meta.next_sequence = sequence.saturating_add(1);
         let discontinuity =
             std::mem::take(&mut state.pending_discontinuity) && !state.segments.is_empty();
         let entry = SegmentMeta {
@@ -402,12 +402,39 @@ impl HlsStream {
     fn restore(&self) -> std::io::Result<()> {
         let mut disk = locked(&self.disk);
         let index = std::fs::read(self.dir.join(INDEX))?;
-        let meta: StreamMeta = serde_json::from_slice(&index)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let mut kept = self.restore_from(&index, |name| {
+            std::fs::read(self.dir.join(name)).map(Bytes::from)
+        })?;
+        kept.insert(INDEX.to_owned(), index.len() as u64);
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let listed = entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| kept.contains_key(n));
+                if !listed && entry.file_type().is_ok_and(|t| t.is_file()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        disk.files = kept;
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Loads the segments that `index` lists (their files as `read` finds them) into
+    /// memory; returns the names and sizes of the files it used. Sans-io: the caller
+    /// reads the index and keeps the disk in step.
+    fn restore_from(
+        &self,
+        index: &[u8],
+        read: impl Fn(&str) -> std::io::Result<Bytes>,
+    ) -> std::io::Result<HashMap<String, u64>> {
+        let meta = parse_index(index)?;
         let mut kept: HashMap<String, u64> = HashMap::new();
         let mut state = locked(&self.state);
         for entry in &meta.segments {
-            let read = |name: &str| std::fs::read(self.dir.join(name)).map(Bytes::from);
             let names = [
                 format!("{}.ts", entry.sequence),
                 format!("{}.m4s", entry.sequence),
@@ -437,23 +464,7 @@ impl HlsStream {
         // Whatever comes next was produced by a different process: a new timeline.
         state.pending_discontinuity = true;
         self.ram.store(state.ram_bytes(), Ordering::Relaxed);
-        drop(state);
-        kept.insert(INDEX.to_owned(), index.len() as u64);
-        if let Ok(entries) = std::fs::read_dir(&self.dir) {
-            for entry in entries.flatten() {
-                let listed = entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| kept.contains_key(n));
-                if !listed && entry.file_type().is_ok_and(|t| t.is_file()) {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
-        disk.files = kept;
-        self.disk_bytes
-            .store(disk.files.values().sum(), Ordering::Relaxed);
-        Ok(())
+        Ok(kept)
     }
 
     /// Frees the stream: nothing more is written, memory is released and its directory
@@ -506,13 +517,14 @@ fn render_media(state: &StreamState, fmp4: bool) -> String {
     let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
     // Timeline breaks before the first listed segment (its own included: a playlist
     // never opens with a discontinuity tag) are counted, not listed.
-    let discontinuity_sequence = state.meta.discontinuity_sequence
-        + state
+    let discontinuity_sequence = state.meta.discontinuity_sequence.saturating_add(
+        state
             .segments
             .iter()
             .take(start + 1)
             .filter(|s| s.entry.discontinuity)
-            .count() as u64;
+            .count() as u64,
+    );
     let entries: Vec<SegmentEntry> = state
         .segments
         .iter()
@@ -546,6 +558,73 @@ fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temporary = path.with_extension("part");
     std::fs::write(&temporary, bytes)?;
     std::fs::rename(&temporary, path)
+}
+
+/// Sequence numbers no stream reaches (a segment a second for 285 million years); an
+/// index with larger ones is corrupt, and counting on from them could overflow.
+const MAX_SEQUENCE: u64 = 1 << 53;
+
+/// A stream directory's `index.json` as a previous process left it. Whatever is on disk
+/// is read as untrusted bytes (a crash, a full disk or an operator may have changed it):
+/// besides the JSON, the sequence numbers must be ones the store can count on from.
+pub fn parse_index(bytes: &[u8]) -> std::io::Result<StreamMeta> {
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let meta: StreamMeta = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    if meta.next_sequence > MAX_SEQUENCE || meta.discontinuity_sequence > MAX_SEQUENCE {
+        return Err(invalid(format!(
+            "sequence numbers over {MAX_SEQUENCE} (next {}, discontinuities {})",
+            meta.next_sequence, meta.discontinuity_sequence
+        )));
+    }
+    if let Some(segment) = meta
+        .segments
+        .iter()
+        .find(|s| s.sequence >= meta.next_sequence)
+    {
+        return Err(invalid(format!(
+            "segment {} listed at or after the next sequence number {}",
+            segment.sequence, meta.next_sequence
+        )));
+    }
+    Ok(meta)
+}
+
+/// Restores a stream from `index` (every file it names holding `file`), serves its
+/// playlists and segments, and packages on past the playlist window as a live stream
+/// does; nothing touches the disk. For the fuzz target `hls_index`.
+#[doc(hidden)]
+pub fn exercise_restore(index: &[u8], file: &[u8]) {
+    let hls = HlsStream::new("app", "stream", PathBuf::new());
+    locked(&hls.disk).removed = true;
+    let bytes = Bytes::copy_from_slice(file);
+    if hls.restore_from(index, |_| Ok(bytes.clone())).is_err() {
+        return;
+    }
+    let serve = |hls: &HlsStream| {
+        for fmp4 in [false, true] {
+            let _ = (hls.master(fmp4, Some(1)), hls.variant("../", fmp4, None));
+            let _ = (hls.media(fmp4, Some(u64::MAX)), hls.media(fmp4, None));
+        }
+        let listed: Vec<(u64, u64)> = locked(&hls.state)
+            .segments
+            .iter()
+            .map(|s| (s.entry.sequence, s.entry.init_id))
+            .collect();
+        for (sequence, init_id) in listed {
+            let _ = (hls.segment(sequence, false), hls.segment(sequence, true));
+            let _ = hls.init(init_id);
+        }
+    };
+    serve(&hls);
+    for n in 0..=(PLAYLIST_WINDOW + GRACE_SEGMENTS) {
+        let facts = (String::from("avc1.64001f"), 1280, 720, 6);
+        hls.add_segment(6.0, 0, 0, bytes.clone(), bytes.clone(), facts, Vec::new());
+        if n == 0 {
+            serve(&hls);
+        }
+    }
+    hls.evict_front(MIN_LIVE_SEGMENTS);
+    serve(&hls);
 }
 
 /// What the store may hold.
@@ -963,6 +1042,66 @@ mod tests {
                 .media(false, Some(7))
                 .contains("#EXT-X-DISCONTINUITY\n")
         );
+    }
+
+    /// An index whose numbers the store could not count on from (found by the fuzz
+    /// target `hls_index`: the next segment's number, or the discontinuity count, past
+    /// `u64::MAX`) is not restored; its stream starts afresh.
+    #[test]
+    fn indexes_with_out_of_range_sequence_numbers_are_not_restored() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "cam").unwrap();
+        for i in 0..3 {
+            add(&hls, i, 100);
+        }
+        let dir = run.path().join("hls/live/cam");
+        let index = std::fs::read_to_string(dir.join(INDEX)).unwrap();
+        assert!(parse_index(index.as_bytes()).is_ok());
+        let hostile = [
+            index.replace(
+                "\"next_sequence\":3",
+                "\"next_sequence\":18446744073709551615",
+            ),
+            index.replace(
+                "\"discontinuity_sequence\":0",
+                "\"discontinuity_sequence\":18446744073709551615",
+            ),
+            index.replace("\"next_sequence\":3", "\"next_sequence\":2"),
+        ];
+        for text in hostile {
+            assert_ne!(text, index);
+            assert!(parse_index(text.as_bytes()).is_err(), "{text}");
+            exercise_restore(text.as_bytes(), b"x");
+            std::fs::write(dir.join(INDEX), &text).unwrap();
+            let again = Store::new(run.path(), BIG);
+            again.restore_all();
+            let restored = again.get("live", "cam").unwrap();
+            assert!(!restored.has_segments());
+            assert_eq!(add(&restored, 0, 100), 0);
+        }
+        // Counting at the end of the range saturates instead of overflowing.
+        let mut state = StreamState::default();
+        state.meta.discontinuity_sequence = u64::MAX;
+        for discontinuity in [true, true] {
+            state.segments.push_back(Segment {
+                entry: SegmentMeta {
+                    sequence: 0,
+                    duration_secs: 1.0,
+                    program_date_time_ms: 0,
+                    discontinuity,
+                    init_id: 0,
+                    tags: Vec::new(),
+                },
+                ts: Bytes::new(),
+                m4s: Bytes::new(),
+            });
+        }
+        assert!(
+            render_media(&state, false).contains("DISCONTINUITY-SEQUENCE:18446744073709551615")
+        );
+        state.pop_front();
+        assert_eq!(state.meta.discontinuity_sequence, u64::MAX);
     }
 
     #[test]

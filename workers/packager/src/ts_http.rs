@@ -11,6 +11,7 @@
 
 use crate::icecast::{IcyWriter, METAINT, Titles, content_type};
 use crate::packaging::mpegts_enabled;
+use crate::source::IceInfo;
 use crate::ts_viewers::{TsViewer, TsViewers};
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
@@ -87,7 +88,12 @@ pub struct TsDelivery<'a> {
 /// (`icecast.stream`, with ICY metadata blocks when asked for).
 pub enum Format {
     MpegTs,
-    Icecast { metadata: bool, titles: Arc<Titles> },
+    Icecast {
+        metadata: bool,
+        titles: Arc<Titles>,
+        /// What the stream's Icecast source said about itself, if it has one.
+        station: Option<IceInfo>,
+    },
 }
 
 impl Format {
@@ -127,7 +133,9 @@ impl Renderer {
                 key,
             } => {
                 let start = out.len();
-                writer.push(&frame.frame, &titles.get(key), out);
+                // The stream's titles come in band; `set_here` only for relayed streams
+                // titled at this worker.
+                writer.push(&frame.frame, &titles.set_here(key), out);
                 out.len() - start
             }
         }
@@ -167,13 +175,17 @@ impl TsDelivery<'_> {
             _ => return Err(Refusal::NotFound),
         };
         let mut head_response = response(TsBody::empty(), content_type);
-        if let Format::Icecast { metadata, .. } = &format {
-            icy_headers(
-                &key,
-                live.bandwidth_bps(),
-                *metadata,
-                head_response.headers_mut(),
-            );
+        if let Format::Icecast {
+            metadata, station, ..
+        } = &format
+        {
+            let mut station = station.clone().unwrap_or_default();
+            if station.name.is_empty() {
+                station.name = key.to_string();
+            }
+            let measured = u32::try_from(live.bandwidth_bps() / 1000).unwrap_or(u32::MAX);
+            station.bitrate_kbps.get_or_insert(measured.max(1));
+            icy_headers(&station, *metadata, head_response.headers_mut());
         }
         if head {
             return Ok(head_response);
@@ -203,7 +215,9 @@ impl TsDelivery<'_> {
         tracing::info!(session = viewer.id, %client_ip, stream = %key, file = format.name(), "viewer started");
         let renderer = match format {
             Format::MpegTs => Renderer::Ts(TsFeed::new()),
-            Format::Icecast { metadata, titles } => Renderer::Icy {
+            Format::Icecast {
+                metadata, titles, ..
+            } => Renderer::Icy {
                 writer: IcyWriter::new(metadata),
                 titles,
                 key: key.clone(),
@@ -238,14 +252,20 @@ fn response(body: TsBody, content_type: &'static str) -> Response<TsBody> {
 }
 
 /// The ICY headers of a listener's response.
-fn icy_headers(key: &StreamKey, bandwidth_bps: u64, metadata: bool, headers: &mut HeaderMap) {
-    let name = HeaderValue::from_str(&key.to_string()).unwrap_or(HeaderValue::from_static("strom"));
-    headers.insert("icy-name", name);
-    headers.insert("icy-description", HeaderValue::from_static(""));
-    headers.insert("icy-genre", HeaderValue::from_static(""));
-    headers.insert("icy-url", HeaderValue::from_static(""));
-    headers.insert("icy-pub", HeaderValue::from_static("0"));
-    headers.insert("icy-br", HeaderValue::from((bandwidth_bps / 1000).max(1)));
+fn icy_headers(station: &IceInfo, metadata: bool, headers: &mut HeaderMap) {
+    let text = |value: &str| HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static(""));
+    headers.insert("icy-name", text(&station.name));
+    headers.insert("icy-description", text(&station.description));
+    headers.insert("icy-genre", text(&station.genre));
+    headers.insert("icy-url", text(&station.url));
+    headers.insert(
+        "icy-pub",
+        HeaderValue::from_static(if station.public { "1" } else { "0" }),
+    );
+    headers.insert(
+        "icy-br",
+        HeaderValue::from(station.bitrate_kbps.unwrap_or(1)),
+    );
     if metadata {
         headers.insert("icy-metaint", HeaderValue::from(METAINT));
     }

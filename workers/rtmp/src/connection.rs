@@ -784,6 +784,10 @@ impl Connection {
                 "NetStream.Play.Failed",
                 "a publishing connection cannot play".to_owned(),
             )),
+            Ok(()) if self.playing.is_none() && self.shared.is_draining() => Some((
+                "NetStream.Play.Failed",
+                "the server is draining: play from another server".to_owned(),
+            )),
             Ok(()) => match self.play_signature(&rules, &key, &stream_params) {
                 Ok(id) => {
                     ppv_id = id;

@@ -1,14 +1,16 @@
 //! Hub frames as RTMP sends them: the FLV tag body (the publisher's own bytes when the
 //! stream came in over RTMP, the FLV adapter's rendering otherwise), its message type
-//! and millisecond timestamp, and its chunked form shared by every player.
+//! and millisecond timestamp, and its chunked form shared by every player. Timed
+//! metadata (a stream title) goes out as an AMF0 data message `onMetaData` with
+//! `StreamTitle` and `StreamUrl` ([`strom_media::timed_metadata::flv_data_body`]).
 
 use crate::chunking::{
     COMMON_STREAM_ID, CSID_AUDIO, CSID_DATA, CSID_VIDEO, OUTGOING_CHUNK_SIZE, TYPE_AUDIO,
     TYPE_DATA_AMF0, TYPE_VIDEO, chunk_message,
 };
 use bytes::Bytes;
-use strom_media::flv_adapter;
 use strom_media::frame::{Codec, Track};
+use strom_media::{flv_adapter, timed_metadata};
 use strom_stream::SharedFrame;
 
 /// FLV times are milliseconds; the neutral frame's are 90 kHz.
@@ -18,7 +20,7 @@ pub const TICKS_PER_MS: i64 = 90;
 pub trait RtmpFrame {
     /// The RTMP timestamp: milliseconds, wrapping at 32 bits as RTMP's do.
     fn timestamp_ms(&self) -> u32;
-    /// Stream metadata (`onMetaData`), sent as an AMF0 data message.
+    /// Stream metadata (`onMetaData`) or a title, sent as an AMF0 data message.
     fn is_metadata(&self) -> bool;
     /// The FLV tag body (or AMF0 data); `None` for a frame RTMP cannot carry.
     fn flv_body(&self) -> Option<&Bytes>;
@@ -29,19 +31,28 @@ pub trait RtmpFrame {
 
 impl RtmpFrame for SharedFrame {
     fn timestamp_ms(&self) -> u32 {
+        // A title's `onMetaData` is stamped 0 like the publisher's: players read a data
+        // message at 0 as metadata only (ffmpeg makes any other time a subtitle stream,
+        // which breaks `-c copy` into MP4). Its place among the media keeps it in order.
+        if self.frame.codec == Codec::TimedMetadata {
+            return 0;
+        }
         // Truncation is the wrap: an RTMP publisher's unwrapped times come back exactly.
         self.frame.dts.div_euclid(TICKS_PER_MS) as u32
     }
 
     fn is_metadata(&self) -> bool {
-        self.frame.codec == Codec::AmfData
+        matches!(self.frame.codec, Codec::AmfData | Codec::TimedMetadata)
     }
 
     fn flv_body(&self) -> Option<&Bytes> {
         self.container(|frame| match frame.track {
             Track::Video | Track::Audio => flv_adapter::to_body(frame).ok(),
             Track::Data if frame.codec == Codec::AmfData => Some(frame.payload.clone()),
-            // Other timeline data (SCTE-35, ID3) has no RTMP form here.
+            Track::Data if frame.codec == Codec::TimedMetadata => {
+                timed_metadata::flv_data_body(frame)
+            }
+            // Other timeline data (SCTE-35) has no RTMP form here.
             Track::Data => None,
         })
     }
@@ -98,4 +109,31 @@ pub fn test_frame(
         form: SourceForm::Neutral,
     };
     SharedFrame::new(frame, generation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_media::id3::StreamTitle;
+
+    #[test]
+    fn a_title_goes_out_as_on_metadata_stamped_zero() {
+        let title = StreamTitle {
+            title: "Song A".into(),
+            url: "http://u".into(),
+        };
+        let shared = SharedFrame::new(timed_metadata::frame(&title, 90_000 * 5), 1);
+        assert!(shared.is_metadata());
+        assert_eq!(shared.timestamp_ms(), 0);
+        let body = shared.flv_body().unwrap();
+        assert!(body.starts_with(b"\x02\x00\x0aonMetaData\x08"));
+        let chunked = shared.chunked_for(COMMON_STREAM_ID).unwrap();
+        // Basic header (fmt 0, data csid), timestamp 0, length, type 18 (AMF0 data).
+        assert_eq!(chunked[0], CSID_DATA);
+        assert_eq!(&chunked[1..4], &[0, 0, 0]);
+        assert_eq!(chunked[7], TYPE_DATA_AMF0);
+        let mut garbage = timed_metadata::frame(&title, 0);
+        garbage.payload = Bytes::from_static(b"not id3");
+        assert!(SharedFrame::new(garbage, 1).chunked_for(1).is_none());
+    }
 }

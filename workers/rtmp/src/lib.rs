@@ -19,6 +19,8 @@ mod component_tests;
 mod connect_info;
 mod connection;
 mod cue_point;
+#[cfg(test)]
+mod edge_tests;
 mod frame;
 #[cfg(test)]
 mod input_tests;

@@ -26,10 +26,15 @@ impl PublishClock {
             && timestamp < last
             && last - timestamp > u32::MAX / 2
         {
-            self.wraps += 1;
+            self.wraps = self.wraps.saturating_add(1);
         }
         self.last = Some(timestamp);
-        ((self.wraps << 32) + i64::from(timestamp)) * TICKS_PER_MS
+        // Saturating: a peer that keeps jumping across the wrap (tens of millions of
+        // messages) must not overflow the clock.
+        self.wraps
+            .saturating_mul(1 << 32)
+            .saturating_add(i64::from(timestamp))
+            .saturating_mul(TICKS_PER_MS)
     }
 }
 
@@ -97,5 +102,21 @@ mod tests {
             ((1i64 << 32) + 3) * 90,
             "small steps back are no wrap"
         );
+    }
+
+    /// A peer whose timestamps keep jumping across the wrap ends at the end of the
+    /// range instead of overflowing.
+    #[test]
+    fn endless_wraps_saturate() {
+        let mut clock = PublishClock {
+            last: Some(u32::MAX),
+            wraps: (i64::MAX >> 32) - 1,
+        };
+        assert_eq!(clock.dts(0), i64::MAX);
+        assert_eq!(clock.dts(u32::MAX), i64::MAX);
+        assert_eq!(clock.dts(0), i64::MAX);
+        clock.wraps = i64::MAX;
+        assert_eq!(clock.dts(u32::MAX), i64::MAX);
+        assert_eq!(clock.dts(0), i64::MAX);
     }
 }

@@ -6,6 +6,7 @@
 //! re-published here ([`Relays`], following the supervisor's stream registry).
 
 use crate::pull::Pulls;
+use crate::pull::edge::Edges;
 use crate::republish::Republisher;
 use crate::shared::Shared;
 use std::net::SocketAddr;
@@ -44,6 +45,8 @@ pub struct RtmpWorker {
     accept: AcceptLoops<RtmpConnections>,
     republisher: Republisher,
     pulls: Pulls,
+    /// Edge rules: streams pulled from origins on demand.
+    edges: Arc<Edges>,
     relays: Arc<Relays>,
 }
 
@@ -70,28 +73,27 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         context.shutdown.clone(),
     );
     accept.replace(context.listeners);
-    let bus_path =
-        strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Rtmp);
-    let bus = strom_worker_runtime::bus::bind(&bus_path)
-        .map_err(|e| format!("media bus socket {}: {e}", bus_path.display()))?;
-    tokio::spawn(strom_stream::bus::producer::serve(
-        bus,
+    strom_stream::bus::producer::start(
+        &context.hello.settings.run_dir,
+        WorkerKind::Rtmp,
         shared.streams.clone(),
         Arc::clone(&shared.ids),
         context.shutdown.clone(),
-    ));
+    )?;
     let republisher = Republisher::start(
         Arc::clone(&shared),
         republish_rules,
         context.shutdown.clone(),
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    let edges = Edges::start(Arc::clone(&shared), context.shutdown.clone());
     let relays = relays(&shared, context.shutdown.clone());
     Ok(Arc::new(RtmpWorker {
         shared,
         accept,
         republisher,
         pulls,
+        edges,
         relays,
     }))
 }
@@ -134,12 +136,14 @@ impl RtmpWorker {
             shutdown.clone(),
         );
         let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
+        let edges = Edges::start(Arc::clone(&shared), shutdown.clone());
         let relays = relays(&shared, shutdown);
         Self {
             shared,
             accept,
             republisher,
             pulls,
+            edges,
             relays,
         }
     }
@@ -192,11 +196,19 @@ impl WorkerService for RtmpWorker {
                 self.shared.set_rules(Arc::clone(&rules));
                 self.republisher.apply(&rules.republish);
                 self.pulls.apply(&rules.pull_sources);
+                self.edges.apply();
                 self.relays.reconcile();
                 WorkerReply::Done
             }
             WorkerRequest::StreamRegistry(locations) => {
+                self.edges.apply_registry(&locations);
                 self.relays.apply_registry(locations);
+                WorkerReply::Done
+            }
+            WorkerRequest::SetDraining(draining) => {
+                if self.shared.set_draining(draining) != draining {
+                    tracing::info!(draining, "rtmp: drain state changed");
+                }
                 WorkerReply::Done
             }
             WorkerRequest::Scte35 { app, stream, cue } => strom_stream::cues::answer(
@@ -206,6 +218,12 @@ impl WorkerService for RtmpWorker {
                 &stream,
                 cue,
             ),
+            WorkerRequest::IcecastMetadata {
+                app,
+                stream,
+                title,
+                url,
+            } => strom_stream::titles::answer(&self.shared.streams, &app, &stream, &title, &url),
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the rtmp worker does not handle {other:?}"),

@@ -6,6 +6,7 @@
 use crate::auth::adobe::AdobeAuth;
 use crate::sessions::SessionTable;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::rules::Rules;
 use strom_stream::Hub;
@@ -25,6 +26,8 @@ pub struct Shared {
     pub http: reqwest::Client,
     rules: Mutex<Arc<Rules>>,
     denied: Mutex<BTreeSet<String>>,
+    /// Draining for a rolling upgrade (`SetDraining`): new plays are refused.
+    draining: AtomicBool,
 }
 
 impl Shared {
@@ -47,6 +50,7 @@ impl Shared {
             http,
             rules: Mutex::new(Arc::new(rules)),
             denied: Mutex::new(denied_publishers.into_iter().collect()),
+            draining: AtomicBool::new(false),
         }
     }
 
@@ -84,6 +88,16 @@ impl Shared {
     /// Rules from `ApplyRules`; connections read them through [`Shared::rules`].
     pub(crate) fn set_rules(&self, rules: Arc<Rules>) {
         *locked(&self.rules) = rules;
+    }
+
+    /// Whether new plays are refused (draining).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Starts (`true`) or ends a drain; returns the previous state.
+    pub(crate) fn set_draining(&self, draining: bool) -> bool {
+        self.draining.swap(draining, Ordering::Relaxed)
     }
 
     /// Refuses these publisher ids from now on (publish control).

@@ -10,6 +10,7 @@ pub mod accept;
 pub mod bootstrap;
 pub mod bus;
 pub mod clock;
+pub mod connection_caps;
 pub mod control;
 pub mod counters;
 pub mod health;

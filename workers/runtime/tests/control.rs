@@ -79,6 +79,7 @@ fn hello(kind: WorkerKind, listeners: Vec<ListenerSpec>) -> SupervisorToWorker {
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 30,
             ndi_discovery_interfaces: Vec::new(),
+            http_limits: Default::default(),
         },
         rules: Rules::default(),
         tls: None,

@@ -10,7 +10,8 @@
 //! at the last keyframe and drops whole GOPs when they fall behind, counting the drops.
 //! [`HubEvents`] says when streams are published, released, demanded and their tracks
 //! known. The media [`bus`] links the hubs of different worker processes. Live MPEG-TS
-//! outputs read a stream through a [`TsFeed`].
+//! outputs read a stream through a [`TsFeed`]. SCTE-35 cues ([`cues`]) and stream
+//! titles ([`titles`]) are data frames put into the stream at its producer.
 
 pub mod bus;
 pub mod cues;
@@ -23,6 +24,7 @@ pub mod shared_frame;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+pub mod titles;
 pub mod ts_feed;
 #[cfg(test)]
 mod ts_feed_tests;

@@ -1,6 +1,6 @@
-//! One live stream of a hub: its publisher, the configuration frames and GOP a new
-//! reader starts with, its readers, the codecs learned from configuration frames, and
-//! the measured ingest bandwidth.
+//! One live stream of a hub: its publisher, the configuration frames, latest timed
+//! metadata and GOP a new reader starts with, its readers, the codecs learned from
+//! configuration frames, and the measured ingest bandwidth.
 
 use crate::cues::{Cue, CueError, Cues};
 use crate::events::{HubEvent, HubEvents};
@@ -51,6 +51,11 @@ struct StreamState {
     cues: Cues,
     /// The latest SCTE-35 markers the stream carried (for its status).
     markers: std::collections::VecDeque<strom_ipc::status::Scte35Event>,
+    /// The latest timed metadata (a stream title), sent to new readers after the
+    /// configuration frames, stamped at the start of the cached GOP ([`crate::titles`]).
+    timed_metadata: Option<Arc<SharedFrame>>,
+    /// The decode time of the latest audio or video frame: the stream's current time.
+    now: Option<i64>,
 }
 
 /// One live stream.
@@ -126,6 +131,29 @@ impl Stream {
         state.cues.request(cue)
     }
 
+    /// The latest timed metadata frame the stream carried (a title), if any.
+    pub fn timed_metadata(&self) -> Option<Frame> {
+        locked(&self.state)
+            .timed_metadata
+            .as_ref()
+            .map(|shared| shared.frame.clone())
+    }
+
+    /// Puts a timed metadata frame with `payload` (an ID3 tag) into the stream at its
+    /// current time (the latest audio or video frame's), in order with the media, for
+    /// every reader; readers that join later get it after the configuration frames.
+    pub fn insert_timed_metadata(&self, payload: Bytes) -> Result<(), crate::titles::NotLive> {
+        let mut state = locked(&self.state);
+        if state.publisher.is_none() {
+            return Err(crate::titles::NotLive);
+        }
+        let dts = state.now.unwrap_or(0);
+        let frame = Frame::neutral(Track::Data, Codec::TimedMetadata, dts, payload);
+        // Data frames teach nothing about codecs: no TracksKnown event to send.
+        self.publish_locked(&mut state, frame, None);
+        Ok(())
+    }
+
     /// Hands `frame` (90 kHz times, unwrapped by the producer) to every reader and the
     /// GOP cache, after the markers of cues that splice at it. Never blocks.
     pub(crate) fn publish(&self, frame: Frame, container: Option<Bytes>) {
@@ -143,6 +171,21 @@ impl Stream {
 
     fn publish_one(&self, frame: Frame, container: Option<Bytes>) {
         let mut state = locked(&self.state);
+        let learned = self.publish_locked(&mut state, frame, container);
+        drop(state);
+        if learned {
+            self.events.send(HubEvent::TracksKnown(self.key.clone()));
+        }
+    }
+
+    /// [`Self::publish_one`] under the state lock; `true` when the frame taught new
+    /// codec facts (the caller sends the event once the lock is released).
+    fn publish_locked(
+        &self,
+        state: &mut StreamState,
+        frame: Frame,
+        container: Option<Bytes>,
+    ) -> bool {
         let generation = state.generation;
         let learned = state.learn(&frame);
         let frame = Arc::new(match container {
@@ -159,9 +202,15 @@ impl Stream {
                 .markers
                 .push_back(crate::cues::event_of(&media.payload));
         }
+        if matches!(media.track, Track::Video | Track::Audio) {
+            state.now = Some(media.dts);
+        }
         match (media.track, media.config) {
             (Track::Data, _) if media.codec == Codec::AmfData => {
                 state.metadata = Some(Arc::clone(&frame));
+            }
+            (Track::Data, _) if media.codec == Codec::TimedMetadata => {
+                state.keep_timed_metadata(&frame);
             }
             (Track::Video, true) => state.video_header = Some(Arc::clone(&frame)),
             (Track::Audio, true) => state.audio_header = Some(Arc::clone(&frame)),
@@ -173,10 +222,7 @@ impl Stream {
         state
             .readers
             .retain_mut(|reader| deliver(reader, &frame, &headers, has_video, key));
-        drop(state);
-        if learned {
-            self.events.send(HubEvent::TracksKnown(self.key.clone()));
-        }
+        learned
     }
 
     /// Adds reader `id`; it gets metadata, configuration frames and the current GOP at
@@ -230,6 +276,8 @@ impl Stream {
         state.window_start = None;
         state.cues = Cues::default();
         state.markers.clear();
+        state.timed_metadata = None;
+        state.now = None;
         // Fold the 64-bit session id so a restarted worker's new ids still differ.
         state.generation = (publisher.session_id ^ (publisher.session_id >> 32)) as u32;
         state.publisher = Some(publisher);
@@ -300,6 +348,11 @@ impl StreamState {
         if media.track == Track::Video && media.keyframe {
             self.gop.clear();
             self.gop_bytes = 0;
+            // New readers start here: their title comes at this time, not before.
+            if let Some(title) = self.timed_metadata.take() {
+                let restamped = restamped(&title, media.dts);
+                self.timed_metadata = Some(restamped);
+            }
         } else if self.gop.is_empty() && self.video_header.is_some() {
             // Nothing before the first keyframe is useful to a new reader.
             return;
@@ -317,10 +370,43 @@ impl StreamState {
     }
 
     fn headers(&self) -> Vec<Arc<SharedFrame>> {
-        [&self.metadata, &self.video_header, &self.audio_header]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect()
+        [
+            &self.metadata,
+            &self.video_header,
+            &self.audio_header,
+            &self.timed_metadata,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
     }
+
+    /// Keeps `frame` as the title new readers get: as is, or stamped at the start of
+    /// the cached GOP they will start with, so that their timestamps never go back.
+    fn keep_timed_metadata(&mut self, frame: &Arc<SharedFrame>) {
+        let gop_start = self
+            .gop
+            .first()
+            .filter(|first| first.frame.track == Track::Video)
+            .map(|first| first.frame.dts)
+            .filter(|&start| start < frame.frame.dts);
+        self.timed_metadata = Some(match gop_start {
+            Some(start) => restamped(frame, start),
+            None => Arc::clone(frame),
+        });
+    }
+}
+
+/// `frame` again at `dts` (also its pts), as a new shared frame of the same publisher.
+fn restamped(frame: &Arc<SharedFrame>, dts: i64) -> Arc<SharedFrame> {
+    if frame.frame.dts == dts {
+        return Arc::clone(frame);
+    }
+    let moved = Frame {
+        dts,
+        pts: dts,
+        ..frame.frame.clone()
+    };
+    Arc::new(SharedFrame::new(moved, frame.generation))
 }

@@ -2,8 +2,8 @@
 //! settings, re-publishing rules, MPEG-TS/SRT/RIST inputs and outputs, pulled sources,
 //! delivery), read into raw serde structs and validated into [`strom_ipc::rules::Rules`],
 //! which workers trust as they are. One module per top-level key: [`rtmp`], [`republish`],
-//! [`cameras`], [`ts_outputs`], [`pull`], [`delivery`], [`ad_insertion`]; [`fields`] holds the checks they
-//! share.
+//! [`cameras`], [`ts_outputs`], [`pull`], [`edge`], [`delivery`], [`ad_insertion`], [`icecast_sources`], [`icecast_push`];
+//! [`fields`] holds the checks they share.
 //!
 //! Schema (every top-level key is optional; unknown keys are errors at every level):
 //!
@@ -38,6 +38,8 @@
 //!   "RtmpPullSources": [{"app": "live", "stream": "pulled",
 //!                        "url": "rtmp://origin.example.com:1935/live/cam",
 //!                        "mode": "always", "idle_grace_secs": 30}],
+//!   "Edge": [{"apps": ["live"], "idle_grace_secs": 30,
+//!             "origins": ["rtmp://origin1.example.com:1935", "rtmp://origin2.example.com"]}],
 //!   "Delivery": {
 //!     "outputs": ["HLS"], "segment_duration_secs": 6,
 //!     "apps": [{"app": "live", "outputs": ["HLS", "DASH"], "segment_duration_secs": 4}],
@@ -45,7 +47,10 @@
 //!                  "segment_duration_secs": 2}],
 //!     "abr": [{"app": "live", "stream": "abr",
 //!              "streams": [{"app": "live", "stream": "hi"}, {"app": "live", "stream": "lo"}]}]
-//!   }
+//!   },
+//!   "IcecastPush": [{"app": "live", "stream": "radio",
+//!                    "url": "icecast://source:hackme@icecast.example:8000/radio",
+//!                    "name": "Radio", "description": "", "genre": "", "public": false}]
 //! }
 //! ```
 //!
@@ -76,7 +81,10 @@
 mod ad_insertion;
 mod cameras;
 mod delivery;
+mod edge;
 pub(crate) mod fields;
+mod icecast_push;
+mod icecast_sources;
 mod protection;
 mod pull;
 mod republish;
@@ -146,12 +154,18 @@ struct RawRules {
     ts_outputs: Vec<ts_outputs::RawTsOutput>,
     #[serde(rename = "RtmpPullSources", default)]
     pull_sources: Vec<pull::RawPullSource>,
+    #[serde(rename = "Edge", default)]
+    edges: Vec<edge::RawEdge>,
     #[serde(rename = "Delivery", default)]
     delivery: Option<delivery::RawDelivery>,
     #[serde(rename = "AdInsertion", default)]
     ad_insertion: Vec<ad_insertion::RawAdInsertion>,
     #[serde(rename = "PlaybackProtection", default)]
     protection: Vec<protection::RawProtection>,
+    #[serde(rename = "IcecastSources", default)]
+    icecast_sources: Vec<icecast_sources::RawIcecastSource>,
+    #[serde(rename = "IcecastPush", default)]
+    icecast_pushes: Vec<icecast_push::RawIcecastPush>,
 }
 
 impl RawRules {
@@ -161,6 +175,7 @@ impl RawRules {
         let cameras = cameras::validate_all(self.cameras)?;
         let ts_outputs = ts_outputs::validate_all(self.ts_outputs, &cameras)?;
         let pull_sources = pull::validate_all(self.pull_sources, &cameras)?;
+        let edges = edge::validate_all(self.edges)?;
         let delivery = match self.delivery {
             Some(raw) => raw.validate().map_err(|e| e.under("Delivery"))?,
             None => delivery::from_rtmp(&rtmp),
@@ -171,9 +186,12 @@ impl RawRules {
             cameras,
             ts_outputs,
             pull_sources,
+            edges,
             delivery,
             ad_insertion: ad_insertion::validate_all(self.ad_insertion)?,
             protection: protection::validate_all(self.protection)?,
+            icecast_sources: icecast_sources::validate_all(self.icecast_sources)?,
+            icecast_pushes: icecast_push::validate_all(self.icecast_pushes)?,
         })
     }
 }

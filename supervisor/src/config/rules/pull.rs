@@ -72,7 +72,7 @@ impl RawPullSource {
 }
 
 /// `rtmp://host[:port]/app/stream` (or `rtmps://`): a host, an app and a stream name.
-fn check_rtmp_url(field: &str, url: &str) -> Result<(), FieldError> {
+pub(super) fn check_rtmp_url(field: &str, url: &str) -> Result<(), FieldError> {
     let bad = |why: &str| {
         let message = format!("expected rtmp://host[:port]/app/stream, got {url:?}: {why}");
         Err(FieldError::new(field, message))

@@ -8,6 +8,8 @@
 //!
 //! The salt is derived from the user and a per-process secret (nothing to store); each
 //! opaque is a single-use nonce kept for a short time in a bounded table.
+//!
+//! The fuzz target `signatures` compiles this file by path (with `query.rs`).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -4,11 +4,10 @@
 //! `{"PublishAuthResponse":[{"seq":..,"status":"success"|"fail"}]}`. No answer in time, an
 //! error or anything but `success` for our `seq` refuses the publish.
 
-use serde::{Deserialize, Serialize};
+use super::answer::{MAX_ANSWER_BYTES, verdict};
+use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 #[derive(Serialize)]
 struct Request<'a> {
@@ -22,18 +21,6 @@ struct RequestItem<'a> {
     id: &'a str,
     ip: &'a str,
     stream: &'a str,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    #[serde(rename = "PublishAuthResponse")]
-    items: Vec<AnswerItem>,
-}
-
-#[derive(Deserialize)]
-struct AnswerItem {
-    seq: u64,
-    status: String,
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
@@ -72,13 +59,7 @@ pub async fn approve(
             }
             answer.extend_from_slice(&chunk);
         }
-        let answer: Answer = serde_json::from_slice(&answer)
-            .map_err(|e| format!("handler answer not understood: {e}"))?;
-        match answer.items.iter().find(|item| item.seq == seq) {
-            Some(item) if item.status == "success" => Ok(()),
-            Some(item) => Err(format!("handler said {:?}", item.status)),
-            None => Err("handler answer lacks our seq".to_owned()),
-        }
+        verdict(&answer, seq)
     };
     tokio::time::timeout(timeout, exchange)
         .await

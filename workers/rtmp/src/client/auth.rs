@@ -14,6 +14,8 @@
 //! - Limelight: `?reason=needauth&user=U&nonce=N` is answered with a digest:
 //!   `HA1 = md5(U:live:password)`, `HA2 = md5(publish:/<app>)` (`/_definst_` added to an
 //!   app without an instance), `response = md5(HA1:N:00000001:CN:auth:HA2)`, hex.
+//!
+//! The fuzz target `client_replies` compiles this file by path.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -205,6 +205,10 @@ impl RtmpClient {
         let packet = match frame.frame.track {
             Track::Video => self.session.publish_video_data(body.clone(), at, true),
             Track::Audio => self.session.publish_audio_data(body.clone(), at, true),
+            // A title (timed metadata) has no `@setDataFrame` form here: not pushed.
+            Track::Data if frame.frame.codec != strom_media::frame::Codec::AmfData => {
+                return Ok(());
+            }
             Track::Data => match parse_metadata(body) {
                 Some(metadata) => self.session.publish_metadata(&metadata),
                 None => return Ok(()),

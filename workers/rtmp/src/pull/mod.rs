@@ -5,9 +5,11 @@
 //!
 //! One task per configured source ([`source`]) decides when to pull (always, or while the
 //! stream has players) and retries with backoff; one connection ([`ingest`]) plays the
-//! remote stream and publishes what it receives.
+//! remote stream and publishes what it receives. Edge rules ([`edge`]) pull any stream of
+//! an app from origins when it is first asked for.
 
 mod claim;
+pub mod edge;
 mod ingest;
 mod source;
 

@@ -14,6 +14,22 @@ use tokio_util::sync::CancellationToken;
 
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Binds worker `kind`'s bus socket under `run_dir` and serves `hub` on it (in a task)
+/// until `shutdown`; the error names the socket that could not be bound.
+pub fn start(
+    run_dir: &std::path::Path,
+    kind: strom_ipc::WorkerKind,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    let path = strom_worker_runtime::bus::bus_path(run_dir, kind);
+    let listener = strom_worker_runtime::bus::bind(&path)
+        .map_err(|e| format!("media bus socket {}: {e}", path.display()))?;
+    tokio::spawn(serve(listener, hub, ids, shutdown));
+    Ok(())
+}
+
 /// Serves subscriptions to `hub`'s streams on `listener` until `shutdown`.
 pub async fn serve(
     listener: UnixListener,

@@ -1,0 +1,134 @@
+//! MPEG audio frame headers (ISO/IEC 11172-3 §2.4.2.3, 13818-3; MPEG 2.5 as LAME
+//! writes it): the four bytes before every MP3 (and MP1/MP2) frame say how long the
+//! frame is and how many samples it holds, which is all an elementary MP3 stream
+//! (an Icecast source) needs to be cut into frames and timed.
+
+/// What one MPEG audio frame header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpegAudioHeader {
+    /// The whole frame, header included, in bytes.
+    pub frame_len: usize,
+    pub sample_rate: u32,
+    /// Samples per channel in the frame: 384, 1152 or 576.
+    pub samples: u32,
+}
+
+/// Bit rates in kbit/s by index 1..=14, for MPEG-1 layers I, II, III and for MPEG-2/2.5
+/// layer I and layers II/III.
+const BITRATES: [[u16; 14]; 5] = [
+    [
+        32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448,
+    ],
+    [
+        32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384,
+    ],
+    [
+        32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320,
+    ],
+    [
+        32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256,
+    ],
+    [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
+];
+
+/// Parses the header at the start of `data`; `None` without a sync word, with a
+/// reserved field, or with the free-format bit rate (its length is not in the header).
+pub fn parse_header(data: &[u8]) -> Option<MpegAudioHeader> {
+    let &[b0, b1, b2, _] = data.first_chunk::<4>()?;
+    if b0 != 0xff || b1 & 0xe0 != 0xe0 {
+        return None;
+    }
+    let version = (b1 >> 3) & 0x03; // 0 MPEG-2.5, 1 reserved, 2 MPEG-2, 3 MPEG-1
+    let layer = (b1 >> 1) & 0x03; // 1 III, 2 II, 3 I, 0 reserved
+    let bitrate_index = usize::from(b2 >> 4);
+    let rate_index = usize::from((b2 >> 2) & 0x03);
+    let padding = usize::from((b2 >> 1) & 0x01);
+    if version == 1 || layer == 0 || bitrate_index == 0 || bitrate_index == 15 || rate_index == 3 {
+        return None;
+    }
+    let mpeg1 = version == 3;
+    let table = match (mpeg1, layer) {
+        (true, 3) => 0,
+        (true, 2) => 1,
+        (true, _) => 2,
+        (false, 3) => 3,
+        (false, _) => 4,
+    };
+    let bitrate = u32::from(BITRATES[table][bitrate_index - 1]) * 1000;
+    let base_rate = [44_100, 48_000, 32_000][rate_index];
+    let sample_rate = match version {
+        3 => base_rate,
+        2 => base_rate / 2,
+        _ => base_rate / 4,
+    };
+    let (samples, frame_len) = match layer {
+        3 => (384, (12 * bitrate / sample_rate) as usize * 4 + padding * 4),
+        2 => (1152, (144 * bitrate / sample_rate) as usize + padding),
+        _ if mpeg1 => (1152, (144 * bitrate / sample_rate) as usize + padding),
+        _ => (576, (72 * bitrate / sample_rate) as usize + padding),
+    };
+    Some(MpegAudioHeader {
+        frame_len,
+        sample_rate,
+        samples,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_headers() {
+        // MPEG-1 layer III, 128 kbit/s, 44.1 kHz, no padding: 417 bytes.
+        assert_eq!(
+            parse_header(&[0xff, 0xfb, 0x90, 0x64]),
+            Some(MpegAudioHeader {
+                frame_len: 417,
+                sample_rate: 44_100,
+                samples: 1152
+            })
+        );
+        // The same with padding: 418.
+        assert_eq!(
+            parse_header(&[0xff, 0xfb, 0x92, 0x64]).map(|h| h.frame_len),
+            Some(418)
+        );
+        // MPEG-2 layer III, 64 kbit/s, 22.05 kHz: 576 samples, 208 bytes.
+        let header = parse_header(&[0xff, 0xf3, 0x80, 0xc4]).unwrap_or_else(|| panic!("mpeg2"));
+        assert_eq!((header.samples, header.sample_rate), (576, 22_050));
+        assert_eq!(header.frame_len, 208);
+        // MPEG-1 layer II, 192 kbit/s, 48 kHz: 576 bytes.
+        assert_eq!(
+            parse_header(&[0xff, 0xfd, 0xa4, 0x00]).map(|h| (h.frame_len, h.samples)),
+            Some((576, 1152))
+        );
+    }
+
+    #[test]
+    fn reserved_and_free_format_headers_are_refused() {
+        assert_eq!(parse_header(&[0xff, 0xfb, 0x00, 0x64]), None, "free format");
+        assert_eq!(
+            parse_header(&[0xff, 0xfb, 0xf0, 0x64]),
+            None,
+            "bad bit rate"
+        );
+        assert_eq!(
+            parse_header(&[0xff, 0xfb, 0x9c, 0x64]),
+            None,
+            "reserved rate"
+        );
+        assert_eq!(
+            parse_header(&[0xff, 0xeb, 0x90, 0x64]),
+            None,
+            "reserved version"
+        );
+        assert_eq!(
+            parse_header(&[0xff, 0xf9, 0x90, 0x64]),
+            None,
+            "reserved layer"
+        );
+        assert_eq!(parse_header(&[0xff, 0xfb, 0x90]), None, "short");
+        assert_eq!(parse_header(&[0x00, 0xfb, 0x90, 0x64]), None, "no sync");
+    }
+}

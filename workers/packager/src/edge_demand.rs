@@ -1,0 +1,274 @@
+//! Edge mode in the packager: an HLS viewer asking for a stream of an `Edge` app that is
+//! not live here makes the demand known by packaging it anyway. The packaging task's bus
+//! subscription to the rtmp worker is a reader there, which starts the rtmp worker's
+//! on-demand pull from the origins (`strom_rtmp::pull::edge`); the stream then flows back
+//! over that same subscription, and the viewer's playlist request waits for the first
+//! segment ([`EdgeDemand::wait_for_segments`]) instead of failing.
+//!
+//! Streams of edge apps are packaged only while HLS viewers ask for them (a request in the
+//! last `hls_session_timeout`): then the packaging stops, the rtmp worker loses its reader
+//! and drops the pull after the edge rule's grace. Streams of other apps are packaged as
+//! the registry announces them, as before.
+
+use crate::packaging::Packaging;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use strom_ipc::WorkerKind;
+use strom_ipc::bus::StreamLocation;
+use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
+
+/// How long a playlist request of an edge stream waits for its first segment.
+pub const EDGE_WAIT: Duration = Duration::from_secs(15);
+/// How often the wait looks at the store.
+const WAIT_STEP: Duration = Duration::from_millis(100);
+
+pub struct EdgeDemand {
+    packaging: Arc<Packaging>,
+    /// The rtmp worker's media bus socket: edge streams are pulled there.
+    rtmp_bus: PathBuf,
+    /// Edge streams HLS viewers asked for, and when they last did.
+    demanded: Mutex<HashMap<(String, String), Instant>>,
+    /// The supervisor's last registry of live streams.
+    registry: Mutex<Vec<StreamLocation>>,
+    /// A demanded stream with no request for this long is no longer packaged.
+    idle: Duration,
+}
+
+impl EdgeDemand {
+    pub fn new(packaging: Arc<Packaging>, rtmp_bus: PathBuf, idle: Duration) -> Self {
+        Self {
+            packaging,
+            rtmp_bus,
+            demanded: Mutex::default(),
+            registry: Mutex::default(),
+            idle,
+        }
+    }
+
+    /// A new registry from the supervisor (or new rules: `None` keeps the last one).
+    pub fn apply_registry(&self, locations: Option<Vec<StreamLocation>>) {
+        let locations = match locations {
+            Some(locations) => {
+                *locked(&self.registry) = locations.clone();
+                locations
+            }
+            None => locked(&self.registry).clone(),
+        };
+        self.packaging.apply_registry(self.with_demand(locations));
+    }
+
+    /// The registry as the packager should follow it: streams of edge apps only while
+    /// viewers ask for them, and then also before they are live (pulled from the rtmp
+    /// worker, which starts pulling them when the packager subscribes).
+    fn with_demand(&self, mut locations: Vec<StreamLocation>) -> Vec<StreamLocation> {
+        let rules = self.packaging.rules();
+        let demanded = locked(&self.demanded);
+        locations.retain(|l| {
+            rules.edge_for(&l.app).is_none()
+                || demanded.contains_key(&(l.app.clone(), l.stream.clone()))
+        });
+        for (app, stream) in demanded.keys() {
+            let listed = locations
+                .iter()
+                .any(|l| &l.app == app && &l.stream == stream);
+            if !listed && rules.edge_for(app).is_some() {
+                locations.push(StreamLocation {
+                    app: app.clone(),
+                    stream: stream.clone(),
+                    producer: WorkerKind::Rtmp,
+                    bus_path: self.rtmp_bus.clone(),
+                });
+            }
+        }
+        locations
+    }
+
+    /// An HLS request for `app/stream` (valid names): when the app is an edge app, keeps
+    /// the stream demanded, and starts packaging it if it was not.
+    pub fn demand(&self, app: &str, stream: &str) {
+        if self.packaging.rules().edge_for(app).is_none() {
+            return;
+        }
+        let new = locked(&self.demanded)
+            .insert((app.to_owned(), stream.to_owned()), Instant::now())
+            .is_none();
+        if new {
+            tracing::info!(%app, %stream, "edge: HLS viewer asks for the stream");
+            self.apply_registry(None);
+        }
+    }
+
+    /// Forgets streams no viewer asked for within the idle time (housekeeping). A stream
+    /// with listeners (`mpegts.stream`, `icecast.stream`: one request, then a long
+    /// answer) stays demanded while they listen: they read the packager's hub, where the
+    /// packaging task itself is the only other reader.
+    pub fn expire(&self) {
+        let rules = self.packaging.rules();
+        let hub = self.packaging.hub();
+        let before = locked(&self.demanded).len();
+        locked(&self.demanded).retain(|(app, stream), last| {
+            let packaged = usize::from(crate::packaging::hls_settings(&rules, app, stream).0);
+            if hub.reader_count(&strom_stream::StreamKey::new(app.as_str(), stream.as_str()))
+                > packaged
+            {
+                *last = Instant::now();
+            }
+            last.elapsed() < self.idle
+        });
+        if locked(&self.demanded).len() != before {
+            self.apply_registry(None);
+        }
+    }
+
+    /// Waits (at most [`EDGE_WAIT`]) until the demanded edge stream `app/stream` has
+    /// segments; at once for streams of other apps.
+    pub async fn wait_for_segments(&self, app: &str, stream: &str, shutdown: &CancellationToken) {
+        if self.packaging.rules().edge_for(app).is_none() {
+            return;
+        }
+        self.wait_until(shutdown, || {
+            self.packaging
+                .store
+                .get(app, stream)
+                .is_some_and(|s| s.has_segments())
+        })
+        .await;
+    }
+
+    /// Waits (at most [`EDGE_WAIT`]) until the demanded edge stream `app/stream` is live
+    /// in the packager (`mpegts.stream`, `icecast.stream` listeners).
+    pub async fn wait_for_live(&self, app: &str, stream: &str, shutdown: &CancellationToken) {
+        if self.packaging.rules().edge_for(app).is_none() {
+            return;
+        }
+        let key = strom_stream::StreamKey::new(app, stream);
+        self.wait_until(shutdown, || {
+            self.packaging
+                .hub()
+                .get(&key)
+                .is_some_and(|s| s.publisher().is_some())
+        })
+        .await;
+    }
+
+    async fn wait_until(&self, shutdown: &CancellationToken, ready: impl Fn() -> bool) {
+        let deadline = Instant::now() + EDGE_WAIT;
+        while Instant::now() < deadline {
+            if ready() {
+                return;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(WAIT_STEP) => {}
+            }
+        }
+    }
+}
+
+/// Forgets idle demand every second until `shutdown`.
+pub async fn expire_loop(edge: Arc<EdgeDemand>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => edge.expire(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::store::{Limits, Store};
+    use strom_ipc::rules::{EdgeRule, Rules};
+    use strom_stream::Hub;
+    use strom_worker_runtime::SessionIds;
+
+    fn location(
+        app: &str,
+        stream: &str,
+        producer: WorkerKind,
+        bus: &std::path::Path,
+    ) -> StreamLocation {
+        StreamLocation {
+            app: app.into(),
+            stream: stream.into(),
+            producer,
+            bus_path: bus.to_path_buf(),
+        }
+    }
+
+    fn names(locations: &[StreamLocation]) -> Vec<String> {
+        let mut names: Vec<String> = locations
+            .iter()
+            .map(|l| format!("{}/{}@{}", l.app, l.stream, l.producer))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[tokio::test]
+    async fn edge_streams_are_packaged_while_viewers_ask() {
+        let dir = tempfile::tempdir().unwrap();
+        let shutdown = CancellationToken::new();
+        let store = Arc::new(Store::new(
+            dir.path(),
+            Limits {
+                max_ram_bytes: u64::MAX,
+                grace: Duration::from_secs(30),
+            },
+        ));
+        let rules = Rules {
+            edges: vec![EdgeRule {
+                apps: vec!["live".into()],
+                origins: vec!["rtmp://origin".into()],
+                idle_grace_secs: 30,
+            }],
+            ..Rules::default()
+        };
+        let packaging = Arc::new(Packaging::new(
+            Hub::default(),
+            Arc::clone(&store),
+            rules,
+            Arc::new(SessionIds::new(1)),
+            shutdown.clone(),
+        ));
+        let rtmp_bus = dir.path().join("rtmp.sock");
+        let other_bus = dir.path().join("ingest.sock");
+        let edge = EdgeDemand::new(Arc::clone(&packaging), rtmp_bus.clone(), Duration::ZERO);
+        let registry = vec![
+            location("live", "a", WorkerKind::Rtmp, &rtmp_bus),
+            location("other", "b", WorkerKind::Ingest, &other_bus),
+        ];
+        // Live on the edge but nobody asks over HTTP: not packaged.
+        assert_eq!(
+            names(&edge.with_demand(registry.clone())),
+            ["other/b@ingest"]
+        );
+        edge.apply_registry(Some(registry.clone()));
+        // An HLS viewer of a stream that is not live yet: packaged from the rtmp worker.
+        edge.demand("live", "c");
+        edge.demand("other", "x");
+        assert_eq!(
+            names(&edge.with_demand(registry.clone())),
+            ["live/c@rtmp", "other/b@ingest"]
+        );
+        assert!(store.get("live", "c").is_some());
+        assert!(store.get("other", "x").is_none());
+        // Asked for and live: the registry's own entry.
+        edge.demand("live", "a");
+        assert_eq!(
+            names(&edge.with_demand(registry.clone())),
+            ["live/a@rtmp", "live/c@rtmp", "other/b@ingest"]
+        );
+        // No requests within the idle time (zero here): forgotten.
+        edge.expire();
+        assert_eq!(names(&edge.with_demand(registry)), ["other/b@ingest"]);
+        shutdown.cancel();
+    }
+}
