@@ -37,7 +37,8 @@ pub struct IngestWorker {
     udp: UdpReceivers,
     rist: rist_input::RistInputs,
     ndi: ndi::NdiSources,
-    /// Feeds streams of other workers into the hub while TS outputs read them.
+    /// Feeds streams of other workers into the hub while TS outputs read them (and streams
+    /// of edge apps from the rtmp worker, which pulls them on that demand).
     relays: Arc<Relays>,
 }
 
@@ -66,11 +67,15 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         rules: Mutex::new(Arc::new(context.hello.rules.clone())),
         denied: Mutex::new(context.hello.denied_publishers.iter().cloned().collect()),
     });
-    let relays = Relays::start(
+    let relays = Relays::start_with_unlisted(
         shared.hub.clone(),
         Arc::clone(&shared.ids),
         WorkerKind::Ingest,
         Box::new(|_| false),
+        Some(outputs::edge_source(
+            Arc::clone(&shared),
+            strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Rtmp),
+        )),
         context.shutdown.clone(),
     );
     let rist = rist_input::RistInputs::new(Arc::clone(&shared), context.shutdown.clone());
@@ -220,6 +225,9 @@ impl WorkerService for IngestWorker {
                 if old.cameras != rules.cameras || old.ts_outputs != rules.ts_outputs {
                     self.udp.restart(&rules);
                     self.rist.restart(&rules);
+                }
+                if old.edges != rules.edges {
+                    self.relays.reconcile();
                 }
                 WorkerReply::Done
             }

@@ -132,6 +132,15 @@ impl Hub {
             .map_or(0, |stream| stream.reader_count())
     }
 
+    /// Streams that have readers right now.
+    pub fn read(&self) -> Vec<StreamKey> {
+        locked(&self.inner.map)
+            .iter()
+            .filter(|(_, stream)| stream.reader_count() > 0)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// Ends `session_id`'s publish of `key` (what dropping its [`Publishing`] does);
     /// returns whether it was the publisher.
     pub(crate) fn release(&self, key: &StreamKey, session_id: u64, announced: bool) -> bool {

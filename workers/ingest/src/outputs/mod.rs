@@ -6,6 +6,11 @@
 //! produce (an RTMP publish) are relayed into the hub over the media bus while an output
 //! reads them (`strom_stream::bus::relays`).
 //!
+//! Streams of `Edge` apps are relayed from the rtmp worker while outputs read them, even
+//! before the registry lists them ([`edge_source`]): that bus subscription is a reader in
+//! the rtmp worker, which pulls the stream from the origins on that demand. SRT callers of
+//! such a stream wait for it (up to [`srt_out::EDGE_WAIT`]).
+//!
 //! SRT connections of outputs are listed as sessions (type `SRT`) and in
 //! `srt_sender_stats`; RIST outputs with `rist-stats-interval` in `rist_sender_stats`.
 
@@ -19,12 +24,16 @@ use crate::srt::SrtSocket;
 use crate::udp::IngestShared;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use strom_ipc::WorkerKind;
+use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::ListenerRole;
 use strom_ipc::rules::{Rules, TsOutputSettings};
 use strom_ipc::status::SessionInfo;
 use strom_stream::StreamKey;
+use strom_stream::bus::relays::Unlisted;
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
@@ -152,6 +161,24 @@ impl OutputState {
             })
             .collect()
     }
+}
+
+/// Where the relays read streams of edge apps that the registry does not list (yet): the
+/// rtmp worker's bus at `rtmp_bus`, where the subscription starts the on-demand pull.
+pub fn edge_source(shared: Arc<IngestShared>, rtmp_bus: PathBuf) -> Unlisted {
+    Box::new(move |key: &StreamKey| {
+        if shared.rules().edge_for(&key.app).is_none()
+            || strom_ipc::names::check_pair(&key.app, &key.stream).is_err()
+        {
+            return None;
+        }
+        Some(StreamLocation {
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            producer: WorkerKind::Rtmp,
+            bus_path: rtmp_bus.clone(),
+        })
+    })
 }
 
 /// The stream an output sends: its `app/stream`.

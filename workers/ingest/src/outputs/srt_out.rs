@@ -7,6 +7,10 @@
 //! bytes). A receiver that does not keep up fills libsrt's send buffer; the thread then
 //! waits in `srt_sendmsg`, its hub reader fills and loses whole GOPs, and nobody else
 //! notices.
+//!
+//! A caller of a stream of an `Edge` app that is not live here makes the relays read it
+//! from the rtmp worker, which pulls it from the origins on that demand; the caller waits
+//! for it up to [`EDGE_WAIT`] and is closed if it does not come.
 
 use super::follow::Follower;
 use super::{SrtSender, source};
@@ -32,6 +36,10 @@ const DEFAULT_MAX_CALLERS: usize = 100;
 const MESSAGE: usize = 7 * 188;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// How long a caller of a stream of an edge app waits for the stream to arrive.
+pub const EDGE_WAIT: Duration = Duration::from_secs(15);
+/// How often that wait looks at the hub.
+const EDGE_WAIT_STEP: Duration = Duration::from_millis(100);
 
 fn options_of(output: &TsOutputSettings) -> Option<SrtOptions> {
     SrtOptions::from_parameters(&output.parameters)
@@ -112,7 +120,7 @@ pub fn listen(
             tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
             let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
             crate::udp::spawn_thread("srt-out-viewer", move || {
-                send(&shared, &sender, &runtime);
+                send(&shared, &sender, &runtime, true);
                 tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
             });
         },
@@ -155,7 +163,7 @@ pub fn push(
                     None,
                 );
                 tracing::info!(output = %output.id, %remote, stream = %sender.key, "SRT push connected");
-                send(&shared, &sender, &runtime);
+                send(&shared, &sender, &runtime, false);
                 tracing::info!(output = %output.id, %remote, "SRT push ended");
             }
             Some((remote, Err(e))) => {
@@ -197,8 +205,9 @@ fn register(
     sender
 }
 
-/// Sends `sender`'s stream until the connection or the output ends.
-fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle) {
+/// Sends `sender`'s stream until the connection or the output ends. A caller
+/// (`edge_wait`) of a stream of an edge app that is not live waits for it first.
+fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle, edge_wait: bool) {
     let mut follower = Follower::start(
         &shared.hub,
         sender.key.clone(),
@@ -207,8 +216,11 @@ fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle) {
         runtime,
     );
     let _ = sender.dropped.set(follower.dropped());
+    let arrived = !edge_wait
+        || shared.rules().edge_for(&sender.key.app).is_none()
+        || wait_for_edge_stream(shared, sender);
     let mut packets = BytesMut::with_capacity(64 * 1024);
-    'frames: while follower.next_packets(&mut packets) {
+    'frames: while arrived && follower.next_packets(&mut packets) {
         for message in packets.chunks(MESSAGE) {
             if sender.socket.send(message).is_err() {
                 break 'frames;
@@ -220,4 +232,34 @@ fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle) {
     drop(follower);
     sender.socket.close();
     shared.outputs.remove_srt(sender.session_id);
+}
+
+/// Whether the stream of `sender` (of an edge app) is live here, waiting up to
+/// [`EDGE_WAIT`] for the pull its demand started (the caller's hub reader makes the relays
+/// read it from the rtmp worker).
+fn wait_for_edge_stream(shared: &Arc<IngestShared>, sender: &SrtSender) -> bool {
+    let live = || {
+        shared
+            .hub
+            .get(&sender.key)
+            .is_some_and(|stream| stream.publisher().is_some())
+    };
+    if live() {
+        return true;
+    }
+    let (key, session) = (&sender.key, sender.session_id);
+    tracing::info!(stream = %key, session, peer = %sender.peer, "edge: SRT viewer asks for the stream; waiting for the pull");
+    let started = Instant::now();
+    while started.elapsed() < EDGE_WAIT {
+        if sender.stop.is_cancelled() {
+            return false;
+        }
+        std::thread::sleep(EDGE_WAIT_STEP);
+        if live() {
+            tracing::info!(stream = %key, session, waited_ms = started.elapsed().as_millis() as u64, "edge: stream arrived for the SRT viewer");
+            return true;
+        }
+    }
+    tracing::warn!(stream = %key, session, peer = %sender.peer, wait_secs = EDGE_WAIT.as_secs(), "edge: stream did not arrive; SRT viewer closed");
+    false
 }

@@ -1,8 +1,9 @@
 //! Edge mode (`Edge` rules): when a stream of an edge app gets its first reader (an RTMP
-//! player, or the packager subscribing for an HLS viewer) and nobody publishes it here,
-//! pull it from the rule's origins, tried in order (the next one when a pull fails), and
-//! drop the pull `idle_grace_secs` after the last reader left. No per-stream config: the
-//! pulled URL is the origin plus `<app>/<stream>`.
+//! player, the packager subscribing for an HLS viewer, or the ingest worker subscribing
+//! for an SRT viewer) and nobody publishes it here, pull it from the rule's origins, tried
+//! in order (the next one when a pull fails), and drop the pull `idle_grace_secs` after
+//! the last reader left. No per-stream config: the pulled URL is the origin plus
+//! `<app>/<stream>`.
 //!
 //! One task per demanded stream; it ends when its stream has no readers left, when its
 //! rule goes away (reload), or with the worker. An explicit `RtmpPullSources` entry of
