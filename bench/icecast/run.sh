@@ -7,8 +7,9 @@
 #   strom     over RTMP (audio-only FLV) to rtmp://127.0.0.1:<rtmp>/live/radio, rules
 #             `"Delivery": {"outputs": ["ICECAST"]}`; listeners at
 #             http://127.0.0.1:<http>/live/radio/icecast.stream. --strom-feed icecast (or
-#             STROM_FEED=icecast) sends the same file as an Icecast source instead (ffmpeg
-#             icecast:// to strom's HTTP port, credentials in rules.conf `IcecastSources`).
+#             STROM_FEED=icecast) sends the same file as an Icecast source instead, as
+#             icecast2 gets it (ffmpeg icecast:// to strom's HTTP port, credentials in
+#             rules.conf `IcecastSources`; strom's source ingest, since bfa9166).
 #   icecast2  as an Icecast source (`-content_type audio/mpeg -f mp3 icecast://`) to mount
 #             /radio; run as root it drops to nobody:nogroup (<changeowner>); <limits>
 #             <clients> above the largest step.
@@ -60,7 +61,7 @@ SOURCE_PASSWORD=hackme
 ADMIN_PASSWORD=hackme
 TITLE="strom bench - 440 Hz sine"
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
 options: --listeners LIST ($STEPS)  --duration SECS ($DURATION)  --warmup SECS ($WARMUP)
          --only strom|icecast2|both ($ONLY)  --strom-feed rtmp|icecast ($STROM_FEED)
          --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --strom-bin PATH ($STROM_BIN)
@@ -189,7 +190,7 @@ run_dir = run
 logging = warn
 EOF
     [[ $STROM_FEED == icecast ]] && sources=',
-  "IcecastSources": [{ "app": "live", "stream": "", "user": "source", "password": "'$SOURCE_PASSWORD'" }]'
+  "IcecastSources": [{ "app": "live", "user": "source", "password": "'$SOURCE_PASSWORD'" }]'
     cat >"$dir/rules.conf" <<EOF
 {
   "RtmpSettings": { "interfaces": [{ "ip": "127.0.0.1", "port": $RTMP_PORT }] },
@@ -337,6 +338,12 @@ measure() {
     ROWS+=("| $s | $n | $(jget "$out" listeners_connected) | $(jget "$out" listeners_behind) | $(jget "$out" audio_kbps_min) / $(jget "$out" audio_kbps_median) | $(jget "$out" listeners_with_title) (icy-metaint $(python3 -c 'import json,sys; print(", ".join(json.load(open(sys.argv[1]))["metaint"]))' "$out" 2>/dev/null)) | $cpu | $(jget "$out" server_cpu_pct_by_proc) | $(jget "$out" listeners_per_core) | $ms | $(jget "$out" segments_per_listener_sec_median) ($(jget "$out" bytes_per_segment) B each) | $(jget "$out" ksoftirqd_cpu_pct) | $(jget "$out" gen_cpu_pct) | $(jget "$out" core_busy_pct) | $rest | $note |")
 }
 
+if [[ $STROM_BIN == "$TARGET_DIR/release/strom" ]]; then
+    STROM_DESC="release build of the working tree at HEAD $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+else
+    STROM_DESC="binary $STROM_BIN"
+fi
+STROM_DESC+=" (built $(date -u -r "$STROM_BIN" '+%F %H:%M UTC'))"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 log "load average before the run: $LOAD_BEFORE"
 log "encoding the 60 s source (128 kbit/s CBR MP3)"
@@ -357,7 +364,7 @@ echo
 printf '%s cores (%s), %s, load average before / after the run: %s / %s. Source: 128 kbit/s CBR MP3 (libmp3lame, 44.1 kHz, 440 Hz sine, 60 s looped by `ffmpeg -re -stream_loop -1 -c copy`); strom fed over %s, icecast2 over icecast://. Servers on core 0, publishers and the generator on core 1. Window %ss after %ss warm-up. strom %s; icecast2 %s.\n' \
     "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(date -u '+%F %H:%M UTC')" \
     "$LOAD_BEFORE" "$LOAD_AFTER" "$STROM_FEED" "$DURATION" "$WARMUP" \
-    "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (working tree, release)" \
+    "$STROM_DESC" \
     "$(dpkg-query -W -f '${Version}' icecast2 2>/dev/null || echo '?')"
 echo
 echo "| server | listeners | connected | fell behind (< 95% of 128 kbit/s) | audio kbit/s per listener, min / median | listeners that got the title | CPU % of a core | by process | listeners per core (N / CPU fraction) | CPU ms per listener-second | TCP data segments per listener-second, median (bytes each) | ksoftirqd/0 % (not in CPU) | generator CPU % | core 0 / 1 busy % | core 0 not this server % | notes |"

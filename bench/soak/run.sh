@@ -65,6 +65,7 @@ for tool in ffmpeg curl awk; do
 done
 [ -x "$STROM_BIN" ] || { echo "soak: no strom binary at $STROM_BIN (cargo build --release -p strom)" >&2; exit 2; }
 
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 WORK=$(mktemp -d /tmp/strom-soak.XXXXXX)
 log() { echo "soak[$(date +%H:%M:%S)]: $*" >&2; }
 cleanup() {
@@ -232,30 +233,33 @@ starts=$(grep -c "strom-supervisor worker ready" "$WORK/strom.log" || true)
 panics=$(grep -ci "panicked" "$WORK/strom.log" || true)
 echo "## Soak: $DURATION s of churn"
 echo
-echo "Command: \`$CMDLINE\` ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores)."
+echo "Command: \`$CMDLINE\` (checkout $COMMIT, binary $STROM_BIN, $(nproc) cores)."
 echo "Publishers $PUBLISHERS (one restarted every $CYCLE s), RTMP players $PLAYERS, HLS viewers $HLS_VIEWERS,"
 echo "MPEG-TS viewers $TS_VIEWERS, reload every 300 s, kill -9 of a worker every 600 s."
 echo "Worker starts logged: $starts (4 at start, one per kill after); panics logged: $panics."
 echo
-echo "| process | life from | RSS after warm-up (KiB) | RSS last | RSS max | RSS slope after warm-up (KiB/h) | fds after warm-up | fds last | fds max | fd slope (/h) |"
+echo "One row per process life (a killed worker's successor is a new life)."
+echo
+echo "| process | life | RSS after warm-up (KiB) | RSS last | RSS max | RSS slope after warm-up (KiB/h) | fds after warm-up | fds last | fds max | fd slope (/h) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 awk -F, -v warmup="$WARMUP" 'NR > 1 {
-    key = $2; if (pid[key] != $3) { pid[key] = $3; lives[key]++; n[key] = 0; from[key] = $1; sx[key]=sy[key]=sxx[key]=sxy[key]=0; fy[key]=fxy[key]=0; w[key]=""; maxr[key]=0; maxf[key]=0
+    p = $3
+    if (!(p in kind)) {
+        kind[p] = $2; lives[$2]++; from[p] = $1; order[++count] = p
         # The first life warms up for --warmup seconds, a restarted worker for a fifth of it.
-        settled[key] = lives[key] == 1 ? warmup : $1 + warmup / 5 }
-    if ($4 > maxr[key]) maxr[key] = $4; if ($5 > maxf[key]) maxf[key] = $5
-    lastr[key] = $4; lastf[key] = $5
-    if ($1 >= settled[key]) {
-        if (w[key] == "") { wr[key] = $4; wf[key] = $5; w[key] = 1 }
-        n[key]++; sx[key] += $1; sy[key] += $4; sxx[key] += $1 * $1; sxy[key] += $1 * $4; fy[key] += $5; fxy[key] += $1 * $5
+        settled[p] = lives[$2] == 1 ? warmup : $1 + warmup / 5
     }
-    order[key] = 1
+    to[p] = $1; lastr[p] = $4; lastf[p] = $5
+    if ($4 > maxr[p]) maxr[p] = $4; if ($5 > maxf[p]) maxf[p] = $5
+    if ($1 >= settled[p]) {
+        if (!(p in wr)) { wr[p] = $4; wf[p] = $5 }
+        n[p]++; sx[p] += $1; sy[p] += $4; sxx[p] += $1 * $1; sxy[p] += $1 * $4; fy[p] += $5; fxy[p] += $1 * $5
+    }
 } END {
-    split("supervisor rtmp packager ingest dvr", names, " ")
-    for (i = 1; i <= 5; i++) { k = names[i]; if (!(k in order)) continue
+    for (i = 1; i <= count; i++) { p = order[i]
         slope = "n/a"; fslope = "n/a"
-        d = n[k] * sxx[k] - sx[k] * sx[k]
-        if (n[k] > 2 && d > 0) { slope = sprintf("%.0f", 3600 * (n[k] * sxy[k] - sx[k] * sy[k]) / d); fslope = sprintf("%.1f", 3600 * (n[k] * fxy[k] - sx[k] * fy[k]) / d) }
-        printf "| %s | %ss | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, from[k], wr[k], lastr[k], maxr[k], slope, wf[k], lastf[k], maxf[k], fslope
+        d = n[p] * sxx[p] - sx[p] * sx[p]
+        if (n[p] > 2 && d > 0) { slope = sprintf("%.0f", 3600 * (n[p] * sxy[p] - sx[p] * sy[p]) / d); fslope = sprintf("%.1f", 3600 * (n[p] * fxy[p] - sx[p] * fy[p]) / d) }
+        printf "| %s | %s-%s s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind[p], from[p], to[p], wr[p], lastr[p], maxr[p], slope, wf[p], lastf[p], maxf[p], fslope
     }
 }' "$WORK/samples.csv"

@@ -35,6 +35,9 @@ pub const FILE_NAME: &str = "mpegts.stream";
 const BODY_CHUNKS: usize = 8;
 /// A response with no frame for this long ends.
 const IDLE_END: Duration = Duration::from_secs(15);
+/// Icecast listeners get their audio in blocks of this much time (players buffer
+/// seconds; video viewers of `mpegts.stream` get every frame at once).
+const ICY_COALESCE: Duration = Duration::from_millis(500);
 
 /// The body of an `mpegts.stream` response: chunks from the viewer's task.
 pub struct TsBody {
@@ -138,6 +141,14 @@ impl Renderer {
                 writer.push(&frame.frame, &titles.set_here(key), out);
                 out.len() - start
             }
+        }
+    }
+
+    /// How long to gather frames before writing them.
+    fn coalescing(&self) -> Option<Duration> {
+        match self {
+            Renderer::Ts(_) => None,
+            Renderer::Icy { .. } => Some(ICY_COALESCE),
         }
     }
 }
@@ -307,7 +318,18 @@ async fn follow(
             Ok(None) => break "stream removed",
             Err(_) => break "no frames",
         };
-        let written = feed.push(&frame, &mut out);
+        let mut written = feed.push(&frame, &mut out);
+        if let Some(window) = feed.coalescing() {
+            // One write per window instead of one per audio frame: a 128 kbit/s MP3
+            // listener costs a few writes a second instead of 38.
+            tokio::select! {
+                () = viewer.stop.cancelled() => break "ended by request",
+                () = tokio::time::sleep(window) => {}
+            }
+            while let Ok(more) = frames.try_recv() {
+                written += feed.push(&more, &mut out);
+            }
+        }
         if written == 0 {
             continue;
         }
