@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a playlist request of an edge stream waits for its first segment.
 pub const EDGE_WAIT: Duration = Duration::from_secs(15);
+/// Edge streams HLS and HTTP listeners may keep demanded at once.
+pub const MAX_DEMANDED_STREAMS: usize = 256;
 /// How often the wait looks at the store.
 const WAIT_STEP: Duration = Duration::from_millis(100);
 
@@ -87,18 +89,29 @@ impl EdgeDemand {
     }
 
     /// An HLS request for `app/stream` (valid names): when the app is an edge app, keeps
-    /// the stream demanded, and starts packaging it if it was not.
-    pub fn demand(&self, app: &str, stream: &str) {
+    /// the stream demanded, and starts packaging it if it was not; `true` when the
+    /// stream is demanded. Any client can name any stream, and each new one costs a
+    /// packaging task and a pull from the origins: past [`MAX_DEMANDED_STREAMS`] new
+    /// names are refused (logged) until demand expires.
+    pub fn demand(&self, app: &str, stream: &str) -> bool {
         if self.packaging.rules().edge_for(app).is_none() {
-            return;
+            return false;
         }
-        let new = locked(&self.demanded)
-            .insert((app.to_owned(), stream.to_owned()), Instant::now())
-            .is_none();
+        let key = (app.to_owned(), stream.to_owned());
+        let mut demanded = locked(&self.demanded);
+        let new = !demanded.contains_key(&key);
+        if new && demanded.len() >= MAX_DEMANDED_STREAMS {
+            drop(demanded);
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %app, %stream, max = MAX_DEMANDED_STREAMS, "edge: stream not pulled: too many edge streams demanded");
+            return false;
+        }
+        demanded.insert(key, Instant::now());
+        drop(demanded);
         if new {
             tracing::info!(%app, %stream, "edge: HLS viewer asks for the stream");
             self.apply_registry(None);
         }
+        true
     }
 
     /// Forgets streams no viewer asked for within the idle time (housekeeping). A stream
@@ -252,8 +265,8 @@ mod tests {
         );
         edge.apply_registry(Some(registry.clone()));
         // An HLS viewer of a stream that is not live yet: packaged from the rtmp worker.
-        edge.demand("live", "c");
-        edge.demand("other", "x");
+        assert!(edge.demand("live", "c"));
+        assert!(!edge.demand("other", "x"), "not an edge app");
         assert_eq!(
             names(&edge.with_demand(registry.clone())),
             ["live/c@rtmp", "other/b@ingest"]
@@ -266,9 +279,20 @@ mod tests {
             names(&edge.with_demand(registry.clone())),
             ["live/a@rtmp", "live/c@rtmp", "other/b@ingest"]
         );
+        // Client-chosen names are capped: past the cap a new name is not pulled, a
+        // demanded one still is.
+        let extra: Vec<String> = (0..MAX_DEMANDED_STREAMS).map(|i| format!("n{i}")).collect();
+        let taken = extra
+            .iter()
+            .filter(|name| edge.demand("live", name))
+            .count();
+        assert_eq!(taken, MAX_DEMANDED_STREAMS - 2, "a and c hold two places");
+        assert!(edge.demand("live", "a"));
+        assert_eq!(locked(&edge.demanded).len(), MAX_DEMANDED_STREAMS);
         // No requests within the idle time (zero here): forgotten.
         edge.expire();
         assert_eq!(names(&edge.with_demand(registry)), ["other/b@ingest"]);
+        assert!(edge.demand("live", "again"), "places come back");
         shutdown.cancel();
     }
 }

@@ -268,7 +268,9 @@ impl Context {
         if (master || listener) && self.draining.load(Ordering::Relaxed) {
             return;
         }
-        self.edge.demand(app, stream);
+        if !self.edge.demand(app, stream) {
+            return;
+        }
         if master || matches!(file, "chunks.m3u8" | "chunks_fmp4.m3u8") {
             self.edge
                 .wait_for_segments(app, stream, &self.shutdown)

@@ -26,6 +26,8 @@ use strom_worker_runtime::sync::locked;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+/// Edge pulls running at most (each is a connection to an origin).
+pub const MAX_EDGE_PULLS: usize = 1000;
 /// Bound on each connection step and each write to an origin.
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 
@@ -113,6 +115,12 @@ impl Edges {
             || locked(&self.produced_elsewhere).contains(key);
         let mut running = locked(&self.running);
         if published || running.contains_key(key) {
+            return;
+        }
+        if running.len() >= MAX_EDGE_PULLS {
+            // Viewers name streams: a flood of made-up names must not become a flood of
+            // connections to the origins.
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); stream = %key, max = MAX_EDGE_PULLS, "edge: not pulling: too many edge pulls running");
             return;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
