@@ -30,7 +30,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# hls.js and playwright-core for the browser test, exactly as package-lock.json pins them;
+# hls.js, dash.js and playwright-core for the browser tests, exactly as package-lock.json pins them;
 # installed again only when the lock file changed since the last install.
 if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.installed-lock.json; then
   npm ci --prefix tests/browser --no-audit --no-fund

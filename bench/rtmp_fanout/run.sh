@@ -19,7 +19,12 @@
 # server's RSS at the end of the window minus its RSS before the first step, per player.
 # Traffic goes to 127.0.0.1 only; nothing is installed; results go to stdout (markdown).
 #
-#   bash bench/rtmp_fanout/run.sh [--only nginx|strom] [--steps 50,100,...] [--measure-secs N]
+# With --only rtsp, strom's RTSP play fan-out (TCP interleaved, `strom_rtsp`) is measured
+# beside its RTMP fan-out in the same run: same publisher (RTMP), same steps, the generator's
+# RTSP players (DESCRIBE, SETUP per track, PLAY; bytes only, no delay probes). --only all
+# runs nginx, strom and strom_rtsp. No RTSP server is packaged in Debian to compare with.
+#
+#   bash bench/rtmp_fanout/run.sh [--only nginx|strom|rtsp|both|all] [--steps 50,100,...] [--measure-secs N]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +39,7 @@ GEN_LIMIT=90
 NGINX_PORT=19350
 STROM_PORT=19351
 STROM_HTTP_PORT=18091
+STROM_RTSP_PORT=18554
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 STROM_BIN=$TARGET_DIR/release/strom
 GEN=$TARGET_DIR/release/rtmp-fanout
@@ -45,12 +51,12 @@ QUIET_WAIT=120  # before each step, wait up to this long for the cores to be fre
 RETRIES=2       # repeat a step disturbed by other load on the cores up to this often
 EXPECTED_KBPS=  # stream rate a player needs (x 0.95); default: the first step's median player
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
 options: --only nginx|strom|both ($ONLY)  --steps LIST ($STEPS)  --measure-secs N ($MEASURE, >= 10:
          shorter windows make the per-player byte counts too coarse for the 95% test)
          --warmup-secs N ($WARMUP)  --ramp-per-sec N ($RAMP_RATE)  --ramp-secs N ($RAMP_SECS)
          --cpu-limit PCT ($CPU_LIMIT)  --gen-limit PCT ($GEN_LIMIT)  --nginx-port P ($NGINX_PORT)
-         --strom-port P ($STROM_PORT)  --strom-http-port P ($STROM_HTTP_PORT)
+         --strom-port P ($STROM_PORT)  --strom-http-port P ($STROM_HTTP_PORT)  --strom-rtsp-port P ($STROM_RTSP_PORT)
          --strom-bin PATH ($STROM_BIN)  --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --expected-kbps K  --no-build
          --keep (keep the temp dir with logs and JSON)  --strom-coalesce-ms MS (strom's play_coalesce_ms; default: strom's own)
 EOF
@@ -69,6 +75,7 @@ while (($#)); do
         --nginx-port) NGINX_PORT=$2; shift ;;
         --strom-port) STROM_PORT=$2; shift ;;
         --strom-http-port) STROM_HTTP_PORT=$2; shift ;;
+        --strom-rtsp-port) STROM_RTSP_PORT=$2; shift ;;
         --strom-bin) STROM_BIN=$2; shift ;;
         --quiet-wait) QUIET_WAIT=$2; shift ;;
         --retries) RETRIES=$2; shift ;;
@@ -82,7 +89,8 @@ while (($#)); do
     shift
 done
 case $ONLY in nginx) SERVERS=(nginx) ;; strom) SERVERS=(strom) ;; both) SERVERS=(nginx strom) ;;
-    *) echo "--only takes nginx, strom or both" >&2; exit 2 ;; esac
+    rtsp) SERVERS=(strom strom_rtsp) ;; all) SERVERS=(nginx strom strom_rtsp) ;;
+    *) echo "--only takes nginx, strom, rtsp, both or all" >&2; exit 2 ;; esac
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian package $2"; }
@@ -162,12 +170,22 @@ EOF
     "apps": [],
     "limits": { "max_connections": 19000, "max_players": 19000,
                 "max_connections_per_ip": 19000$coalesce }
+  },
+  "RtspSettings": {
+    "interfaces": [{ "ip": "127.0.0.1", "port": $STROM_RTSP_PORT }],
+    "limits": { "max_connections": 19000, "max_connections_per_ip": 19000 }
   }
 }
 EOF
     taskset -c 0 "$STROM_BIN" run --config "$dir/strom.conf" >"$dir/strom.log" 2>&1 &
     SERVER_PID=$!
     wait_port "$STROM_PORT" "$SERVER_PID" || { FAIL="strom did not start: $(tail -1 "$dir/strom.log")"; return 1; }
+}
+
+# strom again, its RTSP listener measured (the publisher still publishes over RTMP).
+start_strom_rtsp() {
+    mkdir -p "$TMP/strom_rtsp"
+    start_strom
 }
 
 start_publisher() { # start_publisher NAME PORT
@@ -205,10 +223,12 @@ stop() { for pid in "$@"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev
 # NOISY (non-empty when other load disturbed the cores) and ROW (a markdown table row).
 measure() {
     local name=$1 port=$2 step=$3 out=$TMP/$1/step-$3.json rate conn full cpu gen kbps core0 core1 errs rss
+    local url="rtmp://127.0.0.1:$port/live/bench"
+    [[ $name == strom_rtsp ]] && url="rtsp://127.0.0.1:$STROM_RTSP_PORT/live/bench"
     rate=$(awk -v n="$step" -v r="$RAMP_RATE" -v s="$RAMP_SECS" 'BEGIN { print (n / s > r) ? n / s : r }')
     wait_quiet
     log "$name: $step players"
-    if ! taskset -c 1 "$GEN" --url "rtmp://127.0.0.1:$port/live/bench" --players "$step" \
+    if ! taskset -c 1 "$GEN" --url "$url" --players "$step" \
         --ramp-per-sec "$rate" --warmup-secs "$WARMUP" --measure-secs "$MEASURE" \
         ${EXPECTED:+--expected-kbps "$EXPECTED"} --server-pid "$SERVER_PID" --ksoftirqd-core 0 --publisher-start-ms "$PUB_START_MS" \
         >"$out" 2>"$out.err"; then
@@ -293,4 +313,8 @@ if [[ $ONLY == both ]]; then
     awk -v sp="${PPC_strom:-0}" -v np="${PPC_nginx:-0}" -v ss="${SERVED_strom:-0}" -v ns="${SERVED_nginx:-0}" 'BEGIN {
         printf "\nratio strom/nginx: players per core %s, players served %s (target: >= 2.5)\n",
             (np > 0 ? sprintf("%.2f", sp / np) : "n/a"), (ns > 0 ? sprintf("%.2f", ss / ns) : "n/a") }'
+fi
+if [[ $ONLY == rtsp || $ONLY == all ]]; then
+    awk -v rp="${PPC_strom_rtsp:-0}" -v sp="${PPC_strom:-0}" 'BEGIN {
+        printf "\nratio strom RTSP/RTMP: players per core %s\n", (sp > 0 ? sprintf("%.2f", rp / sp) : "n/a") }'
 fi

@@ -37,7 +37,7 @@ use std::time::Duration;
 use strom_media::flv_adapter;
 use strom_media::frame::Frame;
 use strom_media::scte35::{BreakDuration, SpliceInfo};
-use strom_worker_packager::fuzzing::{Limits, Store};
+use strom_worker_packager::fuzzing::{Limits, SegmentFacts, Store};
 use strom_worker_runtime::{play_signature, publish_sign};
 
 fn corpus(target: &str) -> PathBuf {
@@ -68,6 +68,7 @@ fn main() {
     http_range_and_paths();
     let frames = capture_frames();
     muxing(&frames);
+    dvr_archive(&frames);
     config_files();
     hls_index();
     client_replies();
@@ -261,6 +262,61 @@ fn capture_frames() -> Vec<Frame> {
     frames.into_iter().filter_map(Result::ok).collect()
 }
 
+/// An archive the DVR writer made from the capture: its index and each of its segment
+/// files, in the `dvr_archive` target's format (u16 index length, index, segment).
+fn dvr_archive(frames: &[Frame]) {
+    use strom_media::dvr::{ArchiveWriter, SegmentEntry, segment_file_name};
+    use strom_media::track_builder::TrackBuilder;
+    let dir = std::env::temp_dir().join(format!("strom-dvr-seeds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (mut writer, _) = ArchiveWriter::open(&dir).unwrap();
+    let mut tracks = TrackBuilder::default();
+    let mut configs = Vec::new();
+    let mut open = None;
+    let mut first_dts = 0;
+    for frame in frames {
+        if frame.config {
+            configs.push((frame.codec, frame.payload.clone()));
+        }
+        let Some(sample) = tracks.accept_frame(frame.clone()) else {
+            continue;
+        };
+        if open.is_none() {
+            if !sample.keyframe {
+                continue;
+            }
+            first_dts = sample.dts;
+            open = Some(writer.begin(&configs).unwrap());
+        }
+        open.as_mut().unwrap().push(&sample).unwrap();
+        if sample.dts - first_dts > 90_000 {
+            let facts = SegmentEntry {
+                seq: 0,
+                period: 1,
+                start_ms: 1_700_000_000_000 + first_dts / 90,
+                start_dts: first_dts,
+                duration: (sample.dts - first_dts) as u64,
+                bytes: 0,
+                samples: 0,
+                width: 320,
+                height: 240,
+                vcodec: "avc1.42c00d".into(),
+                acodec: "mp4a.40.2".into(),
+            };
+            writer.commit(open.take().unwrap(), facts).unwrap();
+        }
+    }
+    let index = std::fs::read(dir.join("index")).unwrap();
+    for entry in writer.entries().iter().take(3) {
+        let segment = std::fs::read(dir.join(segment_file_name(entry.seq))).unwrap();
+        let mut seed = (index.len() as u16).to_be_bytes().to_vec();
+        seed.extend_from_slice(&index);
+        seed.extend_from_slice(&segment);
+        write("dvr_archive", &format!("archive-{}", entry.seq), &seed);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// One frame in the `muxing` target's format, times absolute.
 fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
     let header = frame.codec.to_u8()
@@ -434,7 +490,14 @@ fn hls_index() {
         },
     );
     let hls = store.get_or_create("live", "cam").unwrap();
-    let facts = || (String::from("avc1.64001f,mp4a.40.2"), 1280, 720, 6);
+    let facts = || SegmentFacts {
+        codecs: String::from("avc1.64001f,mp4a.40.2"),
+        width: 1280,
+        height: 720,
+        frame_rate: Some(25.0),
+        independent: true,
+        dash: None,
+    };
     hls.add_init(1 << 16 | 1, Bytes::from_static(b"init"));
     let index = || std::fs::read(run_dir.join("hls/live/cam/index.json")).unwrap();
     for n in 0..3 {

@@ -135,7 +135,7 @@ impl Hls {
         let has_video = self.tracks.tracks.video.is_some();
         let segmenter = self
             .segmenter
-            .get_or_insert_with(|| Segmenter::new(self.duration, has_video));
+            .get_or_insert_with(|| Segmenter::new(self.duration, self.duration, has_video));
         let was_started = segmenter.started();
         match segmenter.push(sample) {
             Some(cut) => {
@@ -255,5 +255,9 @@ fuzz_target!(|data: &[u8]| {
         if frames > 2000 {
             break;
         }
+    }
+    // The publisher stops: the segment being built is flushed.
+    if let Some(cut) = hls.segmenter.as_mut().and_then(Segmenter::flush) {
+        hls.finish(cut);
     }
 });

@@ -27,6 +27,12 @@ pub fn bus_path(run_dir: &Path, producer: WorkerKind) -> PathBuf {
     run_dir.join("bus").join(format!("{producer}.sock"))
 }
 
+/// The Unix socket the dvr worker serves MP4 exports on (beside the bus sockets); the
+/// supervisor streams `export_mp4` answers from it.
+pub fn dvr_export_path(run_dir: &Path) -> PathBuf {
+    run_dir.join("bus").join("dvr-export.sock")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,14 +15,17 @@ pub enum WorkerKind {
     Packager,
     /// Recording, MP4 export, archive cleanup.
     Dvr,
+    /// RTSP players (appended: bincode encodes the variant index).
+    Rtsp,
 }
 
 impl WorkerKind {
-    pub const ALL: [WorkerKind; 4] = [
+    pub const ALL: [WorkerKind; 5] = [
         WorkerKind::Rtmp,
         WorkerKind::Ingest,
         WorkerKind::Packager,
         WorkerKind::Dvr,
+        WorkerKind::Rtsp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -31,6 +34,7 @@ impl WorkerKind {
             WorkerKind::Ingest => "ingest",
             WorkerKind::Packager => "packager",
             WorkerKind::Dvr => "dvr",
+            WorkerKind::Rtsp => "rtsp",
         }
     }
 }
@@ -44,6 +48,7 @@ impl WorkerKind {
             WorkerKind::Ingest => c"strom-ingest",
             WorkerKind::Packager => c"strom-packager",
             WorkerKind::Dvr => c"strom-dvr",
+            WorkerKind::Rtsp => c"strom-rtsp",
         }
     }
 }
@@ -56,7 +61,7 @@ impl fmt::Display for WorkerKind {
 
 /// The name given on the command line was not a worker kind.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager or dvr)")]
+#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager, dvr or rtsp)")]
 pub struct UnknownWorkerKind(pub String);
 
 impl FromStr for WorkerKind {

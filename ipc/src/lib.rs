@@ -9,6 +9,8 @@
 pub mod bus;
 pub mod channel;
 pub mod contract;
+pub mod dvr_export;
+pub mod dvr_rules;
 pub mod error;
 pub mod failure;
 pub mod fd_passing;
@@ -17,6 +19,8 @@ pub mod kind;
 pub mod messages;
 pub mod names;
 pub mod paging;
+pub mod playlist_rules;
+pub mod rtsp_rules;
 pub mod rules;
 pub mod status;
 pub mod sync;

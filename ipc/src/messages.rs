@@ -130,13 +130,18 @@ pub enum ListenerRole {
     Srt,
     /// A RIST listener's UDP socket (`Cameras`, protocol `rist`, receive mode `listen`).
     Rist,
+    /// RTSP over TCP (`RtspSettings`); a TCP role appended after the datagram ones
+    /// because bincode encodes the variant index.
+    Rtsp,
 }
 
 impl ListenerRole {
     /// Whether the socket is a UDP socket rather than a listening TCP socket.
     pub fn is_datagram(self) -> bool {
         match self {
-            ListenerRole::Rtmp | ListenerRole::Http | ListenerRole::Https => false,
+            ListenerRole::Rtmp | ListenerRole::Http | ListenerRole::Https | ListenerRole::Rtsp => {
+                false
+            }
             ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => true,
         }
     }

@@ -10,6 +10,7 @@
 //! `RtmpSettings`; the supervisor translates them into `delivery` when it validates, and
 //! keeps `rtmp` as written because the management API echoes it.
 
+pub use crate::playlist_rules::ServerPlaylistSettings;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,12 @@ pub struct Rules {
     /// Streams whose audio the packager sends as a source to another Icecast server
     /// (`IcecastPush`).
     pub icecast_pushes: Vec<IcecastPushSettings>,
+    /// DVR archives (`Dvr`): location, segment length, retention.
+    pub dvr: crate::dvr_rules::DvrSettings,
+    /// The server playlist file (`ServerPlaylists`), played out by the ingest worker.
+    pub server_playlists: Option<ServerPlaylistSettings>,
+    /// The RTSP server (`RtspSettings`), served by the rtsp worker.
+    pub rtsp: crate::rtsp_rules::RtspSettings,
 }
 
 impl Rules {
@@ -516,16 +523,34 @@ impl PullMode {
     }
 }
 
-/// A stream pulled over RTMP from another server and published locally as `app/stream`.
+/// A stream pulled from another server or camera and published locally as
+/// `app/stream`: over RTMP by the rtmp worker, over RTSP by the rtsp worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullSource {
     pub app: String,
     pub stream: String,
-    /// `rtmp://host[:port]/app/stream` or `rtmps://...`.
+    /// `rtmp://host[:port]/app/stream`, `rtmps://...` or `rtsp://[user:pass@]host[:port]/...`.
     pub url: String,
     pub mode: PullMode,
     /// On demand: how long the pull outlives its last player.
     pub idle_grace_secs: u32,
+    /// How an RTSP source sends its RTP; ignored for RTMP.
+    pub rtsp_transport: RtspTransport,
+}
+
+impl PullSource {
+    /// Whether the rtsp worker pulls it (rather than the rtmp worker).
+    pub fn is_rtsp(&self) -> bool {
+        self.url.starts_with("rtsp://")
+    }
+}
+
+/// RTP over the RTSP connection (interleaved) or over UDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum RtspTransport {
+    #[default]
+    Tcp,
+    Udp,
 }
 
 /// Edge mode (`Edge`): any stream of `apps` that a viewer asks for and that is not live
@@ -556,9 +581,8 @@ impl EdgeRule {
     }
 }
 
-/// An output a stream can be delivered as. Only [`DeliveryOutput::Hls`] is produced
-/// today; the others are accepted and carried so that configurations written for the
-/// coming outputs validate now.
+/// An output a stream can be delivered as. [`DeliveryOutput::Scte35`] is accepted and
+/// carried (`AdInsertion` switches SCTE-35 on); the others are produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DeliveryOutput {
     Hls,
@@ -617,6 +641,10 @@ pub struct DeliverySettings {
     pub outputs: Vec<DeliveryOutput>,
     /// Target segment duration in seconds.
     pub segment_duration_secs: u32,
+    /// Low-Latency HLS part target (`PART-TARGET`) in milliseconds, for the streams
+    /// whose outputs include [`DeliveryOutput::LlHls`].
+    #[serde(default = "default_part_target_ms")]
+    pub part_target_ms: u32,
     pub apps: Vec<AppDelivery>,
     pub streams: Vec<StreamDelivery>,
     pub abr: Vec<AbrGroup>,
@@ -629,11 +657,17 @@ impl Default for DeliverySettings {
         Self {
             outputs: vec![DeliveryOutput::Hls],
             segment_duration_secs: 6,
+            part_target_ms: default_part_target_ms(),
             apps: Vec::new(),
             streams: Vec::new(),
             abr: Vec::new(),
         }
     }
+}
+
+/// Half a second: LL-HLS players then hold back 1.5 s (3 part targets).
+fn default_part_target_ms() -> u32 {
+    500
 }
 
 /// Overrides for one app; `None` keeps the global value.
@@ -703,6 +737,7 @@ mod tests {
         let delivery = DeliverySettings {
             outputs: vec![DeliveryOutput::Hls],
             segment_duration_secs: 6,
+            part_target_ms: 500,
             apps: vec![AppDelivery {
                 app: "live".into(),
                 outputs: Some(vec![DeliveryOutput::Dash]),

@@ -141,6 +141,9 @@ pub struct ServerPlaylistEntry {
     pub default_stream: Option<String>,
     pub default_stream_type: Option<String>,
     pub default_stream_duration: Option<u64>,
+    /// Why the scheduled source does not play (a file that cannot be played, blocks
+    /// that overlap); shown as `error` beside the spec's fields.
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,6 +15,9 @@
 //! - [`audio_stream`]: elementary MP3/ADTS byte streams (Icecast sources) to frames.
 //! - [`icy_request`]: the request head of an Icecast source (`PUT`, `SOURCE`).
 //! - [`annexb`]: length-prefixed NAL units to Annex B, key-frame detection.
+//! - [`mp4`]: progressive MP4 files over samples left in place (DVR export).
+//! - [`mp4_read`]: progressive MP4 files read sample by sample (server playlists).
+//! - [`dash`]: MPEG-DASH live manifests.
 //! - [`ts`]: MPEG-TS muxing of HLS segments.
 //! - [`ts_demux`]: MPEG-TS demuxing into frames (TS ingest), [`ts_demux::strip_rtp`].
 //! - [`scte35`]: SCTE-35 splice_info_sections, built and parsed.
@@ -30,6 +33,8 @@ pub mod avc;
 pub mod bits;
 pub mod codec_string;
 mod cursor;
+pub mod dash;
+pub mod dvr;
 mod error;
 pub mod flv;
 pub mod flv_adapter;
@@ -39,7 +44,10 @@ pub mod hevc;
 pub mod hls;
 pub mod icy_request;
 pub mod id3;
+pub mod mp4;
+pub mod mp4_read;
 pub mod mpeg_audio;
+pub mod rtp;
 pub mod sample;
 pub mod scte35;
 pub mod sps;

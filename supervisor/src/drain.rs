@@ -1,7 +1,7 @@
 //! Draining for rolling upgrades: `POST /manage/drain` or SIGUSR1 starts it,
 //! `DELETE /manage/drain` or SIGUSR2 ends it. While draining, `GET /health` answers 503
 //! (load balancers stop sending new viewers), and the workers that serve viewers (rtmp,
-//! packager) refuse new ones (RTMP plays, HLS sessions, HTTP listeners) while the open
+//! packager, rtsp) refuse new ones (RTMP plays, HLS sessions, HTTP listeners) while the open
 //! ones go on. A worker that restarts during a drain hears about it again within
 //! [`RETELL`] (workers start undrained).
 
@@ -14,7 +14,7 @@ use strom_ipc::messages::{WorkerReply, WorkerRequest};
 /// How often the drain is told again to the workers while it lasts.
 const RETELL: Duration = Duration::from_secs(2);
 /// The workers that serve viewers.
-const VIEWER_WORKERS: [WorkerKind; 2] = [WorkerKind::Rtmp, WorkerKind::Packager];
+const VIEWER_WORKERS: [WorkerKind; 3] = [WorkerKind::Rtmp, WorkerKind::Packager, WorkerKind::Rtsp];
 
 /// Whether the server drains (part of the supervisor state).
 #[derive(Debug, Default)]

@@ -41,6 +41,7 @@ pub fn owner(role: ListenerRole) -> WorkerKind {
         ListenerRole::Rtmp => WorkerKind::Rtmp,
         ListenerRole::Http | ListenerRole::Https => WorkerKind::Packager,
         ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => WorkerKind::Ingest,
+        ListenerRole::Rtsp => WorkerKind::Rtsp,
     }
 }
 
@@ -68,6 +69,19 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
         if let Some(ip) = ip {
             wanted.insert(ListenerKey {
                 role: ListenerRole::Rtmp,
+                addr: SocketAddr::new(ip, interface.port),
+            });
+        }
+    }
+    for interface in &rules.rtsp.interfaces {
+        let ip = if interface.ip == "*" {
+            Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+        } else {
+            interface.ip.parse().ok()
+        };
+        if let Some(ip) = ip {
+            wanted.insert(ListenerKey {
+                role: ListenerRole::Rtsp,
                 addr: SocketAddr::new(ip, interface.port),
             });
         }

@@ -166,7 +166,14 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
                 || old.edges != new.edges
                 || ads
         }
-        WorkerKind::Ingest => old.cameras != new.cameras || old.ts_outputs != new.ts_outputs || ads,
+        WorkerKind::Ingest => {
+            old.cameras != new.cameras
+                || old.ts_outputs != new.ts_outputs
+                || ads
+                // Every reload re-reads the server playlist file.
+                || old.server_playlists.is_some()
+                || new.server_playlists.is_some()
+        }
         WorkerKind::Packager => {
             old.delivery != new.delivery
                 || old.edges != new.edges
@@ -175,6 +182,10 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
                 || ads
         }
         WorkerKind::Dvr => old != new,
+        // Publishers' credentials and publish control live in `RtmpSettings`.
+        WorkerKind::Rtsp => {
+            old.rtsp != new.rtsp || old.rtmp != new.rtmp || old.pull_sources != new.pull_sources
+        }
     }
 }
 

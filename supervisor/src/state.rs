@@ -15,7 +15,7 @@ use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::contract::bus_path;
 use strom_ipc::messages::{DrmSettings, TlsMaterial, WorkerEvent, WorkerHello, WorkerSettings};
-use strom_ipc::rules::Rules;
+use strom_ipc::rules::{DeliveryOutput, Rules};
 use strom_ipc::sync::locked;
 
 #[derive(Debug)]
@@ -259,8 +259,9 @@ impl SupervisorHooks for SupervisorState {
 /// packaged output or pushed to an Icecast server (`IcecastPush`), the rtmp worker when
 /// it has listeners (its players may ask for any stream) or re-publishing rules, the
 /// ingest worker when it has MPEG-TS outputs (`TsOutputs`: it relays streams produced
-/// elsewhere). Which streams each one subscribes to is its own decision, from the same
-/// rules.
+/// elsewhere), the dvr worker when any stream is delivered as `DVR` (it records them),
+/// the rtsp worker when it listens (its players may ask for any stream).
+/// Which streams each one subscribes to is its own decision, from the same rules.
 pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
     let delivery = &rules.delivery;
     let packaged = !rules.icecast_pushes.is_empty()
@@ -274,11 +275,25 @@ pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
             .iter()
             .any(|s| s.outputs.as_ref().is_some_and(|o| !o.is_empty()));
     let plays = !rules.rtmp.interfaces.is_empty() || !rules.republish.is_empty();
-    let relays_ts = !rules.ts_outputs.is_empty();
+    // TS outputs and server playlists (live sources) read other workers' streams.
+    let relays_ts = !rules.ts_outputs.is_empty() || rules.server_playlists.is_some();
+    let records = delivery.outputs.contains(&DeliveryOutput::Dvr)
+        || delivery.apps.iter().any(|a| {
+            a.outputs
+                .as_ref()
+                .is_some_and(|o| o.contains(&DeliveryOutput::Dvr))
+        })
+        || delivery.streams.iter().any(|s| {
+            s.outputs
+                .as_ref()
+                .is_some_and(|o| o.contains(&DeliveryOutput::Dvr))
+        });
     [
         (packaged, WorkerKind::Packager),
         (plays, WorkerKind::Rtmp),
         (relays_ts, WorkerKind::Ingest),
+        (records, WorkerKind::Dvr),
+        (!rules.rtsp.interfaces.is_empty(), WorkerKind::Rtsp),
     ]
     .into_iter()
     .filter_map(|(wanted, kind)| wanted.then_some(kind))

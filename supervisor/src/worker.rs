@@ -25,6 +25,7 @@ pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
             WorkerKind::Ingest => serve(kind, strom_worker_ingest::start).await,
             WorkerKind::Packager => serve(kind, strom_worker_packager::start).await,
             WorkerKind::Dvr => serve(kind, strom_worker_dvr::start).await,
+            WorkerKind::Rtsp => serve(kind, strom_worker_rtsp::start).await,
         }
     });
     if let Err(e) = &result {

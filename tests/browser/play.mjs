@@ -1,8 +1,8 @@
-// Opens the player page (tests/browser/index.html, served by tests/tests/browser.rs) in
-// Debian's headless Chromium, waits until hls.js plays, samples video.currentTime for
-// 10 s of wall time, takes a screenshot and prints one JSON line:
+// Opens the player page (tests/browser/index.html with hls.js or dash.html with
+// dash.js, served by tests/tests/browser.rs) in Debian's headless Chromium, waits until
+// it plays, samples video.currentTime for 10 s of wall time, takes a screenshot and prints one JSON line:
 // {started, start, end, wallSeconds, samples, fatalErrors, nonFatalErrors, levels,
-// dateRanges, ...}.
+// fragLevels, levelsSwitched, widthsSeen, dateRanges, ...}.
 //
 //   node tests/browser/play.mjs <page URL> <screenshot.png>
 import { chromium } from 'playwright-core';
@@ -89,10 +89,17 @@ try {
     nonFatalErrors: last.nonFatalErrors,
     levels: last.levels,
     fragsLoaded: last.fragsLoaded,
+    fragLevels: last.fragLevels,
+    levelsSwitched: last.levelsSwitched,
+    widthsSeen: last.widthsSeen,
     dateRanges: last.dateRanges,
+    latency: last.latency,
+    latencies: last.latencies,
+    partsLoaded: last.partsLoaded,
     playlistOrigin: last.playlistOrigin,
     pageOrigin: last.pageOrigin,
     hlsVersion: last.hlsVersion,
+    dashVersion: last.dashVersion,
     videoWidth: last.videoWidth,
     videoHeight: last.videoHeight,
     totalVideoFrames: last.totalVideoFrames,

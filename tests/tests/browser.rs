@@ -2,7 +2,10 @@
 //! (`tests/browser/play.mjs`), plays strom's HLS with hls.js from a page served on another
 //! origin (CORS), for 10 s of wall time, with `currentTime` advancing and no fatal hls.js
 //! error; once for the MPEG-TS master playlist and once for the fMP4 one. A second test
-//! checks that hls.js exposes the `#EXT-X-DATERANGE` of an SCTE-35 break.
+//! checks that hls.js exposes the `#EXT-X-DATERANGE` of an SCTE-35 break, a third that
+//! hls.js plays both renditions of an ABR group, switching between them, a fourth that
+//! dash.js plays the MPEG-DASH manifest the same way (`tests/browser/dash.html`), a fifth
+//! that hls.js in `lowLatencyMode` plays LL-HLS with a latency (`hls.latency`) under 3 s.
 //!
 //! Needs the Debian packages `chromium` and `nodejs` (with npm), and
 //! `npm ci --prefix tests/browser` (scripts/test.sh does all three).
@@ -21,6 +24,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 const LIVE: Duration = Duration::from_secs(40);
+/// dash.js's browser build, under `tests/browser`.
+const DASH_JS: &str = "node_modules/dashjs/dist/modern/umd/dash.all.min.js";
 
 fn browser_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("browser")
@@ -32,7 +37,11 @@ fn require_browser_tools() {
     require_tool("chromium", "chromium");
     require_tool("node", "nodejs");
     let modules = browser_dir().join("node_modules");
-    for needed in ["hls.js/dist/hls.min.js", "playwright-core/package.json"] {
+    for needed in [
+        "hls.js/dist/hls.min.js",
+        DASH_JS.trim_start_matches("node_modules/"),
+        "playwright-core/package.json",
+    ] {
         assert!(
             modules.join(needed).exists(),
             "{} is missing: run `npm ci --prefix tests/browser` (scripts/test.sh does)",
@@ -75,6 +84,8 @@ fn serve_file(mut stream: TcpStream) {
             browser_dir().join("node_modules/hls.js/dist/hls.min.js"),
             "text/javascript",
         )),
+        "/dash.html" => Some((browser_dir().join("dash.html"), "text/html")),
+        "/dash.all.min.js" => Some((browser_dir().join(DASH_JS), "text/javascript")),
         _ => None,
     };
     let (status, content_type, body) =
@@ -121,12 +132,30 @@ fn wait_playlist(server: &Server, master: &str, min: usize) {
 
 /// Plays `playlist` in Chromium from the player page; the JSON that play.mjs printed.
 fn play_in_browser(page: &str, playlist: &str, screenshot: &Path) -> serde_json::Value {
-    let url = format!("{page}/index.html?src={playlist}");
+    play_in_browser_with(page, playlist, "", screenshot)
+}
+
+/// [`play_in_browser`] with more page parameters (`&switch=<ms>`).
+fn play_in_browser_with(
+    page: &str,
+    playlist: &str,
+    parameters: &str,
+    screenshot: &Path,
+) -> serde_json::Value {
+    play_page(
+        &format!("{page}/index.html?src={playlist}{parameters}"),
+        screenshot,
+    )
+}
+
+/// Opens the player page `url` in Chromium; the JSON that play.mjs printed.
+fn play_page(url: &str, screenshot: &Path) -> serde_json::Value {
+    let playlist = url.split_once("src=").map_or(url, |(_, src)| src);
     let started = Instant::now();
     let output = Command::new("timeout")
         .args(["90", "node"])
         .arg(browser_dir().join("play.mjs"))
-        .arg(&url)
+        .arg(url)
         .arg(screenshot)
         .output()
         .unwrap();
@@ -182,17 +211,25 @@ fn problems(result: &serde_json::Value, stream_origin: &str, page_origin: &str) 
     problems
 }
 
-#[test]
-fn hls_js_in_chromium_plays_ts_and_fmp4_from_another_origin() {
+/// A strom whose delivery port lets the player page's origin in (CORS), on the rules
+/// `rules` makes from the RTMP port, and the player page served from another port:
+/// the server, the page's origin and the stream origin.
+fn start_with_player(rules: impl FnOnce(u16) -> String) -> (Server, String, String) {
     require_browser_tools();
     let page_port = free_port();
     let page_origin = format!("http://127.0.0.1:{page_port}");
     let mut server = Server::prepare(&format!("access_control_allow_origin = {page_origin}"));
-    std::fs::write(server.path("rules.conf"), rules_json(server.ports.rtmp, 1)).unwrap();
+    std::fs::write(server.path("rules.conf"), rules(server.ports.rtmp)).unwrap();
     server.spawn();
     server.wait_ready();
     let stream_origin = format!("http://127.0.0.1:{}", server.ports.http);
     serve_player(page_port);
+    (server, page_origin, stream_origin)
+}
+
+#[test]
+fn hls_js_in_chromium_plays_ts_and_fmp4_from_another_origin() {
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| rules_json(rtmp, 1));
 
     let _publisher = publish(&rtmp_url(&server, "live/b"));
     wait_live(&server, "live", "b", LIVE)
@@ -238,24 +275,14 @@ fn hls_js_in_chromium_plays_ts_and_fmp4_from_another_origin() {
 /// and `PLANNED-DURATION`, while playback runs without a fatal error.
 #[test]
 fn hls_js_exposes_scte35_dateranges_while_playing() {
-    require_browser_tools();
-    let page_port = free_port();
-    let page_origin = format!("http://127.0.0.1:{page_port}");
-    let mut server = Server::prepare(&format!("access_control_allow_origin = {page_origin}"));
-    std::fs::write(
-        server.path("rules.conf"),
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| {
         format!(
             r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
  "AdInsertion": [{{"app": "live", "time_sync": "scte35"}}]}}"#,
-            server.ports.rtmp
-        ),
-    )
-    .unwrap();
-    server.spawn();
-    server.wait_ready();
-    let stream_origin = format!("http://127.0.0.1:{}", server.ports.http);
-    serve_player(page_port);
+            rtmp
+        )
+    });
     let _publisher = publish(&rtmp_url(&server, "live/b"));
     wait_live(&server, "live", "b", LIVE)
         .unwrap_or_else(|| panic!("stream not live; log:\n{}", server.log()));
@@ -292,5 +319,205 @@ fn hls_js_exposes_scte35_dateranges_while_playing() {
             .unwrap()
             .starts_with("0xFC"),
         "{break_range}"
+    );
+}
+
+/// ffmpeg publishing a `size` H.264 + AAC test source at `bitrate` to `url`.
+fn publish_rendition(url: &str, size: &str, bitrate: &str) -> common::media::Proc {
+    require_tool("ffmpeg", "ffmpeg");
+    let child = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", &format!("testsrc=size={size}:rate=25")])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-tune",
+            "zerolatency",
+        ])
+        .args(["-g", "25", "-b:v", bitrate, "-pix_fmt", "yuv420p"])
+        .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", "flv", url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::media::Proc(child)
+}
+
+/// An ABR group of two renditions (320x240 and 160x120) behind `live/abr`: hls.js in
+/// Chromium gets a master with two levels, and when the page forces the other level
+/// every 2.5 s (`hls.nextLevel`), loads fragments of both and plays both (the video
+/// size changes), without a fatal error.
+#[test]
+fn hls_js_switches_between_abr_renditions() {
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| {
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1,
+   "abr": [{{"app": "live", "stream": "abr",
+     "streams": [{{"app": "live", "stream": "hi"}}, {{"app": "live", "stream": "lo"}}]}}]}}}}"#,
+            rtmp
+        )
+    });
+    let _hi = publish_rendition(&rtmp_url(&server, "live/hi"), "320x240", "600k");
+    let _lo = publish_rendition(&rtmp_url(&server, "live/lo"), "160x120", "150k");
+    let master_url = format!("{stream_origin}/live/abr/playlist.m3u8");
+    let master = wait_for(LIVE, "an ABR master with both renditions", || {
+        let (status, master) = fetch(&master_url);
+        let uris: Vec<&str> = master
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .collect();
+        if status != 200 || uris.len() != 2 {
+            return None;
+        }
+        let ready = uris.iter().all(|uri| {
+            let url = format!("{stream_origin}/live/abr/{uri}");
+            let (status, media) = fetch(&url);
+            status == 200 && media.matches("#EXTINF").count() >= 3
+        });
+        ready.then_some(master)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no ABR master with two ready renditions; log:\n{}",
+            server.log()
+        )
+    });
+    assert!(master.contains("RESOLUTION=320x240"), "{master}");
+    assert!(master.contains("RESOLUTION=160x120"), "{master}");
+    assert!(master.contains("AVERAGE-BANDWIDTH="), "{master}");
+    let shots = tempfile::tempdir().unwrap();
+    let result = play_in_browser_with(
+        &page_origin,
+        &master_url,
+        "&switch=2500",
+        &shots.path().join("abr.png"),
+    );
+    let mut problems = Vec::new();
+    if result["started"] != true {
+        problems.push("playback never started".to_owned());
+    }
+    if result["fatalErrors"]
+        .as_array()
+        .is_some_and(|e| !e.is_empty())
+    {
+        problems.push(format!("fatal errors: {}", result["fatalErrors"]));
+    }
+    let advanced = result["end"].as_f64().unwrap_or(0.0) - result["start"].as_f64().unwrap_or(0.0);
+    if advanced < 5.0 {
+        problems.push(format!("currentTime advanced {advanced:.2} s"));
+    }
+    if result["levels"] != 2 {
+        problems.push(format!("{} levels, not 2", result["levels"]));
+    }
+    for level in ["0", "1"] {
+        if result["fragLevels"][level].as_u64().unwrap_or(0) == 0 {
+            problems.push(format!("no fragment of level {level} loaded"));
+        }
+    }
+    let switched: Vec<u64> = result["levelsSwitched"]
+        .as_array()
+        .map(|l| l.iter().filter_map(|v| v.as_u64()).collect())
+        .unwrap_or_default();
+    if !(switched.contains(&0) && switched.contains(&1)) {
+        problems.push(format!("levels played: {switched:?}"));
+    }
+    let widths = &result["widthsSeen"];
+    let seen = |w: u64| widths.as_array().is_some_and(|a| a.iter().any(|v| v == w));
+    if !(seen(320) && seen(160)) {
+        problems.push(format!("video widths played: {widths}"));
+    }
+    assert!(
+        problems.is_empty(),
+        "hls.js ABR in Chromium: {problems:?}\n{result}\nstrom log:\n{}",
+        server.log()
+    );
+}
+
+/// hls.js with `lowLatencyMode` plays an LL-HLS stream (`LLHLS` among its `Delivery`
+/// outputs, 2 s segments, 500 ms parts): it loads parts, and the live latency it
+/// measures itself (`hls.latency`: live edge minus playback position) stays under 3 s.
+#[test]
+fn hls_js_low_latency_mode_plays_ll_hls_within_3_s_of_the_live_edge() {
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| {
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "LLHLS"], "segment_duration_secs": 2}}}}"#,
+            rtmp
+        )
+    });
+    let _publisher = publish(&rtmp_url(&server, "live/b"));
+    wait_live(&server, "live", "b", LIVE)
+        .unwrap_or_else(|| panic!("stream not live; log:\n{}", server.log()));
+    wait_playlist(&server, "playlist_fmp4.m3u8", 3);
+    let shots = tempfile::tempdir().unwrap();
+    let result = play_in_browser_with(
+        &page_origin,
+        &format!("{stream_origin}/live/b/playlist_fmp4.m3u8"),
+        "&lowLatency=1",
+        &shots.path().join("llhls.png"),
+    );
+    let mut problems = problems(&result, &stream_origin, &page_origin);
+    if result["partsLoaded"].as_u64().unwrap_or(0) == 0 {
+        problems.push("hls.js loaded no part".to_owned());
+    }
+    let mut latencies: Vec<f64> = result["latencies"]
+        .as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+        .unwrap_or_default();
+    latencies.sort_by(f64::total_cmp);
+    let median = latencies.get(latencies.len() / 2).copied();
+    let last = result["latency"].as_f64();
+    eprintln!("hls.js LL-HLS latency: last {last:?} s, median {median:?} s of {latencies:?}");
+    match (last, median) {
+        (Some(last), Some(median)) if last > 0.0 && last < 3.0 && median < 3.0 => {}
+        _ => problems.push(format!(
+            "hls.latency not under 3 s: last {last:?}, median {median:?}"
+        )),
+    }
+    assert!(
+        problems.is_empty(),
+        "hls.js LL-HLS in Chromium: {problems:?}\n{result}\nstrom log:\n{}",
+        server.log()
+    );
+}
+
+/// dash.js in Chromium plays `manifest.mpd` from another origin (CORS) for 10 s of wall
+/// time, video and audio, without an error.
+#[test]
+fn dash_js_in_chromium_plays_the_manifest_from_another_origin() {
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| {
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "DASH"], "segment_duration_secs": 1}}}}"#,
+            rtmp
+        )
+    });
+    let _publisher = publish(&rtmp_url(&server, "live/b"));
+    let manifest = format!("{stream_origin}/live/b/manifest.mpd");
+    wait_for(LIVE, "a manifest with three segments", || {
+        let (status, body) = fetch(&manifest);
+        (status == 200 && body.matches("<S ").count() >= 6).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no DASH manifest; log:\n{}", server.log()));
+    let shots = tempfile::tempdir().unwrap();
+    let result = play_page(
+        &format!("{page_origin}/dash.html?src={manifest}"),
+        &shots.path().join("dash.png"),
+    );
+    let mut problems = problems(&result, &stream_origin, &page_origin);
+    for track in ["video", "audio"] {
+        if result["fragLevels"][track].as_u64().unwrap_or(0) == 0 {
+            problems.push(format!("no {track} segment loaded"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "dash.js in Chromium: {problems:?}\n{result}\nstrom log:\n{}",
+        server.log()
     );
 }

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{Ports, parent_pid, process_alive, require_tool, try_curl, wait_for};
+use common::{Ports, free_port, parent_pid, process_alive, require_tool, try_curl, wait_for};
 use nix::fcntl::{Flock, FlockArg};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -397,7 +397,9 @@ fn deb_builds_installs_serves_and_purges_cleanly() {
     let rules_copy = dir.path().join("rules.conf");
     std::fs::write(
         &rules_copy,
-        rules.replace("\"port\": 1935", &format!("\"port\": {}", ports.rtmp)),
+        rules
+            .replace("\"port\": 1935", &format!("\"port\": {}", ports.rtmp))
+            .replace("\"port\": 8554", &format!("\"port\": {}", free_port())),
     )
     .unwrap();
     let conf_copy = dir.path().join("strom.conf");
@@ -441,7 +443,7 @@ fn deb_builds_installs_serves_and_purges_cleanly() {
         let (code, body) = try_curl(&[&url])?;
         let ready = code == 200
             && body.as_array().is_some_and(|workers| {
-                workers.len() == 4 && workers.iter().all(|w| w["state"] == "ready")
+                workers.len() == 5 && workers.iter().all(|w| w["state"] == "ready")
             });
         ready.then_some(body)
     })

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Ports, Server, require_tool, strom_bin};
+use common::{Ports, Server, free_port, require_tool, strom_bin};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,6 +63,8 @@ fn start_shipped() -> Server {
     let shipped_rtmp = "\"port\": 1935";
     assert!(rules.contains(shipped_rtmp), "shipped rules.conf changed");
     let rules = rules.replace(shipped_rtmp, &format!("\"port\": {}", ports.rtmp));
+    // The shipped RTSP port too, so that parallel tests do not collide on it.
+    let rules = rules.replace("\"port\": 8554", &format!("\"port\": {}", free_port()));
     std::fs::write(dir.path().join("rules.conf"), rules).unwrap();
     let mut server = Server {
         dir,

@@ -1,5 +1,6 @@
-//! `rtmp-fanout`: an RTMP fan-out load generator. It opens `--players` RTMP play
-//! connections to one stream from a single process (tokio, one task per player, started at
+//! `rtmp-fanout`: an RTMP (and RTSP) fan-out load generator. It opens `--players` RTMP
+//! play connections (RTSP ones, TCP interleaved, for an `rtsp://` URL: see [`rtsp`]) to
+//! one stream from a single process (tokio, one task per player, started at
 //! `--ramp-per-sec`), then, after `--warmup-secs`, measures for `--measure-secs`: bytes and
 //! audio/video messages per player, per-player delivery delay, and (with `--server-pid`)
 //! the CPU time and RSS of the server's process tree. It prints one JSON object.
@@ -36,6 +37,8 @@
 //! Nothing read from the network is unwrapped: a malformed or closed connection ends that
 //! player with its error counted in `errors`.
 
+mod rtsp;
+
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
@@ -53,7 +56,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 #[derive(Parser, Debug)]
 #[command(about = "RTMP fan-out load generator (many play connections, bytes and delay)")]
 struct Args {
-    /// `rtmp://host[:port]/app/stream`
+    /// `rtmp://host[:port]/app/stream`, or `rtsp://host:port/app/stream` for RTSP players.
     #[arg(long)]
     url: String,
     /// Number of play connections.
@@ -100,9 +103,24 @@ struct Target {
     app: String,
     stream: String,
     tc_url: String,
+    /// Set for RTSP players: the URL they DESCRIBE.
+    rtsp_url: Option<String>,
 }
 
 fn parse_url(url: &str) -> Result<Target> {
+    if let Some(rest) = url.strip_prefix("rtsp://") {
+        let (host, _) = rest.split_once('/').context("the URL needs /app/stream")?;
+        if !host.contains(':') {
+            bail!("the RTSP URL needs a port");
+        }
+        return Ok(Target {
+            addr: host.to_string(),
+            app: String::new(),
+            stream: String::new(),
+            tc_url: String::new(),
+            rtsp_url: Some(url.to_string()),
+        });
+    }
     let rest = url
         .strip_prefix("rtmp://")
         .context("the URL must start with rtmp://")?;
@@ -121,24 +139,25 @@ fn parse_url(url: &str) -> Result<Target> {
         addr,
         app: app.to_string(),
         stream: stream.to_string(),
+        rtsp_url: None,
     })
 }
 
 /// The measurement window and the clock reference shared by every player.
 #[derive(Clone, Copy)]
-struct Window {
-    start: Instant,
+pub(crate) struct Window {
+    pub(crate) start: Instant,
     end: Instant,
     publisher_start_us: i64,
-    lowat_bytes: u32,
+    pub(crate) lowat_bytes: u32,
 }
 
 #[derive(Default)]
-struct Stats {
-    connected: bool,
-    probe: bool,
-    bytes_total: u64,
-    bytes_window: u64,
+pub(crate) struct Stats {
+    pub(crate) connected: bool,
+    pub(crate) probe: bool,
+    pub(crate) bytes_total: u64,
+    pub(crate) bytes_window: u64,
     video: u64,
     audio: u64,
     /// `arrival − (publisher start + timestamp)` in µs, for messages inside the window.
@@ -158,7 +177,13 @@ async fn player(target: Arc<Target>, start: Instant, window: Window, probe: bool
         probe,
         ..Stats::default()
     };
-    match timeout_at(window.end, play(&target, window, &mut stats)).await {
+    let played = async {
+        match &target.rtsp_url {
+            Some(url) => rtsp::play(&target.addr, url, window, &mut stats).await,
+            None => play(&target, window, &mut stats).await,
+        }
+    };
+    match timeout_at(window.end, played).await {
         Err(_) if stats.connected => {} // the window is over: the normal end
         Err(_) => stats.error = Some("no NetStream.Play.Start by the end of the window".into()),
         Ok(Ok(())) => stats.error = Some("server closed the connection".into()),
@@ -235,7 +260,7 @@ async fn play(target: &Target, window: Window, stats: &mut Stats) -> Result<()> 
 
 /// Wakes the reader only once `bytes` are queued (Linux SO_RCVLOWAT): a counting player
 /// then costs one read per `bytes`, not one per RTMP message.
-fn set_rcvlowat(sock: &TcpStream, bytes: u32) -> Result<()> {
+pub(crate) fn set_rcvlowat(sock: &TcpStream, bytes: u32) -> Result<()> {
     use std::os::fd::AsRawFd;
     let value = libc::c_int::try_from(bytes)?;
     // SAFETY: a plain setsockopt on a descriptor `sock` owns, with a c_int it points to.

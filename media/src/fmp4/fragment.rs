@@ -1,5 +1,6 @@
 //! Media segments: one `moof` (an `mfhd`, then a `traf` per track with samples: `tfhd`,
-//! `tfdt`, one `trun`) and one `mdat`.
+//! `tfdt`, one `trun`) and one `mdat`; or, per track, a fragment of that track alone
+//! ([`Fragmenter::fragment_track`]).
 
 use bytes::Bytes;
 use mp4_atom::{
@@ -83,16 +84,7 @@ impl Fragmenter {
             if track.is_empty() {
                 continue;
             }
-            let (track_id, timescale) = match kind {
-                TrackKind::Video => {
-                    tracks.video.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
-                    (VIDEO_TRACK_ID, TIMESCALE)
-                }
-                TrackKind::Audio => {
-                    let audio = tracks.audio.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
-                    (AUDIO_TRACK_ID, audio_timescale(&audio.config)?)
-                }
-            };
+            let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
             runs.push(run(kind, track_id, timescale, &track, next_dts)?);
         }
         if runs.is_empty() {
@@ -107,6 +99,47 @@ impl Fragmenter {
             self.sequence_number = self.sequence_number.wrapping_add(1);
         }
         written
+    }
+
+    /// Appends one fragment of the samples of `kind` alone (a `moof` with one `traf`,
+    /// then its `mdat`: a CMAF fragment) and returns where it lies on the track's
+    /// timeline; `Ok(None)`, with nothing appended, when no sample is of that kind.
+    /// Timing as in [`Fragmenter::fragment`], `next_dts` standing for the track's
+    /// `next_*_dts`. On error nothing is appended and the sequence number is not used up.
+    pub fn fragment_track(
+        &mut self,
+        tracks: &Tracks,
+        kind: TrackKind,
+        samples: &[Sample],
+        next_dts: Option<i64>,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<TrackSpan>, Fmp4Error> {
+        let track: Vec<&Sample> = samples.iter().filter(|s| s.kind == kind).collect();
+        if track.is_empty() {
+            return Ok(None);
+        }
+        let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
+        let run = run(kind, track_id, timescale, &track, next_dts)?;
+        let span = TrackSpan {
+            start: run.base_media_decode_time,
+            duration: run
+                .entries
+                .iter()
+                .map(|e| u64::from(e.duration.unwrap_or_default()))
+                .sum(),
+            timescale,
+        };
+        let start = out.len();
+        match self.write(std::slice::from_ref(&run), out) {
+            Ok(()) => {
+                self.sequence_number = self.sequence_number.wrapping_add(1);
+                Ok(Some(span))
+            }
+            Err(e) => {
+                out.truncate(start);
+                Err(e)
+            }
+        }
     }
 
     fn write(&self, runs: &[Run<'_>], out: &mut Vec<u8>) -> Result<(), Fmp4Error> {
@@ -169,6 +202,29 @@ impl Fragmenter {
                     ..Default::default()
                 })
                 .collect(),
+        }
+    }
+}
+
+/// Where one track's fragment lies on the track's own timeline (what a DASH
+/// `SegmentTimeline` lists): its `tfdt` and the sum of its sample durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackSpan {
+    pub start: u64,
+    pub duration: u64,
+    /// Ticks per second of the track (90000 for video, the sample rate for audio).
+    pub timescale: u32,
+}
+
+fn track_id_and_timescale(tracks: &Tracks, kind: TrackKind) -> Result<(u32, u32), Fmp4Error> {
+    match kind {
+        TrackKind::Video => {
+            tracks.video.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
+            Ok((VIDEO_TRACK_ID, TIMESCALE))
+        }
+        TrackKind::Audio => {
+            let audio = tracks.audio.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
+            Ok((AUDIO_TRACK_ID, audio_timescale(&audio.config)?))
         }
     }
 }

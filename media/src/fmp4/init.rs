@@ -23,8 +23,11 @@ const HEVC_PARAMETER_SETS: [u8; 3] = [32, 33, 34];
 /// audio track id 2 (timescale = AAC sample rate; `mp4a` with `esds` carrying the
 /// AudioSpecificConfig record, channel count, sample rate), `mvex`/`trex` for each.
 ///
-/// Brands: `iso6` (major) and `mp41`, plus `cmfc` when there is a single track (every
-/// fragment then holds one track, as CMAF requires).
+/// Brands: `iso6` (major), `cmfc` (the CMAF structural brand: `mvex`/`trex`, no samples
+/// in `moov`, fragments with `tfdt` and `default-base-is-moof`) and `mp41`. Players and
+/// validators look for `cmfc`. An audio+video stream's header carries both tracks (HLS
+/// plays its segments, one fragment per track, multiplexed); DASH gets each track alone
+/// ([`super::track_init_segment`]).
 pub fn init_segment(tracks: &Tracks) -> Result<Vec<u8>, Fmp4Error> {
     let mut trak = Vec::new();
     let mut trex = Vec::new();
@@ -40,10 +43,11 @@ pub fn init_segment(tracks: &Tracks) -> Result<Vec<u8>, Fmp4Error> {
         return Err(Fmp4Error::NoTracks);
     }
 
-    let mut compatible_brands = vec![FourCC::new(b"iso6"), FourCC::new(b"mp41")];
-    if trak.len() == 1 {
-        compatible_brands.push(FourCC::new(b"cmfc"));
-    }
+    let compatible_brands = vec![
+        FourCC::new(b"iso6"),
+        FourCC::new(b"cmfc"),
+        FourCC::new(b"mp41"),
+    ];
     let ftyp = Ftyp {
         major_brand: FourCC::new(b"iso6"),
         minor_version: 0,
@@ -76,7 +80,7 @@ fn trex_for(track_id: u32) -> Trex {
     }
 }
 
-fn video_trak(video: &VideoTrack) -> Result<Trak, Fmp4Error> {
+pub(crate) fn video_trak(video: &VideoTrack) -> Result<Trak, Fmp4Error> {
     let width = u16::try_from(video.width).map_err(|_| Fmp4Error::Config("video width"))?;
     let height = u16::try_from(video.height).map_err(|_| Fmp4Error::Config("video height"))?;
     let visual = Visual {
@@ -158,14 +162,14 @@ fn hvcc(config: &HevcDecoderConfig, record: &Bytes) -> Result<Hvcc, Fmp4Error> {
 }
 
 /// The timescale of the audio track: the AAC (core) sampling frequency.
-pub(super) fn audio_timescale(config: &AacConfig) -> Result<u32, Fmp4Error> {
+pub(crate) fn audio_timescale(config: &AacConfig) -> Result<u32, Fmp4Error> {
     match config.sampling_frequency {
         0 => Err(Fmp4Error::Config("AAC sampling frequency 0")),
         rate => Ok(rate),
     }
 }
 
-fn audio_trak(audio: &AudioTrack) -> Result<Trak, Fmp4Error> {
+pub(crate) fn audio_trak(audio: &AudioTrack) -> Result<Trak, Fmp4Error> {
     let config = &audio.config;
     let timescale = audio_timescale(config)?;
     if audio.record.is_empty() {

@@ -1,5 +1,7 @@
-//! Fragmented MP4 for HLS: the init segment ([`init_segment`]: `ftyp` + `moov`) and
-//! media segments ([`Fragmenter::fragment`]: `moof` + `mdat`), built with `mp4-atom`.
+//! Fragmented MP4 for HLS and DASH: the init segment ([`init_segment`]: `ftyp` +
+//! `moov`; [`track_init_segment`] for one track alone) and media segments
+//! ([`Fragmenter::fragment`]: `moof` + `mdat`; [`Fragmenter::fragment_track`]: one
+//! track's CMAF fragment), built with `mp4-atom`.
 //!
 //! Track layout, fixed whatever the stream carries:
 //!
@@ -9,28 +11,30 @@
 //!   entry `mp4a` + `esds` carrying the AudioSpecificConfig as received.
 //!
 //! An audio-only or video-only stream simply has one `trak`/`trex`/`traf`; the ids do not
-//! change. A media segment is one `moof` holding a `traf` per track that has samples in
-//! it (video first), followed by one `mdat` (video data, then audio data); `trun` data
-//! offsets are relative to the `moof` (`default-base-is-moof`). That is the layout
-//! ffmpeg's own fragmenting muxer writes, which ffmpeg, hls.js and Safari all read.
+//! change. [`Fragmenter::fragment`] writes one `moof` holding a `traf` per track that has
+//! samples (video first), followed by one `mdat` (video data, then audio data), the
+//! layout ffmpeg's own fragmenting muxer writes; the live packager writes a fragment per
+//! track instead ([`Fragmenter::fragment_track`], video then audio), which ffmpeg,
+//! hls.js and dash.js read, and which DASH serves track by track. `trun` data offsets are
+//! relative to the `moof` (`default-base-is-moof`).
 //!
 //! Video samples are written as given: length-prefixed NAL units, whose length size is
 //! the one of the `avcC`/`hvcC` record the init segment carries. Audio samples are raw
 //! AAC frames.
 //!
-//! Timed ID3 metadata (stream titles) goes in `emsg` boxes before the `moof`
-//! ([`emsg`]).
+//! A media segment opens with an `styp` ([`segment_type`]), then any `emsg` boxes, then
+//! the `moof`. Timed ID3 metadata (stream titles) goes in those `emsg` boxes ([`emsg`]).
 //!
 //! [`TIMESCALE`]: crate::sample::TIMESCALE
 //! [`VideoConfig`]: crate::sample::VideoConfig
 
 pub mod emsg;
 mod fragment;
-mod init;
+pub(crate) mod init;
 #[cfg(test)]
 mod tests;
 
-pub use fragment::Fragmenter;
+pub use fragment::{Fragmenter, TrackSpan};
 pub use init::init_segment;
 
 use crate::sample::{TrackKind, Tracks, VideoConfig};
@@ -72,6 +76,38 @@ impl From<mp4_atom::Error> for Fmp4Error {
     fn from(err: mp4_atom::Error) -> Self {
         Fmp4Error::Encode(err.to_string())
     }
+}
+
+/// The init segment of one track alone (`None` when the stream lacks it): what a DASH
+/// representation of that track initialises with. Track ids stay as in
+/// [`init_segment`], so the track's fragments fit both.
+pub fn track_init_segment(tracks: &Tracks, kind: TrackKind) -> Option<Result<Vec<u8>, Fmp4Error>> {
+    let alone = match kind {
+        TrackKind::Video => Tracks {
+            video: Some(tracks.video.clone()?),
+            audio: None,
+        },
+        TrackKind::Audio => Tracks {
+            video: None,
+            audio: Some(tracks.audio.clone()?),
+        },
+    };
+    Some(init_segment(&alone))
+}
+
+/// Appends the `styp` box a media segment starts with: `msdh` (a media segment), `msix`
+/// (indexable) and `cmfs` (a CMAF segment).
+pub fn segment_type(out: &mut Vec<u8>) {
+    let styp = mp4_atom::Styp {
+        major_brand: mp4_atom::FourCC::new(b"msdh"),
+        minor_version: 0,
+        compatible_brands: [b"msdh", b"msix", b"cmfs"]
+            .into_iter()
+            .map(mp4_atom::FourCC::new)
+            .collect(),
+    };
+    // Encoding fixed-size fields into a Vec cannot fail.
+    let _ = mp4_atom::Encode::encode(&styp, out);
 }
 
 /// The HLS `CODECS` attribute for the tracks, video first: e.g. `avc1.64001f,mp4a.40.2`

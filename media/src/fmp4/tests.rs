@@ -42,7 +42,7 @@ fn init_h264_aac() {
     let init = init_segment(&tracks).unwrap();
     let (ftyp, moov) = parse_init(&init);
     assert_eq!(ftyp.major_brand, FourCC::new(b"iso6"));
-    assert!(!ftyp.compatible_brands.contains(&FourCC::new(b"cmfc")));
+    assert!(ftyp.compatible_brands.contains(&FourCC::new(b"cmfc")));
     assert_eq!(moov.trak.len(), 2);
     let trex: Vec<u32> = moov.mvex.unwrap().trex.iter().map(|t| t.track_id).collect();
     assert_eq!(trex, [1, 2]);
@@ -493,4 +493,95 @@ fn ffmpeg_reads_h264_aac_fragments() {
         let samples: Vec<Sample> = samples.iter().filter(|s| s.kind == kind).cloned().collect();
         check_with_ffmpeg(dir.path(), name, &only, &samples);
     }
+}
+
+#[test]
+fn segment_type_box_names_the_cmaf_segment_brands() {
+    let mut out = Vec::new();
+    super::segment_type(&mut out);
+    let mut buf = out.as_slice();
+    let styp = mp4_atom::Styp::decode(&mut buf).unwrap();
+    assert!(buf.is_empty());
+    assert_eq!(styp.major_brand, FourCC::new(b"msdh"));
+    for brand in [b"msdh", b"msix", b"cmfs"] {
+        assert!(styp.compatible_brands.contains(&FourCC::new(brand)));
+    }
+}
+
+/// A segment as two one-track fragments (video, then audio): each parses on its own,
+/// with one `traf` of its track and the timeline span a DASH manifest lists.
+#[test]
+fn per_track_fragments_and_init_segments() {
+    let tracks = Tracks {
+        video: Some(h264_track()),
+        audio: Some(aac_track(ASC[0].0)),
+    };
+    let samples: Vec<Sample> = (0..4i64)
+        .flat_map(|i| {
+            [
+                Sample {
+                    kind: TrackKind::Video,
+                    dts: 90_000 + i * 3_600,
+                    pts: 90_000 + i * 3_600,
+                    keyframe: i == 0,
+                    data: Bytes::from_static(&[0, 0, 0, 1, 0x65]),
+                },
+                Sample {
+                    kind: TrackKind::Audio,
+                    dts: 90_000 + i * 1_920,
+                    pts: 90_000 + i * 1_920,
+                    keyframe: false,
+                    data: Bytes::from_static(&[0x21, 0x10]),
+                },
+            ]
+        })
+        .collect();
+    let mut fragmenter = Fragmenter::new();
+    let mut out = Vec::new();
+    let video = fragmenter
+        .fragment_track(
+            &tracks,
+            TrackKind::Video,
+            &samples,
+            Some(90_000 + 4 * 3_600),
+            &mut out,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (video.start, video.duration, video.timescale),
+        (90_000, 14_400, 90_000)
+    );
+    let split = out.len();
+    let audio = fragmenter
+        .fragment_track(&tracks, TrackKind::Audio, &samples, None, &mut out)
+        .unwrap()
+        .unwrap();
+    let rate = u64::from(audio.timescale);
+    assert_eq!(audio.start, rate);
+    // Durations are differences of times rounded to the audio timescale.
+    assert!(
+        audio.duration.abs_diff(4 * 1_920 * rate / 90_000) <= 2,
+        "{audio:?}"
+    );
+    for (part, track_id) in [
+        (&out[..split], VIDEO_TRACK_ID),
+        (&out[split..], AUDIO_TRACK_ID),
+    ] {
+        let (moof, _, _) = parse_segment(part);
+        assert_eq!(moof.traf.len(), 1);
+        assert_eq!(moof.traf[0].tfhd.track_id, track_id);
+    }
+    let (_, moov) = parse_init(
+        &track_init_segment(&tracks, TrackKind::Audio)
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(moov.trak.len(), 1);
+    assert_eq!(moov.trak[0].tkhd.track_id, AUDIO_TRACK_ID);
+    let lone = Tracks {
+        video: None,
+        ..tracks
+    };
+    assert!(track_init_segment(&lone, TrackKind::Video).is_none());
 }

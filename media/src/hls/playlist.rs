@@ -1,5 +1,9 @@
 //! Rendering HLS playlists (RFC 8216): the master playlist with one variant per stream
 //! and live media playlists with program date times and discontinuities.
+//!
+//! `#EXT-X-INDEPENDENT-SEGMENTS` is written only when it is true of every segment the
+//! playlist covers: a segment cut between keyframes (a keyframe interval longer than the
+//! target duration, see [`super::segmenter`]) needs the one before it.
 
 use super::datetime::iso8601_utc;
 use std::fmt::Write;
@@ -7,23 +11,37 @@ use std::fmt::Write;
 /// One variant of a master playlist.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Variant {
+    /// Peak bits per second of a segment.
     pub bandwidth: u64,
+    /// Bits per second over the segments held (`AVERAGE-BANDWIDTH`).
+    pub average_bandwidth: Option<u64>,
+    /// Video frames per second (`FRAME-RATE`), for video variants.
+    pub frame_rate: Option<f64>,
     pub resolution: Option<(u32, u32)>,
     /// RFC 6381 codec strings, comma-separated.
     pub codecs: String,
     pub uri: String,
 }
 
-pub fn master_playlist(variants: &[Variant], version: u8) -> String {
-    let mut out = format!("#EXTM3U\n#EXT-X-VERSION:{version}\n#EXT-X-INDEPENDENT-SEGMENTS\n");
+/// The master playlist; `independent`: every segment of every variant starts with a
+/// keyframe.
+pub fn master_playlist(variants: &[Variant], version: u8, independent: bool) -> String {
+    let mut out = format!("#EXTM3U\n#EXT-X-VERSION:{version}\n");
+    if independent {
+        out.push_str("#EXT-X-INDEPENDENT-SEGMENTS\n");
+    }
     for variant in variants {
-        let _ = write!(
-            out,
-            "#EXT-X-STREAM-INF:BANDWIDTH={}",
-            variant.bandwidth.max(1)
-        );
+        let bandwidth = variant.bandwidth.max(1);
+        let _ = write!(out, "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth}");
+        if let Some(average) = variant.average_bandwidth.filter(|a| *a > 0) {
+            // The average never exceeds the peak.
+            let _ = write!(out, ",AVERAGE-BANDWIDTH={}", average.min(bandwidth));
+        }
         if let Some((width, height)) = variant.resolution.filter(|(w, h)| *w > 0 && *h > 0) {
             let _ = write!(out, ",RESOLUTION={width}x{height}");
+        }
+        if let Some(rate) = variant.frame_rate.filter(|r| r.is_finite() && *r > 0.0) {
+            let _ = write!(out, ",FRAME-RATE={rate:.3}");
         }
         if !variant.codecs.is_empty() {
             let _ = write!(out, ",CODECS=\"{}\"", variant.codecs);
@@ -45,10 +63,14 @@ pub struct SegmentEntry {
     pub map_uri: Option<String>,
     /// Tag lines that go right before the segment's `#EXTINF` (SCTE-35 breaks).
     pub tags: Vec<String>,
+    /// The segment starts with a keyframe (or has no video).
+    pub independent: bool,
     pub uri: String,
 }
 
-/// A live media playlist (never `#EXT-X-ENDLIST`).
+/// A live media playlist (`#EXT-X-ENDLIST` is the caller's: it depends on the time).
+/// `target_duration_secs` is fixed for the life of the playlist; a longer segment (none
+/// should be) raises it rather than break the rule that no segment exceeds it.
 pub fn media_playlist(
     entries: &[SegmentEntry],
     target_duration_secs: u32,
@@ -65,6 +87,9 @@ pub fn media_playlist(
     let mut out = format!(
         "#EXTM3U\n#EXT-X-VERSION:{version}\n#EXT-X-TARGETDURATION:{target}\n#EXT-X-MEDIA-SEQUENCE:{media_sequence}\n#EXT-X-DISCONTINUITY-SEQUENCE:{discontinuity_sequence}\n"
     );
+    if entries.iter().all(|e| e.independent) {
+        out.push_str("#EXT-X-INDEPENDENT-SEGMENTS\n");
+    }
     let mut current_map: Option<&str> = None;
     for (index, entry) in entries.iter().enumerate() {
         if entry.discontinuity && index > 0 {
@@ -102,6 +127,7 @@ mod tests {
             discontinuity,
             map_uri: None,
             tags: Vec::new(),
+            independent: true,
             uri: format!("seg_{sequence}.ts"),
         }
     }
@@ -120,6 +146,15 @@ mod tests {
             3
         );
         assert!(!text.contains("ENDLIST"));
+        assert!(text.contains("#EXT-X-INDEPENDENT-SEGMENTS\n"));
+    }
+
+    #[test]
+    fn a_segment_cut_between_keyframes_drops_the_independence_claim() {
+        let mut entries = vec![entry(1, false), entry(2, false)];
+        entries[1].independent = false;
+        let text = media_playlist(&entries, 2, 0, 3);
+        assert!(!text.contains("INDEPENDENT"), "{text}");
     }
 
     #[test]
@@ -137,12 +172,16 @@ mod tests {
         let text = master_playlist(
             &[Variant {
                 bandwidth: 800_000,
+                average_bandwidth: Some(650_000),
+                frame_rate: Some(25.0),
                 resolution: Some((640, 360)),
                 codecs: "avc1.42c01e,mp4a.40.2".into(),
                 uri: "chunks.m3u8?session=5".into(),
             }],
             3,
+            true,
         );
-        assert!(text.contains("#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,CODECS=\"avc1.42c01e,mp4a.40.2\"\nchunks.m3u8?session=5\n"));
+        assert!(text.contains("#EXT-X-INDEPENDENT-SEGMENTS\n"));
+        assert!(text.contains("#EXT-X-STREAM-INF:BANDWIDTH=800000,AVERAGE-BANDWIDTH=650000,RESOLUTION=640x360,FRAME-RATE=25.000,CODECS=\"avc1.42c01e,mp4a.40.2\"\nchunks.m3u8?session=5\n"));
     }
 }

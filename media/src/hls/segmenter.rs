@@ -1,7 +1,33 @@
-//! Cutting a live sample sequence into HLS segments: at a video keyframe once the target
-//! duration is reached (any sample for audio-only streams).
+//! Cutting a live sample sequence into HLS segments under a fixed target duration.
+//!
+//! Two durations drive the cuts: the configured segment duration (`target`: cut at the
+//! first keyframe once it is reached) and the playlist's `#EXT-X-TARGETDURATION`
+//! (`limit`), which RFC 8216 forbids to change and which no segment may exceed once
+//! rounded. So that no segment exceeds it whatever the publisher's keyframe spacing:
+//!
+//! - at a keyframe before the configured duration, the segment is cut already when
+//!   waiting for the next keyframe (one more keyframe interval like the last) would take
+//!   it past the limit: keyframe spacing that changes mid-stream shortens segments
+//!   instead of lengthening them;
+//! - a keyframe interval longer than the limit gets no keyframe in time at all: the
+//!   segment is cut at the last video frame within the limit, and the next segment does not
+//!   start with a keyframe ([`CutSegment::independent`] is false; the playlists then stop
+//!   claiming `#EXT-X-INDEPENDENT-SEGMENTS`).
+//!
+//! Audio-only streams are cut at any sample once the configured duration is reached.
+//! [`Segmenter::flush`] ends the segment being built (a publisher that stopped).
 
 use crate::sample::{Sample, TrackKind};
+
+/// A segment may last up to the limit plus this (just under half a second: `EXTINF`
+/// values are rounded to the nearest second and printed with three decimals).
+const ROUNDING_SLACK: i64 = 44_900;
+/// A video frame this late (video paused, audio going on) lets a segment that reaches
+/// the limit be cut at an audio sample.
+const VIDEO_GAP: i64 = 22_500;
+/// Duration given to the last sample of a flushed segment when its track had only one.
+const LONE_VIDEO_DURATION: i64 = 3_600;
+const LONE_AUDIO_DURATION: i64 = 1_920;
 
 /// A finished segment's samples (interleaved by arrival) and its span.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +37,9 @@ pub struct CutSegment {
     pub start: i64,
     /// dts where the next segment starts (the cut point), 90 kHz.
     pub end: i64,
+    /// The segment starts with a video keyframe (or has no video): it decodes without
+    /// the segments before it.
+    pub independent: bool,
 }
 
 impl CutSegment {
@@ -19,29 +48,65 @@ impl CutSegment {
     }
 }
 
+/// The latest sample time of one track and the interval before it.
+#[derive(Debug, Default, Clone, Copy)]
+struct TrackClock {
+    last: Option<i64>,
+    interval: Option<i64>,
+}
+
+impl TrackClock {
+    fn tick(&mut self, dts: i64) {
+        if let Some(last) = self.last {
+            self.interval = Some(dts.saturating_sub(last)).filter(|i| *i > 0);
+        }
+        self.last = Some(dts);
+    }
+
+    /// Where the latest sample ends: its dts plus the interval before it.
+    fn end(&self, lone: i64) -> Option<i64> {
+        self.last
+            .map(|last| last.saturating_add(self.interval.unwrap_or(lone)))
+    }
+}
+
 #[derive(Debug)]
 pub struct Segmenter {
+    /// The configured segment duration, 90 kHz: a keyframe past it cuts.
     target: i64,
+    /// The playlist's target duration, 90 kHz: no segment rounds above it.
+    limit: i64,
     /// Whether the stream has video; then cuts wait for keyframes.
     video: bool,
-    /// A segment longer than this is cut at the next sample anyway (no keyframes coming).
-    hard_limit: i64,
     pending: Vec<Sample>,
     start: Option<i64>,
+    /// The segment being built starts with a keyframe (or the stream has no video).
+    independent: bool,
     /// Cut at the next place a segment may start, whatever the duration (a splice).
     cut_next: bool,
+    /// dts of the latest video keyframe and the keyframe interval before it.
+    keyframes: TrackClock,
+    video_clock: TrackClock,
+    audio_clock: TrackClock,
 }
 
 impl Segmenter {
-    pub fn new(target_secs: u32, video: bool) -> Self {
+    /// Cuts at keyframes once `target_secs` is reached, never making a segment longer
+    /// than `limit_secs` (the playlist's target duration, at least `target_secs`).
+    pub fn new(target_secs: u32, limit_secs: u32, video: bool) -> Self {
         let target = i64::from(target_secs.max(1)) * 90_000;
+        let limit = (i64::from(limit_secs) * 90_000).max(target);
         Self {
             target,
+            limit,
             video,
-            hard_limit: target * 4,
             pending: Vec::new(),
             start: None,
+            independent: true,
             cut_next: false,
+            keyframes: TrackClock::default(),
+            video_clock: TrackClock::default(),
+            audio_clock: TrackClock::default(),
         }
     }
 
@@ -49,31 +114,96 @@ impl Segmenter {
     /// Samples before the first keyframe of a video stream are dropped: a segment must
     /// start with one.
     pub fn push(&mut self, sample: Sample) -> Option<CutSegment> {
-        let starts_segment = !self.video || (sample.kind == TrackKind::Video && sample.keyframe);
+        let keyframe = sample.kind == TrackKind::Video && sample.keyframe;
+        let starts_segment = !self.video || keyframe;
+        if keyframe {
+            self.keyframes.tick(sample.dts);
+        }
+        match sample.kind {
+            TrackKind::Video => self.video_clock.tick(sample.dts),
+            TrackKind::Audio => self.audio_clock.tick(sample.dts),
+        }
         let Some(start) = self.start else {
             if starts_segment {
                 self.start = Some(sample.dts);
+                self.independent = true;
                 self.pending.push(sample);
             }
             return None;
         };
         // Saturating: a producer's times may jump anywhere in i64.
         let elapsed = sample.dts.saturating_sub(start);
-        let cut = (starts_segment && (elapsed >= self.target || (self.cut_next && elapsed > 0)))
-            || (self.video && elapsed >= self.hard_limit && sample.kind == TrackKind::Video);
-        if !cut {
+        let longest = self.limit.saturating_add(ROUNDING_SLACK);
+        let next_keyframe_too_late = self.video
+            && self
+                .keyframes
+                .interval
+                .is_some_and(|gop| elapsed.saturating_add(gop) > longest);
+        let at_start = starts_segment
+            && elapsed > 0
+            && (elapsed >= self.target || self.cut_next || next_keyframe_too_late);
+        // No keyframe came in time: cut at the last frame that keeps the segment within
+        // the limit (or at an audio sample when video frames stopped coming).
+        let forced = self.video
+            && !starts_segment
+            && match sample.kind {
+                TrackKind::Video => {
+                    let interval = self.video_clock.interval.unwrap_or(LONE_VIDEO_DURATION);
+                    elapsed.saturating_add(interval) > longest
+                }
+                TrackKind::Audio => {
+                    let interval = self.audio_clock.interval.unwrap_or(LONE_AUDIO_DURATION);
+                    let video_overdue = self
+                        .video_clock
+                        .end(LONE_VIDEO_DURATION)
+                        .is_none_or(|due| sample.dts.saturating_sub(due) > VIDEO_GAP);
+                    video_overdue && elapsed.saturating_add(interval) > longest
+                }
+            };
+        if !at_start && !forced {
             self.pending.push(sample);
             return None;
         }
         let end = sample.dts;
         self.cut_next = false;
         let samples = std::mem::take(&mut self.pending);
+        let independent = std::mem::replace(&mut self.independent, at_start);
         self.start = Some(sample.dts);
         self.pending.push(sample);
         Some(CutSegment {
             samples,
             start,
             end,
+            independent,
+        })
+    }
+
+    /// Ends the segment being built where its last samples end (the publisher stopped:
+    /// its last seconds are not lost). The next sample starts afresh, as at the start.
+    pub fn flush(&mut self) -> Option<CutSegment> {
+        let start = self.start.take()?;
+        let samples = std::mem::take(&mut self.pending);
+        let ends = [
+            self.video_clock.end(LONE_VIDEO_DURATION),
+            self.audio_clock.end(LONE_AUDIO_DURATION),
+        ];
+        let longest = start.saturating_add(self.limit.saturating_add(ROUNDING_SLACK));
+        let end = ends
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(start)
+            .clamp(start, longest.max(start));
+        let independent = std::mem::replace(&mut self.independent, true);
+        self.cut_next = false;
+        self.keyframes = TrackClock::default();
+        self.video_clock = TrackClock::default();
+        self.audio_clock = TrackClock::default();
+        (!samples.is_empty()).then_some(CutSegment {
+            samples,
+            start,
+            end,
+            independent,
         })
     }
 
@@ -86,12 +216,6 @@ impl Segmenter {
     /// Whether a segment is being built.
     pub fn started(&self) -> bool {
         self.start.is_some()
-    }
-
-    /// Drops what is pending (the publisher went away mid-segment).
-    pub fn reset(&mut self) {
-        self.pending.clear();
-        self.start = None;
     }
 }
 
@@ -122,7 +246,7 @@ mod tests {
 
     #[test]
     fn cuts_at_the_first_keyframe_after_the_target() {
-        let mut segmenter = Segmenter::new(2, true);
+        let mut segmenter = Segmenter::new(2, 2, true);
         assert!(
             segmenter.push(video(0, false)).is_none(),
             "dropped: no keyframe yet"
@@ -151,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_splice_cuts_at_the_next_keyframe_however_short_the_segment() {
-        let mut segmenter = Segmenter::new(6, true);
+        let mut segmenter = Segmenter::new(6, 6, true);
         assert!(segmenter.push(video(0, true)).is_none());
         assert!(segmenter.push(video(3_600, false)).is_none());
         segmenter.cut_at_next_start();
@@ -170,7 +294,7 @@ mod tests {
     /// segments without overflowing; a huge jump forward cuts, one back does not.
     #[test]
     fn times_at_the_ends_of_the_range_do_not_overflow() {
-        let mut segmenter = Segmenter::new(2, true);
+        let mut segmenter = Segmenter::new(2, 2, true);
         assert!(segmenter.push(video(i64::MIN, true)).is_none());
         let cut = segmenter.push(video(i64::MAX, true)).unwrap();
         assert_eq!((cut.start, cut.end), (i64::MIN, i64::MAX));
@@ -180,13 +304,14 @@ mod tests {
             samples: Vec::new(),
             start: i64::MAX,
             end: i64::MIN,
+            independent: true,
         };
         assert_eq!(cut.duration_secs(), 0.0);
     }
 
     #[test]
     fn audio_only_cuts_on_duration() {
-        let mut segmenter = Segmenter::new(1, false);
+        let mut segmenter = Segmenter::new(1, 1, false);
         let cuts: Vec<_> = (0..200)
             .filter_map(|i| segmenter.push(audio(i * 1_920)))
             .collect();
@@ -195,5 +320,76 @@ mod tests {
             cuts.iter()
                 .all(|c| c.duration_secs() >= 1.0 && c.duration_secs() < 1.1)
         );
+    }
+
+    /// Keyframes every `gop` ticks at 25 fps, with audio between, from `from` for
+    /// `frames` video frames; the segments cut.
+    fn feed(segmenter: &mut Segmenter, from: i64, frames: i64, gop: i64) -> Vec<CutSegment> {
+        let mut cuts = Vec::new();
+        for i in 0..frames {
+            let dts = from + i * 3_600;
+            cuts.extend(segmenter.push(video(dts, (i * 3_600) % gop == 0)));
+            cuts.extend(segmenter.push(audio(dts + 100)));
+        }
+        cuts
+    }
+
+    fn rounded(cut: &CutSegment) -> u32 {
+        format!("{:.3}", cut.duration_secs())
+            .parse::<f64>()
+            .unwrap()
+            .round() as u32
+    }
+
+    /// A publisher whose keyframe spacing grows from 2 s to 3.2 s: no segment rounds
+    /// above the target duration fixed at the start; segments stay on keyframes while
+    /// the spacing fits and are cut between keyframes (not independent) when it does not.
+    #[test]
+    fn longer_keyframe_spacing_never_exceeds_the_limit() {
+        let mut segmenter = Segmenter::new(2, 2, true);
+        let mut cuts = feed(&mut segmenter, 0, 250, 180_000);
+        assert!(cuts.iter().all(|c| c.independent && rounded(c) == 2));
+        let later = feed(&mut segmenter, 250 * 3_600, 400, 288_000);
+        assert!(
+            later.iter().any(|c| !c.independent),
+            "cut between keyframes"
+        );
+        assert!(later.iter().filter(|c| c.independent).count() >= 4);
+        cuts.extend(later);
+        for cut in &cuts {
+            assert!(rounded(cut) <= 2, "{} s", cut.duration_secs());
+            assert_eq!(cut.independent, cut.samples[0].keyframe);
+        }
+        // Spacing that fits the limit but not a multiple of the configured duration:
+        // cut early at a keyframe rather than late.
+        let mut segmenter = Segmenter::new(6, 6, true);
+        let cuts = feed(&mut segmenter, 0, 500, 360_000);
+        assert!(cuts.len() > 3);
+        assert!(
+            cuts.iter()
+                .all(|c| c.independent && (c.duration_secs() - 4.0).abs() < 0.01),
+            "{:?}",
+            cuts.iter()
+                .map(CutSegment::duration_secs)
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// The segment being built when the publisher stops is not lost: it ends where its
+    /// last frame ends.
+    #[test]
+    fn flush_ends_the_segment_being_built() {
+        let mut segmenter = Segmenter::new(2, 2, true);
+        let cuts = feed(&mut segmenter, 0, 60, 90_000);
+        assert_eq!(cuts.len(), 1);
+        let tail = segmenter.flush().unwrap();
+        // The last audio frame (100 ticks after the last video frame) ends last.
+        assert_eq!((tail.start, tail.end), (180_000, 60 * 3_600 + 100));
+        assert_eq!(tail.samples.len(), 20);
+        assert!(tail.independent);
+        assert!(segmenter.flush().is_none());
+        assert!(!segmenter.started());
+        assert!(segmenter.push(video(0, false)).is_none());
+        assert!(!segmenter.started(), "a new start waits for a keyframe");
     }
 }

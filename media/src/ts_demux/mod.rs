@@ -39,7 +39,7 @@ mod psi;
 mod rtp;
 mod section;
 mod stream;
-mod video;
+pub(crate) mod video;
 
 #[cfg(test)]
 mod ffmpeg_tests;

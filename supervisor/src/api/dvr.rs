@@ -1,5 +1,7 @@
 //! DVR archives: status, MP4 export, cleanup (the dvr worker owns the files).
 
+mod export;
+
 use crate::api::ApiState;
 use crate::api::dto::Archive;
 use crate::api::error::{ApiError, QueryParams, ok};
@@ -59,32 +61,50 @@ pub async fn status_one(
     archives(&state, Some((app, stream)), query.timeline()).await
 }
 
-#[utoipa::path(get, path = "/manage/dvr/export_mp4/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path), ("start" = Option<i64>, Query), ("end" = Option<i64>, Query)), responses((status = 200, content_type = "video/mp4", body = Vec<u8>), (status = 404, body = crate::api::shapes::ErrorBody)))]
+/// `start`/`end` of an export: Unix seconds UTC, either open.
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    start: Option<i64>,
+    end: Option<i64>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/manage/dvr/export_mp4/{app}/{stream}",
+    params(
+        ("app" = String, Path),
+        ("stream" = String, Path),
+        ("start" = Option<i64>, Query, description = "Unix seconds UTC; playback begins here (from the keyframe before it)"),
+        ("end" = Option<i64>, Query, description = "Unix seconds UTC"),
+        ("Range" = Option<String>, Header, description = "One byte range, e.g. bytes=0-1023"),
+    ),
+    responses(
+        (status = 200, content_type = "video/mp4", body = Vec<u8>, description = "The whole progressive MP4"),
+        (status = 206, content_type = "video/mp4", body = Vec<u8>, description = "The requested byte range"),
+        (status = 400, body = crate::api::shapes::ErrorBody, description = "Empty or inverted range, bad parameters, nothing recorded in the range"),
+        (status = 404, body = crate::api::shapes::ErrorBody, description = "No DVR archive for the stream"),
+        (status = 416, body = crate::api::shapes::ErrorBody, description = "Range outside the file"),
+        (status = 503, body = crate::api::shapes::ErrorBody, description = "The dvr worker is unavailable or busy with other exports"),
+    )
+)]
 pub async fn export_mp4(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    // Export needs a recorded archive; with none recorded for this stream the answer is
-    // the same 404 an unknown stream gets.
-    match state
-        .workers
-        .ask(
-            WorkerKind::Dvr,
-            WorkerRequest::DvrStatus {
-                stream: Some((app.clone(), stream.clone())),
-                timeline: false,
-            },
-        )
-        .await?
-    {
-        WorkerReply::DvrArchives(archives) if archives.is_empty() => Err(ApiError::not_found(
-            format!("no DVR archive for {app}/{stream}"),
-        )),
-        WorkerReply::DvrArchives(_) => Err(ApiError::internal(
-            "MP4 export is not available in this build",
-        )),
-        other => Err(super::unexpected(other)),
-    }
+    QueryParams(query): QueryParams<ExportQuery>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let range = headers
+        .get(axum::http::header::RANGE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let request = strom_ipc::dvr_export::ExportRequest {
+        app,
+        stream,
+        start: query.start,
+        end: query.end,
+        range,
+    };
+    export::export(&state.supervisor.instance.run_dir, request).await
 }
 
 /// Cleanup parameters travel in the query string; none means everything.

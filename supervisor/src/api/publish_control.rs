@@ -22,13 +22,18 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Most ids the deny list holds (it only grows until the supervisor restarts).
 pub const MAX_DENIED: usize = 100_000;
 
-/// The workers whose publishers go through publish control: RTMP publishers and SRT
-/// contributors (the ingest worker).
-const PUBLISHING_WORKERS: [WorkerKind; 2] = [WorkerKind::Rtmp, WorkerKind::Ingest];
+/// The workers whose publishers go through publish control: RTMP publishers, SRT
+/// contributors (the ingest worker) and RTSP publishers.
+const PUBLISHING_WORKERS: [WorkerKind; 3] =
+    [WorkerKind::Rtmp, WorkerKind::Ingest, WorkerKind::Rtsp];
 /// The workers a deny reaches: the publishers' and the packager, whose viewers may carry
 /// a denied pay-per-view id.
-const DENYING_WORKERS: [WorkerKind; 3] =
-    [WorkerKind::Rtmp, WorkerKind::Ingest, WorkerKind::Packager];
+const DENYING_WORKERS: [WorkerKind; 4] = [
+    WorkerKind::Rtmp,
+    WorkerKind::Ingest,
+    WorkerKind::Packager,
+    WorkerKind::Rtsp,
+];
 
 #[utoipa::path(get, path = "/manage/publish_control/status", responses((status = 200, body = crate::api::shapes::PublishControlStatus)))]
 pub async fn status(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {

@@ -46,7 +46,7 @@ pub async fn rtmp_settings(State(state): State<ApiState>) -> Json<Value> {
 pub async fn server_playlists(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     match state
         .workers
-        .ask(WorkerKind::Rtmp, WorkerRequest::ServerPlaylists)
+        .ask(WorkerKind::Ingest, WorkerRequest::ServerPlaylists)
         .await?
     {
         WorkerReply::ServerPlaylists(entries) => Ok(Json(Value::Array(
@@ -61,6 +61,9 @@ pub async fn server_playlists(State(state): State<ApiState>) -> Result<Json<Valu
                         "main_stream_type": e.main_stream_type,
                         "main_stream_duration": e.main_stream_duration,
                     });
+                    if let (Some(object), Some(error)) = (entry.as_object_mut(), e.error) {
+                        object.insert("error".into(), json!(error));
+                    }
                     if let (Some(object), Some(default)) = (entry.as_object_mut(), e.default_stream)
                     {
                         object.insert("default_stream".into(), json!(default));

@@ -1,30 +1,126 @@
-//! The `dvr` worker: recordings under `data_dir/dvr`, MP4 export, archive cleanup.
-//!
-//! Recording arrives with the DVR issue. Until then the worker answers from what is on
-//! disk: no archive directory means no archives, and cleanup of an unknown archive is
-//! `Not found`.
+//! The `dvr` worker: records the streams whose delivery includes `DVR` into archives
+//! under the `Dvr` root ([`recording`], [`recorder`], [`cutter`]; the archive format is
+//! `strom_media::dvr`), answers `dvr_status` ([`status`]), and removes old content
+//! ([`retention`]: cleanup requests, depth and size limits, the free-space floor).
+//! The packager serves DVR playback from the same files.
 
-use std::path::PathBuf;
+mod archive_export;
+#[cfg(test)]
+mod archive_export_tests;
+mod archives;
+mod cutter;
+#[cfg(test)]
+mod cutter_tests;
+pub mod export;
+mod recorder;
+mod recording;
+mod retention;
+mod status;
+
+use archives::Archives;
+use recording::Recording;
+use retention::CleanupBounds;
 use std::sync::Arc;
 use strom_ipc::FailureKind;
 use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use strom_stream::StreamKey;
 use strom_worker_runtime::{InheritedListener, WorkerContext, WorkerService};
 
 pub struct DvrWorker {
-    archive_root: PathBuf,
+    archives: Arc<Archives>,
+    recording: Arc<Recording>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<DvrWorker>, String> {
+    let settings = &context.hello.settings;
+    let rules = context.hello.rules.clone();
+    let archives = Arc::new(Archives::new(rules.dvr.root(&settings.data_dir)));
+    let recording = Recording::new(
+        Arc::clone(&archives),
+        rules,
+        settings.data_dir.clone(),
+        Arc::clone(&context.session_ids),
+        context.shutdown.clone(),
+    );
+    // Every archive is reconciled at start-up, before anything records or reads it.
+    match archives.all() {
+        Ok(found) => tracing::info!(archives = found.len(), "DVR archives checked"),
+        Err(e) => tracing::warn!(error = %e, "DVR archives could not be listed"),
+    }
+    let floor_rules = Arc::clone(&recording);
+    tokio::spawn(retention::floor_loop(
+        Arc::clone(&archives),
+        move || {
+            floor_rules
+                .rules()
+                .dvr
+                .min_free_space_mb
+                .saturating_mul(1024 * 1024)
+        },
+        context.shutdown.clone(),
+    ));
+    export::start(
+        &settings.run_dir,
+        Arc::new(archive_export::ArchiveExport {
+            archives: Arc::clone(&archives),
+        }),
+        context.shutdown.clone(),
+    )?;
     Ok(Arc::new(DvrWorker {
-        archive_root: context.hello.settings.data_dir.join("dvr"),
+        archives,
+        recording,
     }))
 }
 
 impl DvrWorker {
-    fn archive_exists(&self, app: &str, stream: &str) -> bool {
-        let safe =
-            |part: &str| !part.is_empty() && part != "." && part != ".." && !part.contains('/');
-        safe(app) && safe(stream) && self.archive_root.join(app).join(stream).is_dir()
+    async fn status(&self, stream: Option<(String, String)>, timeline: bool) -> WorkerReply {
+        let archives = Arc::clone(&self.archives);
+        let answer = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let found = match stream {
+                Some((app, stream)) => archives
+                    .existing(&app, &stream)?
+                    .map(|archive| (StreamKey::new(app, stream), archive))
+                    .into_iter()
+                    .collect(),
+                None => archives.all()?,
+            };
+            Ok(found
+                .iter()
+                .map(|(key, archive)| status::archive_status(key, archive, timeline))
+                .collect())
+        })
+        .await;
+        match answer {
+            Ok(Ok(list)) => WorkerReply::DvrArchives(list),
+            Ok(Err(e)) => WorkerReply::error(FailureKind::Internal, format!("DVR archives: {e}")),
+            Err(e) => WorkerReply::error(FailureKind::Internal, format!("DVR status: {e}")),
+        }
+    }
+
+    async fn cleanup(&self, app: String, stream: String, bounds: CleanupBounds) -> WorkerReply {
+        let archives = Arc::clone(&self.archives);
+        let answer = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let Some(archive) = archives.existing(&app, &stream)? else {
+                return Ok(None);
+            };
+            let removed = retention::cleanup(&archive, bounds)?;
+            tracing::info!(
+                app,
+                stream,
+                segments = removed.0,
+                bytes = removed.1,
+                ?bounds,
+                "DVR cleanup"
+            );
+            Ok(Some(removed))
+        })
+        .await;
+        match answer {
+            Ok(Ok(Some(_))) => WorkerReply::Done,
+            Ok(Ok(None)) => WorkerReply::error(FailureKind::NotFound, "no such DVR archive"),
+            Ok(Err(e)) => WorkerReply::error(FailureKind::Internal, format!("DVR cleanup: {e}")),
+            Err(e) => WorkerReply::error(FailureKind::Internal, format!("DVR cleanup: {e}")),
+        }
     }
 }
 
@@ -37,20 +133,29 @@ impl WorkerService for DvrWorker {
                 more: false,
             },
             WorkerRequest::DeleteSessions(_) => WorkerReply::SessionsDeleted(Vec::new()),
-            WorkerRequest::DvrStatus { .. } => WorkerReply::DvrArchives(Vec::new()),
-            WorkerRequest::DvrCleanup { app, stream, .. } => {
-                if self.archive_exists(&app, &stream) {
-                    WorkerReply::error(
-                        FailureKind::Internal,
-                        format!(
-                            "archive {app}/{stream} exists but this build cannot clean archives yet"
-                        ),
-                    )
-                } else {
-                    WorkerReply::error(FailureKind::NotFound, format!("no archive {app}/{stream}"))
-                }
+            WorkerRequest::StreamRegistry(locations) => {
+                self.recording.apply_registry(locations);
+                WorkerReply::Done
             }
-            WorkerRequest::ApplyRules(_) => WorkerReply::Done,
+            WorkerRequest::DvrStatus { stream, timeline } => self.status(stream, timeline).await,
+            WorkerRequest::DvrCleanup {
+                app,
+                stream,
+                target_depth_minutes,
+                from,
+                to,
+            } => {
+                let bounds = CleanupBounds {
+                    target_depth_minutes,
+                    from,
+                    to,
+                };
+                self.cleanup(app, stream, bounds).await
+            }
+            WorkerRequest::ApplyRules(rules) => {
+                self.recording.set_rules(*rules);
+                WorkerReply::Done
+            }
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the dvr worker does not handle {other:?}"),

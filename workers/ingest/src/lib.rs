@@ -7,13 +7,14 @@
 //! media bus, so RTMP players, HLS and re-publishing take them like an RTMP publish.
 //! Answers the MPEG-TS status with each input's live state, the SRT receiver
 //! statistics and sessions, librist's receiver stats, and the NDI sources mDNS finds
-//! ([`ndi`]).
+//! ([`ndi`]). Plays server playlists out as live streams of its hub ([`playout`]).
 
 mod input_status;
 #[cfg(test)]
 mod layout_table;
 mod ndi;
 mod outputs;
+mod playout;
 pub mod rist;
 mod rist_input;
 pub mod srt;
@@ -40,6 +41,7 @@ pub struct IngestWorker {
     /// Feeds streams of other workers into the hub while TS outputs read them (and streams
     /// of edge apps from the rtmp worker, which pulls them on that demand).
     relays: Arc<Relays>,
+    playouts: Arc<playout::Playouts>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
@@ -78,6 +80,12 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         )),
         context.shutdown.clone(),
     );
+    let playouts = playout::Playouts::start(
+        shared.hub.clone(),
+        Arc::clone(&shared.ids),
+        context.hello.rules.server_playlists.as_ref(),
+        context.shutdown.clone(),
+    );
     let rist = rist_input::RistInputs::new(Arc::clone(&shared), context.shutdown.clone());
     rist.restart(&context.hello.rules);
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
@@ -88,6 +96,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         rist,
         ndi: ndi::NdiSources::start(&context.hello.settings.ndi_discovery_interfaces),
         relays,
+        playouts,
     }))
 }
 
@@ -136,6 +145,8 @@ impl IngestWorker {
                     "SRT"
                 } else if self.rist.carries(&stream.key) {
                     "RIST"
+                } else if self.playouts.carries(&stream.key) {
+                    "PLAYLIST"
                 } else {
                     "MPEGTS"
                 };
@@ -212,6 +223,7 @@ impl WorkerService for IngestWorker {
                 WorkerReply::JsonItems(self.shared.outputs.rist_sender_stats())
             }
             WorkerRequest::NdiList => WorkerReply::JsonItems(self.ndi.list()),
+            WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(self.playouts.status()),
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!(
                     inputs = rules.cameras.len(),
@@ -229,6 +241,8 @@ impl WorkerService for IngestWorker {
                 if old.edges != rules.edges {
                     self.relays.reconcile();
                 }
+                // Also a re-read of the playlist file (a reload asks for one).
+                self.playouts.apply(rules.server_playlists.as_ref());
                 WorkerReply::Done
             }
             other => WorkerReply::error(

@@ -5,7 +5,12 @@
 //! `playlist.m3u8` (master, MPEG-TS) and `playlist_fmp4.m3u8` (master, fMP4) open a
 //! viewer session; `chunks.m3u8?sid=N` / `chunks_fmp4.m3u8?sid=N` are the live media
 //! playlists; `seg_<n>.ts`, `seg_<n>.m4s` and `init_<id>.mp4` the segments;
-//! `mpegts.stream` is the live stream as MPEG-TS over HTTP ([`crate::ts_http`]).
+//! `manifest.mpd` and its segments are MPEG-DASH ([`dash_routes`]);
+//! `mpegts.stream` is the live stream as MPEG-TS over HTTP ([`crate::ts_http`]);
+//! `playlist[_fmp4]_dvr*.m3u8` and the rest of DVR playback are [`dvr_routes`].
+//! Streams delivered as LL-HLS get an LL-HLS `chunks_fmp4.m3u8` (parts, delta updates,
+//! rendition reports), their parts `part_<msn>_<index>.m4s`, and blocking reloads
+//! ([`ll_routes`]).
 //!
 //! An `<app>` or `<stream>` that fails `strom_ipc::names` is answered 404 before anything
 //! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
@@ -50,6 +55,10 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// head is answered 431.
 const MAX_REQUEST_HEAD: usize = 64 * 1024;
 
+mod dash_routes;
+mod dvr_routes;
+mod ll_routes;
+
 pub struct Delivery {
     pub counters: Arc<WorkerCounters>,
     pub certificate: Arc<SwappableCertificate>,
@@ -74,6 +83,8 @@ pub struct Delivery {
     /// `http_header_timeout`: a request head (the first, or the next on a kept-alive
     /// connection) must be complete this long after the wait for it began.
     pub header_timeout: Duration,
+    /// DVR playback from the archives ([`crate::dvr_playback`]).
+    pub dvr: Arc<crate::dvr_playback::DvrPlayback>,
 }
 
 impl ConnectionHandler for Delivery {
@@ -159,6 +170,7 @@ impl Delivery {
             denied: Arc::clone(&self.denied),
             cors_origin: self.cors_origin.clone(),
             sources: Arc::clone(&self.sources),
+            dvr: Arc::clone(&self.dvr),
             peer,
             shutdown: shutdown.clone(),
         };
@@ -167,6 +179,12 @@ impl Delivery {
             let context = Arc::clone(&context);
             async move {
                 context.edge_demand(&request).await;
+                if let Some(response) = context.dvr(&request).await {
+                    return Ok(response.map(Either::Left));
+                }
+                if let Some(response) = context.hold_low_latency(&request).await {
+                    return Ok(context.respond_with(response).map(Either::Left));
+                }
                 Ok::<_, Infallible>(context.respond_any(&request))
             }
         });
@@ -201,6 +219,7 @@ struct Context {
     denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     cors_origin: HeaderValue,
     sources: Arc<Sources>,
+    dvr: Arc<crate::dvr_playback::DvrPlayback>,
     peer: SocketAddr,
     shutdown: CancellationToken,
 }
@@ -263,7 +282,10 @@ impl Context {
         if strom_ipc::names::check_pair(app, stream).is_err() {
             return;
         }
-        let master = matches!(file, "playlist.m3u8" | "playlist_fmp4.m3u8");
+        let master = matches!(
+            file,
+            "playlist.m3u8" | "playlist_fmp4.m3u8" | crate::dash::MANIFEST
+        );
         let listener = matches!(file, crate::ts_http::FILE_NAME | crate::icecast::FILE_NAME);
         if (master || listener) && self.draining.load(Ordering::Relaxed) {
             return;
@@ -493,6 +515,7 @@ impl Context {
             "playlist.m3u8" | "playlist_fmp4.m3u8" => {
                 self.master(request, app, stream, file == "playlist_fmp4.m3u8", head)
             }
+            crate::dash::MANIFEST => self.dash_manifest(request, app, stream, sid, head),
             _ => {
                 let viewer = match sid.map(|id| self.viewers.lookup(id)) {
                     Some(Lookup::Revoked) => return error(StatusCode::FORBIDDEN, "session ended"),
@@ -619,7 +642,12 @@ impl Context {
                         )
                     })
                     .collect();
-                strom_media::hls::playlist::master_playlist(&variants, if fmp4 { 7 } else { 3 })
+                let independent = members.iter().all(|(_, s)| s.independent());
+                strom_media::hls::playlist::master_playlist(
+                    &variants,
+                    if fmp4 { 7 } else { 3 },
+                    independent,
+                )
             }
             (None, Some(s)) => s.master(fmp4, session),
             (None, None) => return error(StatusCode::NOT_FOUND, "no such stream"),
@@ -655,7 +683,17 @@ impl Context {
                 if !hls.has_segments() {
                     return error(StatusCode::NOT_FOUND, "no segments yet");
                 }
-                let text = hls.media(file == "chunks_fmp4.m3u8", sid);
+                let text = match hls.part_target_secs() {
+                    Some(_) if file == "chunks_fmp4.m3u8" => {
+                        let directives = ll_routes::directives(request.uri().query());
+                        let mut text = hls.media_ll(sid, directives.skip);
+                        if !text.ends_with("#EXT-X-ENDLIST\n") {
+                            text.push_str(&self.rendition_reports(app, stream, sid));
+                        }
+                        text
+                    }
+                    _ => hls.media(file == "chunks_fmp4.m3u8", sid),
+                };
                 body(
                     Bytes::from(text),
                     PLAYLIST_TYPE,
@@ -684,6 +722,8 @@ impl Context {
                         .ok()
                         .and_then(|n| hls.segment(n, true))
                         .map(|b| (b, "video/iso.segment"))
+                } else if let Some((msn, index)) = ll_routes::part_name(file) {
+                    hls.part(msn, index).map(|b| (b, "video/iso.segment"))
                 } else if let Some(number) = file
                     .strip_prefix("init_")
                     .and_then(|f| f.strip_suffix(".mp4"))
@@ -694,7 +734,7 @@ impl Context {
                         .and_then(|n| hls.init(n))
                         .map(|b| (b, "video/mp4"))
                 } else {
-                    None
+                    dash_routes::dash_file(&hls, file)
                 };
                 match found {
                     Some((bytes, content_type)) => {

@@ -2,14 +2,19 @@
 //!
 //! Streams announced by the supervisor's registry are subscribed on the media bus and
 //! packaged ([`packaging`]); segments live in the [`store`] (mirrored to disk for
-//! restarts); [`http`] serves them with viewer sessions ([`viewers`]); [`tls`] holds the
-//! swappable certificate.
+//! restarts); [`http`] serves them with viewer sessions ([`viewers`]); LL-HLS streams
+//! also get partial segments ([`parts`]); [`tls`] holds the swappable certificate;
+//! [`dvr_playback`] serves the DVR archives as HLS.
 
+mod dash;
+mod dvr_playback;
 mod edge_demand;
 mod http;
 mod icecast;
 mod icecast_push;
 mod packaging;
+mod part_cutter;
+mod parts;
 mod prefixed;
 mod service;
 mod source;
@@ -26,5 +31,7 @@ pub use service::{PackagerWorker, start};
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::http::parse_range;
-    pub use crate::store::{Limits, Store, exercise_restore, parse_index, stream_dir};
+    pub use crate::store::{
+        Limits, SegmentFacts, Store, exercise_restore, parse_index, stream_dir,
+    };
 }

@@ -1,27 +1,35 @@
-//! Packaging live streams into HLS: for each stream to package, a bus subscription feeds
-//! the stream into the packager's own hub (`strom_stream::bus::subscriber`), and a
-//! packaging task reads it there like any reader, cuts segments at keyframes and muxes
-//! each into MPEG-TS and fMP4. Frames arrive neutral: no container is parsed here.
+//! Packaging live streams into HLS and DASH: for each stream to package, a bus
+//! subscription feeds the stream into the packager's own hub
+//! (`strom_stream::bus::subscriber`), and a packaging task reads it there like any
+//! reader, cuts segments at keyframes within the playlist's fixed target duration and
+//! muxes each into MPEG-TS and fMP4 (one CMAF fragment per track, which DASH serves
+//! track by track). For LL-HLS streams the segment being built is also cut into parts
+//! as its samples arrive ([`crate::part_cutter`]). Frames arrive neutral: no container is
+//! parsed here.
 //!
 //! A task outlives its producer: when the bus connection breaks (publisher gone, rtmp
 //! worker restarting) the segments stay served and the subscription reconnects with
-//! backoff; every new publisher (generation) starts with a discontinuity.
+//! backoff; every new publisher (generation) starts with a discontinuity. When a
+//! publisher leaves (or the task stops), the segment it was filling is finished, so its
+//! last seconds are served too.
 //!
 //! A stream that leaves the registry is marked ended in the [`Store`], which frees it
 //! after the grace time unless it comes back. Names that fail `strom_ipc::names` are
 //! never packaged (a producer should not announce them; if one does, it is logged).
 
-use crate::store::{HlsStream, Store};
+use crate::part_cutter::PartCutter;
+use crate::store::{DashParts, DashTrack, HlsStream, InitSegments, SegmentFacts, Store};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::{DeliveryOutput, HlsCueTags, Rules};
-use strom_media::fmp4::{Fragmenter, init_segment};
+use strom_media::fmp4::{Fragmenter, init_segment, track_init_segment};
 use strom_media::frame::Codec;
 use strom_media::hls::cues::{CueStyle, CueTracker};
 use strom_media::hls::segmenter::{CutSegment, Segmenter};
+use strom_media::sample::TrackKind;
 use strom_media::track_builder::TrackBuilder;
 use strom_media::ts::TsMuxer;
 use strom_stream::bus::subscriber::{Relay, feed};
@@ -59,21 +67,47 @@ pub fn cue_style(rules: &Rules, app: &str, stream: &str) -> CueStyle {
     }
 }
 
-/// HLS switch and segment duration of a stream, from the delivery settings only, never
-/// the RTMP listener's settings (the supervisor translates those of old files).
+/// Whether a stream is segmented (its outputs include HLS or DASH, which share the
+/// segments) and its segment duration, from the delivery settings only, never the RTMP
+/// listener's settings (the supervisor translates those of old files).
 pub fn hls_settings(rules: &Rules, app: &str, stream: &str) -> (bool, u32) {
     let delivery = rules.delivery.for_stream(app, stream);
     (
-        delivery.has(DeliveryOutput::Hls),
+        delivery.has(DeliveryOutput::Hls)
+            || delivery.has(DeliveryOutput::Dash)
+            || delivery.has(DeliveryOutput::LlHls),
         delivery.segment_duration_secs,
     )
 }
 
+/// The LL-HLS part target (ms) of `app/stream`, `None` unless its outputs include
+/// `LLHLS`; never above the segment duration.
+pub fn part_target_ms(rules: &Rules, app: &str, stream: &str) -> Option<u32> {
+    let delivery = rules.delivery.for_stream(app, stream);
+    delivery.has(DeliveryOutput::LlHls).then(|| {
+        rules
+            .delivery
+            .part_target_ms
+            .min(delivery.segment_duration_secs.saturating_mul(1000))
+            .max(1)
+    })
+}
+
+/// Whether `app/stream` is served as MPEG-DASH (`manifest.mpd`).
+pub fn dash_enabled(rules: &Rules, app: &str, stream: &str) -> bool {
+    rules
+        .delivery
+        .for_stream(app, stream)
+        .has(DeliveryOutput::Dash)
+}
+
 struct Task {
     location: StreamLocation,
-    /// Whether the task packages HLS (or only relays the stream for `mpegts.stream`).
+    /// Whether the task packages HLS/DASH (or only relays the stream for `mpegts.stream`).
     hls: bool,
     cue_style: CueStyle,
+    /// LL-HLS part target, ms.
+    part_target_ms: Option<u32>,
     stop: CancellationToken,
 }
 
@@ -142,6 +176,7 @@ impl Packaging {
                 *l == task.location
                     && hls_settings(&rules, &l.app, &l.stream).0 == task.hls
                     && cue_style(&rules, &l.app, &l.stream) == task.cue_style
+                    && part_target_ms(&rules, &l.app, &l.stream) == task.part_target_ms
             });
             if !keep {
                 task.stop.cancel();
@@ -157,6 +192,7 @@ impl Packaging {
             }
             let (hls, duration) = hls_settings(&rules, &location.app, &location.stream);
             let cue_style = cue_style(&rules, &location.app, &location.stream);
+            let part_target_ms = part_target_ms(&rules, &location.app, &location.stream);
             let stop = self.shutdown.child_token();
             let relay = Relay {
                 key: StreamKey::new(key.0.clone(), key.1.clone()),
@@ -167,7 +203,8 @@ impl Packaging {
                 let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
                     continue;
                 };
-                tracing::info!(app = %location.app, stream = %location.stream, "packaging HLS");
+                stream.set_part_target(part_target_ms.map(|ms| f64::from(ms) / 1000.0));
+                tracing::info!(app = %location.app, stream = %location.stream, ?part_target_ms, "packaging HLS");
                 let reader = self.ids.next_id();
                 let (frames, _dropped) = self.hub.subscribe(&relay.key, reader);
                 tokio::spawn(package(
@@ -179,7 +216,7 @@ impl Packaging {
                     },
                     stream,
                     Arc::clone(&self.store),
-                    (duration, cue_style),
+                    (duration, cue_style, part_target_ms),
                     stop.clone(),
                 ));
             }
@@ -198,6 +235,7 @@ impl Packaging {
                     location,
                     hls,
                     cue_style,
+                    part_target_ms,
                     stop,
                 },
             );
@@ -236,10 +274,15 @@ struct Timeline {
     ts: Option<TsMuxer>,
     fragmenter: Fragmenter,
     generation: u32,
+    /// The DASH period of the latest segment: its init segment id, wall-clock start (Unix
+    /// ms) and media time (90 kHz).
+    period: Option<(u64, i64, i64)>,
+    /// LL-HLS: the parts of the segment being built.
+    parts: Option<PartCutter>,
 }
 
 impl Timeline {
-    fn new(generation: u32, style: CueStyle) -> Self {
+    fn new(generation: u32, style: CueStyle, part_target_ms: Option<u32>) -> Self {
         Self {
             tracks: TrackBuilder::default(),
             cues: CueTracker::new(style),
@@ -249,6 +292,27 @@ impl Timeline {
             ts: None,
             fragmenter: Fragmenter::new(),
             generation,
+            period: None,
+            parts: part_target_ms.map(|ms| PartCutter::new(i64::from(ms) * 90)),
+        }
+    }
+
+    /// The id of the init segment its segments use (new with a publisher or a codec
+    /// change).
+    fn init_id(&self) -> u64 {
+        (u64::from(self.generation) << 16) | u64::from(self.tracks.config_version & 0xFFFF)
+    }
+
+    /// Ends the part being built where the segment is cut and lists it.
+    fn last_part(&mut self, end: i64, hls: &HlsStream) {
+        let listed = hls.parts_may_follow(self.init_id());
+        if let Some(part) = self
+            .parts
+            .as_mut()
+            .and_then(|p| p.finish(&self.tracks.tracks, end))
+            && listed
+        {
+            hls.add_part(part.bytes, part.duration_secs, part.independent);
         }
     }
 }
@@ -257,35 +321,129 @@ async fn package(
     mut reading: Reading,
     hls: Arc<HlsStream>,
     store: Arc<Store>,
-    (duration, cue_style): (u32, CueStyle),
+    (duration, cue_style, part_target_ms): (u32, CueStyle, Option<u32>),
     stop: CancellationToken,
 ) {
-    let (hls, store) = (&hls, &store);
-    let mut timeline: Option<Timeline> = None;
+    let mut packager = Packager {
+        hls,
+        store,
+        duration,
+        cue_style,
+        part_target_ms,
+        key: reading.key.clone(),
+        timeline: None,
+    };
+    let mut live = reading.hub.watch_live(&reading.key);
     loop {
-        let frame = tokio::select! {
-            () = stop.cancelled() => return,
-            frame = reading.frames.recv() => frame,
-        };
-        // The hub closes a reader's queue only when the reader is removed.
-        let Some(frame) = frame else { return };
-        let current = match &mut timeline {
-            Some(t) if t.generation == frame.generation => t,
-            _ => {
-                // A new publisher (or the first after a packager restart, whose mirrored
-                // segments are served already): a discontinuity.
-                hls.mark_discontinuity();
-                timeline.insert(Timeline::new(frame.generation, cue_style))
+        tokio::select! {
+            () = stop.cancelled() => {
+                // Unpublished (or the settings changed): what is queued, then the segment
+                // being built, so the publisher's last seconds are not lost.
+                packager.drain(&mut reading.frames).await;
+                packager.flush().await;
+                return;
             }
+            () = went_offline(&mut live) => {
+                packager.drain(&mut reading.frames).await;
+                packager.flush().await;
+            }
+            frame = reading.frames.recv() => match frame {
+                Some(frame) => packager.frame(&frame).await,
+                // The hub closes a reader's queue only when the reader is removed.
+                None => {
+                    packager.flush().await;
+                    return;
+                }
+            },
+        }
+    }
+}
+
+/// Frames taken from the queue at most when the stream stops: a publisher that goes on
+/// (the settings changed) cannot keep a stopping task busy.
+const MAX_DRAINED_FRAMES: usize = strom_stream::READER_QUEUE_FRAMES;
+
+/// Resolves when the stream's publisher leaves (never, without a stream to watch).
+async fn went_offline(live: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    if let Some(receiver) = live {
+        while receiver.changed().await.is_ok() {
+            if !*receiver.borrow_and_update() {
+                return;
+            }
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
+/// One stream's packaging: the timeline of its current publisher.
+struct Packager {
+    hls: Arc<HlsStream>,
+    store: Arc<Store>,
+    /// The configured segment duration, seconds.
+    duration: u32,
+    cue_style: CueStyle,
+    /// LL-HLS part target, ms.
+    part_target_ms: Option<u32>,
+    key: StreamKey,
+    timeline: Option<Timeline>,
+}
+
+impl Packager {
+    async fn drain(&mut self, frames: &mut strom_stream::FrameReceiver) {
+        for _ in 0..MAX_DRAINED_FRAMES {
+            let Ok(frame) = frames.try_recv() else {
+                return;
+            };
+            self.frame(&frame).await;
+        }
+    }
+
+    /// Ends the segment being built (the publisher stopped or changed).
+    async fn flush(&mut self) {
+        let Some(timeline) = self.timeline.as_mut() else {
+            return;
+        };
+        let Some(cut) = timeline.segmenter.as_mut().and_then(Segmenter::flush) else {
+            // No segment to end: parts of one would be listed without it.
+            if let Some(parts) = timeline.parts.as_mut() {
+                parts.clear();
+            }
+            self.hls.discard_pending_parts();
+            return;
+        };
+        tracing::debug!(stream = %self.key, duration = cut.duration_secs(), "last segment of the publisher flushed");
+        timeline.last_part(cut.end, &self.hls);
+        finish(timeline, cut, &self.hls, &self.store).await;
+    }
+
+    async fn frame(&mut self, frame: &strom_stream::SharedFrame) {
+        if self
+            .timeline
+            .as_ref()
+            .is_none_or(|t| t.generation != frame.generation)
+        {
+            // The previous publisher's last segment goes before the break.
+            self.flush().await;
+            // A new publisher (or the first after a packager restart, whose mirrored
+            // segments are served already): a discontinuity.
+            self.hls.mark_discontinuity();
+            self.timeline = Some(Timeline::new(
+                frame.generation,
+                self.cue_style,
+                self.part_target_ms,
+            ));
+        }
+        let Some(current) = self.timeline.as_mut() else {
+            return;
         };
         if frame.frame.codec == Codec::Scte35 {
             if current.cues.marker(&frame.frame.payload) {
-                tracing::info!(stream = %reading.key, "SCTE-35 splice: cutting a segment at the next keyframe");
+                tracing::info!(stream = %self.key, "SCTE-35 splice: cutting a segment at the next keyframe");
                 if let Some(segmenter) = current.segmenter.as_mut() {
                     segmenter.cut_at_next_start();
                 }
             }
-            continue;
+            return;
         }
         if frame.frame.codec == Codec::TimedMetadata {
             if current.titles.len() >= MAX_PENDING_TITLES {
@@ -294,27 +452,47 @@ async fn package(
             current
                 .titles
                 .push((frame.frame.pts, frame.frame.payload.clone()));
-            continue;
+            return;
         }
         let sample = current.tracks.accept_frame(frame.frame.clone());
         if let Some(codec) = current.tracks.take_unmuxed_video() {
-            tracing::warn!(stream = %reading.key, ?codec, "video codec not packaged for HLS");
+            tracing::warn!(stream = %self.key, ?codec, "video codec not packaged for HLS");
         }
         let Some(sample) = sample else {
-            continue;
+            return;
         };
         let has_video = current.tracks.tracks.video.is_some();
-        let segmenter = current
-            .segmenter
-            .get_or_insert_with(|| Segmenter::new(duration, has_video));
+        let segmenter = current.segmenter.get_or_insert_with(|| {
+            // The playlist's target duration is fixed when it starts and kept by every
+            // later publisher; a longer configured duration cannot exceed it.
+            let limit = self.hls.target_duration(self.duration);
+            Segmenter::new(self.duration.min(limit), limit, has_video)
+        });
         let was_started = segmenter.started();
+        let for_part = current.parts.is_some().then(|| sample.clone());
         match segmenter.push(sample) {
             Some(cut) => {
-                finish(current, cut, hls, store, duration).await;
+                current.last_part(cut.end, &self.hls);
+                finish(current, cut, &self.hls, &self.store).await;
                 current.cues.segment_started();
             }
             None if !was_started && segmenter.started() => current.cues.segment_started(),
             None => {}
+        }
+        // The sample belongs to the segment being built (unless it was dropped, before
+        // the first keyframe): it goes into that segment's current part.
+        let accepted = current.segmenter.as_ref().is_some_and(Segmenter::started);
+        if let Some(sample) = for_part.filter(|_| accepted) {
+            // Parts follow the init segment and timeline of the segments listed before
+            // them: a segment after a new init segment or a discontinuity comes whole.
+            let listed = self.hls.parts_may_follow(current.init_id());
+            if let Some(parts) = current.parts.as_mut()
+                && let Some(part) = parts.push(&current.tracks.tracks, &sample)
+                && listed
+            {
+                self.hls
+                    .add_part(part.bytes, part.duration_secs, part.independent);
+            }
         }
     }
 }
@@ -344,14 +522,29 @@ async fn finish(
     cut: CutSegment,
     hls: &Arc<HlsStream>,
     store: &Arc<Store>,
-    duration: u32,
 ) {
+    let init_id = timeline.init_id();
     let tracks = &timeline.tracks.tracks;
-    let init_id =
-        (u64::from(timeline.generation) << 16) | u64::from(timeline.tracks.config_version & 0xFFFF);
     if hls.init(init_id).is_none() {
         match init_segment(tracks) {
-            Ok(init) => hls.add_init(init_id, Bytes::from(init)),
+            Ok(init) => {
+                // Each track alone too, for DASH's per-track representations.
+                let alone = |kind| match track_init_segment(tracks, kind)? {
+                    Ok(init) => Some(Bytes::from(init)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, ?kind, "fMP4 track init segment failed");
+                        None
+                    }
+                };
+                hls.add_inits(
+                    init_id,
+                    InitSegments {
+                        muxed: Bytes::from(init),
+                        video: alone(TrackKind::Video),
+                        audio: alone(TrackKind::Audio),
+                    },
+                );
+            }
             Err(e) => tracing::warn!(error = %e, "fMP4 init segment failed"),
         }
     }
@@ -372,33 +565,95 @@ async fn finish(
     // The audio cut point is not known here; the fragmenter repeats the last duration.
     let next_audio = None;
     let mut m4s = Vec::with_capacity(ts.len());
+    strom_media::fmp4::segment_type(&mut m4s);
     // Titles as ID3 `emsg` boxes before the `moof`, numbered by the segment.
     let first_id = timeline.fragmenter.sequence_number().wrapping_mul(64);
     for (n, (pts, tag)) in timed.iter().enumerate() {
         let id = first_id.wrapping_add(n as u32);
         strom_media::fmp4::emsg::write_id3_emsg(*pts, id, tag, &mut m4s);
     }
-    if let Err(e) =
-        timeline
+    // One fragment per track (video, then audio): HLS plays the segment whole, DASH
+    // serves each track's fragment as that track's segment.
+    let mut parts = [None, None];
+    for (slot, (kind, next)) in parts.iter_mut().zip([
+        (TrackKind::Video, next_video),
+        (TrackKind::Audio, next_audio),
+    ]) {
+        let offset = m4s.len();
+        match timeline
             .fragmenter
-            .fragment(tracks, &cut.samples, next_video, next_audio, &mut m4s)
-    {
-        tracing::warn!(error = %e, "fMP4 segment failed");
-        m4s.clear();
+            .fragment_track(tracks, kind, &cut.samples, next, &mut m4s)
+        {
+            Ok(span) => {
+                *slot = span.and_then(|span| {
+                    Some(DashTrack {
+                        start: span.start,
+                        duration: span.duration,
+                        timescale: span.timescale,
+                        offset: u32::try_from(offset).ok()?,
+                        len: u32::try_from(m4s.len() - offset).ok()?,
+                    })
+                })
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, ?kind, "fMP4 fragment failed");
+                m4s.clear();
+                parts = [None, None];
+                break;
+            }
+        }
     }
     let duration_secs = cut.duration_secs();
+    let video_frames = cut
+        .samples
+        .iter()
+        .filter(|s| s.kind == TrackKind::Video)
+        .count();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or_default();
     let program_date_time_ms = now_ms - (duration_secs * 1000.0) as i64;
     let tags = timeline.cues.tags_for(cut.start, program_date_time_ms);
-    let facts = (
-        strom_media::fmp4::codecs(tracks),
-        tracks.video.as_ref().map(|v| v.width).unwrap_or_default(),
-        tracks.video.as_ref().map(|v| v.height).unwrap_or_default(),
-        duration,
-    );
+    // A DASH period per timeline and init segment, anchored where its first segment is.
+    let period = match timeline.period {
+        Some(period) if period.0 == init_id => period,
+        _ => {
+            // A publisher back soon after the previous one left continues the DASH
+            // timeline where it ended: players go from period to period without a gap
+            // (dash.js stalls on some). After a longer absence the new period starts at
+            // its own time: shifted that far, it would lag the wall clock beyond the
+            // players' presentation delay.
+            let longest_gap = i64::from(hls.target_duration(1)) * 2_000;
+            let anchor = hls
+                .dash_end_ms()
+                .filter(|end| {
+                    (program_date_time_ms.saturating_sub(longest_gap)..program_date_time_ms)
+                        .contains(end)
+                })
+                .unwrap_or(program_date_time_ms);
+            *timeline.period.insert((init_id, anchor, cut.start))
+        }
+    };
+    let dash = match parts {
+        [None, None] => None,
+        [video, audio] => Some(DashParts {
+            video,
+            audio,
+            period_ms: period.1,
+            period_time: period.2,
+        }),
+    };
+    let facts = SegmentFacts {
+        codecs: strom_media::fmp4::codecs(tracks),
+        width: tracks.video.as_ref().map(|v| v.width).unwrap_or_default(),
+        height: tracks.video.as_ref().map(|v| v.height).unwrap_or_default(),
+        // Over a whole segment only: a short one (a flushed tail) says little.
+        frame_rate: (video_frames > 1 && duration_secs >= 0.5)
+            .then(|| (video_frames as f64 / duration_secs * 1000.0).round() / 1000.0),
+        independent: cut.independent,
+        dash,
+    };
     let hls = Arc::clone(hls);
     let store = Arc::clone(store);
     let (ts, m4s) = (Bytes::from(ts), Bytes::from(m4s));
@@ -466,6 +721,13 @@ mod tests {
             outputs: Some(vec![DeliveryOutput::Dash]),
             segment_duration_secs: Some(2),
         });
+        assert_eq!(
+            hls_settings(&rules, "live", "s"),
+            (true, 2),
+            "DASH is segmented"
+        );
+        assert!(dash_enabled(&rules, "live", "s") && !dash_enabled(&rules, "live", "t"));
+        rules.delivery.streams[0].outputs = Some(vec![DeliveryOutput::MpegTs]);
         assert_eq!(hls_settings(&rules, "live", "s"), (false, 2));
         assert_eq!(hls_settings(&rules, "live", "t"), (true, 6));
     }

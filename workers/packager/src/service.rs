@@ -50,6 +50,8 @@ pub struct PackagerWorker {
     edge: Arc<EdgeDemand>,
     /// Draining (`SetDraining`): new viewers are refused.
     draining: Arc<AtomicBool>,
+    /// DVR playback: learns from the registry which archives may still grow.
+    dvr: Arc<crate::dvr_playback::DvrPlayback>,
 }
 
 pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
@@ -114,6 +116,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let denied = Arc::new(Mutex::new(
         context.hello.denied_publishers.iter().cloned().collect(),
     ));
+    let dvr = Arc::new(crate::dvr_playback::DvrPlayback::new(
+        settings.data_dir.clone(),
+    ));
     let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
         .map_err(|e| format!("access_control_allow_origin: {e}"))?;
     let handler = Delivery {
@@ -139,6 +144,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         header_timeout: Duration::from_secs(u64::from(
             context.hello.settings.http_limits.header_timeout_secs,
         )),
+        dvr: Arc::clone(&dvr),
     };
     let accept = AcceptLoops::new(
         Arc::new(handler),
@@ -166,6 +172,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         pushes,
         edge,
         draining,
+        dvr,
     }))
 }
 
@@ -341,6 +348,7 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::error(FailureKind::NotFound, "no such stream")
             }
             WorkerRequest::StreamRegistry(locations) => {
+                self.dvr.apply_registry(&locations);
                 *locked(&self.registry) = locations.clone();
                 self.edge.apply_registry(Some(locations));
                 WorkerReply::Done

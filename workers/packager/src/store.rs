@@ -24,8 +24,14 @@ use strom_ipc::names::{self, NameError};
 use strom_media::hls::playlist::{SegmentEntry, Variant, master_playlist, media_playlist};
 use strom_worker_runtime::sync::locked;
 
+mod low_latency;
+pub use low_latency::LlPosition;
+
 /// Segments listed in a live playlist.
 pub const PLAYLIST_WINDOW: usize = 6;
+/// Segments listed in a Low-Latency HLS playlist: more than 6 target durations, so that
+/// delta updates (`CAN-SKIP-UNTIL`, 6 target durations) have segments to skip.
+pub const LL_PLAYLIST_WINDOW: usize = 10;
 /// Segments kept beyond the window, so a player that read an older playlist still gets
 /// every segment it lists.
 const GRACE_SEGMENTS: usize = 4;
@@ -73,6 +79,68 @@ pub struct SegmentMeta {
     /// Playlist tags before the segment (SCTE-35 breaks); absent in older indexes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The segment starts with a keyframe; absent (true) in older indexes.
+    #[serde(default = "independent_by_default")]
+    pub independent: bool,
+    /// Where its tracks' fragments lie (DASH); absent in older indexes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dash: Option<DashParts>,
+}
+
+/// A segment's tracks as DASH serves them: each track's fragment is a byte range of the
+/// fMP4 segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashParts {
+    pub video: Option<DashTrack>,
+    pub audio: Option<DashTrack>,
+    /// The DASH period the segment belongs to (a run of segments with one timeline and
+    /// init segment) starts at this wall-clock time (Unix ms) and media time (90 kHz).
+    pub period_ms: i64,
+    pub period_time: i64,
+}
+
+/// One track's fragment in a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashTrack {
+    /// `tfdt` and duration, in `timescale`.
+    pub start: u64,
+    pub duration: u64,
+    pub timescale: u32,
+    /// Byte range in the fMP4 segment.
+    pub offset: u32,
+    pub len: u32,
+}
+
+/// What a DASH manifest lists of a stream.
+#[derive(Debug, Clone, Default)]
+pub struct DashListing {
+    /// Sequence number, init segment id and parts of each segment in the live window.
+    pub segments: Vec<(u64, u64, DashParts)>,
+    pub codecs: String,
+    pub width: u32,
+    pub height: u32,
+    pub frame_rate: Option<f64>,
+    pub target_duration: u32,
+    /// The stream is gone for good (its HLS playlists have `#EXT-X-ENDLIST`).
+    pub ended: bool,
+}
+
+fn independent_by_default() -> bool {
+    true
+}
+
+/// What the packager knows of a segment besides its bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SegmentFacts {
+    /// RFC 6381 codec strings of the stream, comma-separated.
+    pub codecs: String,
+    pub width: u32,
+    pub height: u32,
+    /// Video frames per second over the segment.
+    pub frame_rate: Option<f64>,
+    /// The segment starts with a keyframe (or has no video).
+    pub independent: bool,
+    pub dash: Option<DashParts>,
 }
 
 /// Playlist-level facts (persisted).
@@ -82,7 +150,12 @@ pub struct StreamMeta {
     pub width: u32,
     pub height: u32,
     pub bandwidth: u64,
+    /// `#EXT-X-TARGETDURATION`: fixed when the playlist starts (RFC 8216 forbids a
+    /// change), kept across publishers and packager restarts.
     pub target_duration: u32,
+    /// Video frames per second, from the latest segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_rate: Option<f64>,
     pub discontinuity_sequence: u64,
     pub next_sequence: u64,
     pub segments: Vec<SegmentMeta>,
@@ -92,12 +165,15 @@ pub struct StreamMeta {
 struct StreamState {
     meta: StreamMeta,
     segments: VecDeque<Segment>,
-    inits: HashMap<u64, Bytes>,
+    inits: HashMap<u64, InitSegments>,
     /// The next segment follows a break in the timeline.
     pending_discontinuity: bool,
-    /// Media playlists (TS, fMP4) rendered once per segment change, with a session
-    /// placeholder: a chunklist request only fills in its session id.
-    rendered: [Option<String>; 2],
+    /// Media playlists (TS, fMP4, LL-HLS, LL-HLS delta update) rendered once per
+    /// segment (or part) change, with a session placeholder: a chunklist request only
+    /// fills in its session id.
+    rendered: [Option<String>; 4],
+    /// Low-Latency HLS parts (none unless the stream is delivered as LL-HLS).
+    parts: crate::parts::PartLists,
     /// Since when the stream has no producer (`None` while it is packaged).
     ended: Option<Instant>,
 }
@@ -109,7 +185,7 @@ impl StreamState {
         if old.entry.discontinuity {
             self.meta.discontinuity_sequence = self.meta.discontinuity_sequence.saturating_add(1);
         }
-        self.rendered = [None, None];
+        self.rendered = Default::default();
         Some(old)
     }
 
@@ -118,7 +194,16 @@ impl StreamState {
             .iter()
             .map(|s| (s.ts.len() + s.m4s.len()) as u64)
             .sum::<u64>()
-            + self.inits.values().map(|b| b.len() as u64).sum::<u64>()
+            + self.inits.values().map(InitSegments::len).sum::<u64>()
+            + self.parts.bytes()
+    }
+
+    /// Segments the media playlists list.
+    fn window(&self) -> usize {
+        match self.parts.part_target_secs() {
+            Some(_) => LL_PLAYLIST_WINDOW,
+            None => PLAYLIST_WINDOW,
+        }
     }
 
     fn sync_meta(&mut self) -> StreamMeta {
@@ -149,10 +234,15 @@ pub struct HlsStream {
     ram: AtomicU64,
     /// Bytes of this stream's files in the disk mirror.
     disk_bytes: AtomicU64,
+    /// How long after its producer left the playlist gets `#EXT-X-ENDLIST`: the stream
+    /// is gone for good, and a later publisher starts a new playlist.
+    endlist_after: Duration,
+    /// Bumped at every new segment or part: blocking playlist reloads wait on it.
+    version: tokio::sync::watch::Sender<u64>,
 }
 
 impl HlsStream {
-    fn new(app: &str, stream: &str, dir: PathBuf) -> Self {
+    fn new(app: &str, stream: &str, dir: PathBuf, endlist_after: Duration) -> Self {
         Self {
             app: app.to_owned(),
             stream: stream.to_owned(),
@@ -161,7 +251,27 @@ impl HlsStream {
             state: Mutex::new(StreamState::default()),
             ram: AtomicU64::new(0),
             disk_bytes: AtomicU64::new(0),
+            endlist_after,
+            version: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// The playlist's `#EXT-X-TARGETDURATION`: the one it has, or `configured` (the
+    /// stream's segment duration) for a playlist that starts now.
+    pub fn target_duration(&self, configured: u32) -> u32 {
+        let mut state = locked(&self.state);
+        if state.meta.target_duration == 0 {
+            state.meta.target_duration = configured.max(1);
+        }
+        state.meta.target_duration
+    }
+
+    /// Whether the playlist has ended (`#EXT-X-ENDLIST`): its producer has been gone
+    /// for `endlist_after`.
+    fn closed(&self, state: &StreamState) -> bool {
+        state
+            .ended
+            .is_some_and(|since| since.elapsed() >= self.endlist_after)
     }
 
     /// The next segment starts a new timeline (a new publisher, or a restart).
@@ -170,12 +280,29 @@ impl HlsStream {
     }
 
     pub fn add_init(&self, id: u64, bytes: Bytes) {
+        self.add_inits(
+            id,
+            InitSegments {
+                muxed: bytes,
+                ..InitSegments::default()
+            },
+        );
+    }
+
+    /// Adds the init segments of `id`: the HLS one and those of each track alone.
+    pub fn add_inits(&self, id: u64, inits: InitSegments) {
         let mut disk = locked(&self.disk);
-        self.persist(&mut disk, format!("init_{id}.mp4"), &bytes);
+        let [muxed, video, audio] = init_names(id);
+        self.persist(&mut disk, muxed, &inits.muxed);
+        for (name, bytes) in [(video, &inits.video), (audio, &inits.audio)] {
+            if let Some(bytes) = bytes {
+                self.persist(&mut disk, name, bytes);
+            }
+        }
         self.disk_bytes
             .store(disk.files.values().sum(), Ordering::Relaxed);
         let mut state = locked(&self.state);
-        state.inits.insert(id, bytes);
+        state.inits.insert(id, inits);
         self.ram.store(state.ram_bytes(), Ordering::Relaxed);
     }
 
@@ -189,10 +316,9 @@ impl HlsStream {
         init_id: u64,
         ts: Bytes,
         m4s: Bytes,
-        facts: (String, u32, u32, u32),
+        facts: SegmentFacts,
         tags: Vec<String>,
     ) -> u64 {
-        let (codecs, width, height, target_duration) = facts;
         let mut disk = locked(&self.disk);
         let mut state = locked(&self.state);
         let sequence = state.meta.next_sequence;
@@ -206,21 +332,26 @@ impl HlsStream {
             discontinuity,
             init_id,
             tags,
+            independent: facts.independent,
+            dash: facts.dash,
         };
         let bits = (ts.len() as f64 * 8.0 / duration_secs.max(0.1)) as u64;
         state.meta.bandwidth = state.meta.bandwidth.max(bits);
-        state.meta.codecs = codecs;
-        state.meta.width = width;
-        state.meta.height = height;
-        state.meta.target_duration = target_duration;
+        state.meta.codecs = facts.codecs;
+        state.meta.width = facts.width;
+        state.meta.height = facts.height;
+        state.meta.frame_rate = facts.frame_rate.or(state.meta.frame_rate);
+        if state.meta.target_duration == 0 {
+            state.meta.target_duration = duration_secs.round().max(1.0) as u32;
+        }
         state.segments.push_back(Segment {
             entry,
             ts: ts.clone(),
             m4s: m4s.clone(),
         });
-        state.rendered = [None, None];
+        state.rendered = Default::default();
         let mut expired = Vec::new();
-        while state.segments.len() > PLAYLIST_WINDOW + GRACE_SEGMENTS {
+        while state.segments.len() > state.window() + GRACE_SEGMENTS {
             if let Some(old) = state.pop_front() {
                 expired.push(old.entry.sequence);
             }
@@ -234,9 +365,12 @@ impl HlsStream {
             }
             keep
         });
+        let next = state.meta.next_sequence;
+        state.parts.prune(next);
         let meta = state.sync_meta();
         self.ram.store(state.ram_bytes(), Ordering::Relaxed);
         drop(state);
+        self.version.send_modify(|v| *v = v.wrapping_add(1));
         // Mirrored to disk after the state lock is released: requests for the stream
         // never wait on the disk. Segment files first, then the index that lists them.
         for (extension, bytes) in [("ts", &ts), ("m4s", &m4s)] {
@@ -249,7 +383,9 @@ impl HlsStream {
             }
         }
         for id in dropped_inits {
-            self.unpersist(&mut disk, &format!("init_{id}.mp4"));
+            for name in init_names(id) {
+                self.unpersist(&mut disk, &name);
+            }
         }
         self.disk_bytes
             .store(disk.files.values().sum(), Ordering::Relaxed);
@@ -313,18 +449,55 @@ impl HlsStream {
         }
     }
 
-    /// The stream has no producer any more (its grace time starts), or has one again.
+    /// The stream has no producer any more (its grace time starts), or has one again: a
+    /// producer back after the playlist ended starts a new one (RFC 8216: nothing changes
+    /// after `#EXT-X-ENDLIST`). Its segment numbers go on from the old ones, so no
+    /// segment URL (cached as immutable) ever names other media.
     fn set_ended(&self, ended: bool) {
+        let mut disk = locked(&self.disk);
         let mut state = locked(&self.state);
+        let restart = !ended && self.closed(&state);
         state.ended = match (ended, state.ended) {
             (true, Some(since)) => Some(since),
             (true, None) => Some(Instant::now()),
             (false, _) => None,
         };
+        if !restart {
+            return;
+        }
+        let mut gone = Vec::new();
+        while let Some(old) = state.pop_front() {
+            gone.push(old.entry.sequence);
+        }
+        let inits: Vec<u64> = state.inits.drain().map(|(id, _)| id).collect();
+        state.meta.target_duration = 0;
+        state.meta.bandwidth = 0;
+        state.pending_discontinuity = false;
+        let meta = state.sync_meta();
+        self.ram.store(state.ram_bytes(), Ordering::Relaxed);
+        drop(state);
+        tracing::info!(app = %self.app, stream = %self.stream, "publisher back after the playlist ended: new playlist");
+        for sequence in gone {
+            self.unpersist(&mut disk, &format!("{sequence}.ts"));
+            self.unpersist(&mut disk, &format!("{sequence}.m4s"));
+        }
+        for id in inits {
+            for name in init_names(id) {
+                self.unpersist(&mut disk, &name);
+            }
+        }
+        self.persist_index(&mut disk, &meta);
+        self.disk_bytes
+            .store(disk.files.values().sum(), Ordering::Relaxed);
     }
 
     fn ended_for(&self) -> Option<Duration> {
         locked(&self.state).ended.map(|since| since.elapsed())
+    }
+
+    /// Segments its media playlists list.
+    fn window(&self) -> usize {
+        locked(&self.state).window()
     }
 
     pub fn has_segments(&self) -> bool {
@@ -342,26 +515,31 @@ impl HlsStream {
     /// The master playlist for the TS (`fmp4 == false`) or fMP4 variant; `session`
     /// `None`: the viewer has no session and its URLs carry none.
     pub fn master(&self, fmp4: bool, session: Option<u64>) -> String {
-        let state = locked(&self.state);
-        let meta = &state.meta;
-        let variant = Variant {
-            bandwidth: meta.bandwidth,
-            resolution: Some((meta.width, meta.height)),
-            codecs: meta.codecs.clone(),
-            uri: format!("{}{}", chunklist(fmp4), session_query(session)),
-        };
-        master_playlist(&[variant], if fmp4 { 7 } else { 3 })
+        let variant = self.variant("", fmp4, session);
+        master_playlist(&[variant], if fmp4 { 7 } else { 3 }, self.independent())
     }
 
-    /// A variant entry pointing at this stream from an ABR master elsewhere.
+    /// A variant entry pointing at this stream (from an ABR master elsewhere: with
+    /// `uri_prefix`). Bandwidths are of the segments held, in the variant's format.
     pub fn variant(&self, uri_prefix: &str, fmp4: bool, session: Option<u64>) -> Variant {
         let state = locked(&self.state);
+        let (peak, average) = bandwidths(&state, fmp4);
         Variant {
-            bandwidth: state.meta.bandwidth,
+            bandwidth: if peak > 0 { peak } else { state.meta.bandwidth },
+            average_bandwidth: Some(average).filter(|a| *a > 0),
+            frame_rate: state.meta.frame_rate.filter(|_| state.meta.width > 0),
             resolution: Some((state.meta.width, state.meta.height)),
             codecs: state.meta.codecs.clone(),
             uri: format!("{uri_prefix}{}{}", chunklist(fmp4), session_query(session)),
         }
+    }
+
+    /// Whether every segment held starts with a keyframe (`#EXT-X-INDEPENDENT-SEGMENTS`).
+    pub fn independent(&self) -> bool {
+        locked(&self.state)
+            .segments
+            .iter()
+            .all(|s| s.entry.independent)
     }
 
     pub fn media(&self, fmp4: bool, session: Option<u64>) -> String {
@@ -374,10 +552,14 @@ impl HlsStream {
                 state.rendered[slot].insert(rendered)
             }
         };
-        match session {
+        let mut text = match session {
             Some(session) => template.replace(SESSION_PLACEHOLDER, &session.to_string()),
             None => template.replace(SESSION_QUERY, ""),
+        };
+        if self.closed(&state) {
+            text.push_str("#EXT-X-ENDLIST\n");
         }
+        text
     }
 
     pub fn segment(&self, sequence: u64, fmp4: bool) -> Option<Bytes> {
@@ -393,8 +575,69 @@ impl HlsStream {
         })
     }
 
+    /// One track's fragment of a segment (DASH).
+    pub fn dash_segment(&self, sequence: u64, audio: bool) -> Option<Bytes> {
+        let state = locked(&self.state);
+        let segment = state
+            .segments
+            .iter()
+            .find(|s| s.entry.sequence == sequence)?;
+        let parts = segment.entry.dash?;
+        let track = if audio { parts.audio } else { parts.video }?;
+        let start = track.offset as usize;
+        let end = start.checked_add(track.len as usize)?;
+        // An index read from disk may name any range.
+        (end <= segment.m4s.len()).then(|| segment.m4s.slice(start..end))
+    }
+
+    /// One track's init segment (DASH).
+    pub fn dash_init(&self, id: u64, audio: bool) -> Option<Bytes> {
+        let state = locked(&self.state);
+        let inits = state.inits.get(&id)?;
+        if audio {
+            inits.audio.clone()
+        } else {
+            inits.video.clone()
+        }
+    }
+
+    /// Where the media of the newest segment ends on the DASH timeline (Unix ms), if it
+    /// has DASH parts: where a period that follows it at once starts.
+    pub fn dash_end_ms(&self) -> Option<i64> {
+        let state = locked(&self.state);
+        let parts = state.segments.back()?.entry.dash?;
+        let track = parts.video.or(parts.audio)?;
+        let timescale = i128::from(track.timescale.max(1));
+        let anchor = i128::from(parts.period_time) * timescale / 90_000;
+        let end = i128::from(track.start) + i128::from(track.duration) - anchor;
+        i64::try_from(i128::from(parts.period_ms) + end * 1000 / timescale).ok()
+    }
+
+    /// The live window as a DASH manifest lists it.
+    pub fn dash_listing(&self) -> DashListing {
+        let state = locked(&self.state);
+        let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
+        DashListing {
+            segments: state
+                .segments
+                .iter()
+                .skip(start)
+                .filter_map(|s| Some((s.entry.sequence, s.entry.init_id, s.entry.dash?)))
+                .collect(),
+            codecs: state.meta.codecs.clone(),
+            width: state.meta.width,
+            height: state.meta.height,
+            frame_rate: state.meta.frame_rate,
+            target_duration: state.meta.target_duration,
+            ended: self.closed(&state),
+        }
+    }
+
     pub fn init(&self, id: u64) -> Option<Bytes> {
-        locked(&self.state).inits.get(&id).cloned()
+        locked(&self.state)
+            .inits
+            .get(&id)
+            .map(|inits| inits.muxed.clone())
     }
 
     /// Reloads what a previous packager process left on disk, and deletes what the index
@@ -442,12 +685,22 @@ impl HlsStream {
             let (Ok(ts), Ok(m4s)) = (read(&names[0]), read(&names[1])) else {
                 continue;
             };
-            let init_name = format!("init_{}.mp4", entry.init_id);
+            let [muxed, video, audio] = init_names(entry.init_id);
             if !state.inits.contains_key(&entry.init_id)
-                && let Ok(init) = read(&init_name)
+                && let Ok(init) = read(&muxed)
             {
-                kept.insert(init_name, init.len() as u64);
-                state.inits.insert(entry.init_id, init);
+                kept.insert(muxed, init.len() as u64);
+                let mut track = |name: String| {
+                    let bytes = read(&name).ok()?;
+                    kept.insert(name, bytes.len() as u64);
+                    Some(bytes)
+                };
+                let inits = InitSegments {
+                    muxed: init,
+                    video: track(video),
+                    audio: track(audio),
+                };
+                state.inits.insert(entry.init_id, inits);
             }
             let [ts_name, m4s_name] = names;
             kept.insert(ts_name, ts.len() as u64);
@@ -460,7 +713,7 @@ impl HlsStream {
         }
         state.meta = meta;
         state.sync_meta();
-        state.rendered = [None, None];
+        state.rendered = Default::default();
         // Whatever comes next was produced by a different process: a new timeline.
         state.pending_discontinuity = true;
         self.ram.store(state.ram_bytes(), Ordering::Relaxed);
@@ -479,7 +732,7 @@ impl HlsStream {
             let mut state = locked(&self.state);
             state.segments = VecDeque::new();
             state.inits = HashMap::new();
-            state.rendered = [None, None];
+            state.rendered = Default::default();
             self.ram.store(0, Ordering::Relaxed);
         }
         match std::fs::rename(&self.dir, trash) {
@@ -494,6 +747,36 @@ impl HlsStream {
             }
         }
     }
+}
+
+/// The init segments of one timeline and codec configuration.
+#[derive(Debug, Clone, Default)]
+pub struct InitSegments {
+    /// Both tracks (HLS fMP4).
+    pub muxed: Bytes,
+    /// The video track alone (DASH).
+    pub video: Option<Bytes>,
+    /// The audio track alone (DASH).
+    pub audio: Option<Bytes>,
+}
+
+impl InitSegments {
+    fn len(&self) -> u64 {
+        [Some(&self.muxed), self.video.as_ref(), self.audio.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|b| b.len() as u64)
+            .sum()
+    }
+}
+
+/// The files of init segment `id`: both tracks, video alone, audio alone.
+fn init_names(id: u64) -> [String; 3] {
+    [
+        format!("init_{id}.mp4"),
+        format!("init_{id}_video.mp4"),
+        format!("init_{id}_audio.mp4"),
+    ]
 }
 
 /// Stands for the viewer's session id in a cached media playlist.
@@ -514,7 +797,19 @@ fn session_query(session: Option<u64>) -> String {
 }
 
 fn render_media(state: &StreamState, fmp4: bool) -> String {
-    let start = state.segments.len().saturating_sub(PLAYLIST_WINDOW);
+    let (entries, discontinuity_sequence) = listed_entries(state, fmp4, PLAYLIST_WINDOW);
+    media_playlist(
+        &entries,
+        state.meta.target_duration,
+        discontinuity_sequence,
+        if fmp4 { 7 } else { 3 },
+    )
+}
+
+/// The last `window` segments as a media playlist lists them, and the playlist's
+/// discontinuity sequence.
+fn listed_entries(state: &StreamState, fmp4: bool, window: usize) -> (Vec<SegmentEntry>, u64) {
+    let start = state.segments.len().saturating_sub(window);
     // Timeline breaks before the first listed segment (its own included: a playlist
     // never opens with a discontinuity tag) are counted, not listed.
     let discontinuity_sequence = state.meta.discontinuity_sequence.saturating_add(
@@ -536,6 +831,7 @@ fn render_media(state: &StreamState, fmp4: bool) -> String {
             discontinuity: s.entry.discontinuity,
             map_uri: fmp4.then(|| format!("init_{}.mp4{SESSION_QUERY}", s.entry.init_id)),
             tags: s.entry.tags.clone(),
+            independent: s.entry.independent,
             uri: format!(
                 "seg_{}.{}{SESSION_QUERY}",
                 s.entry.sequence,
@@ -543,12 +839,26 @@ fn render_media(state: &StreamState, fmp4: bool) -> String {
             ),
         })
         .collect();
-    media_playlist(
-        &entries,
-        state.meta.target_duration,
-        discontinuity_sequence,
-        if fmp4 { 7 } else { 3 },
-    )
+    (entries, discontinuity_sequence)
+}
+
+/// Peak and average bits per second of the segments held, in one format.
+fn bandwidths(state: &StreamState, fmp4: bool) -> (u64, u64) {
+    let (mut peak, mut bits, mut seconds) = (0u64, 0f64, 0f64);
+    for segment in &state.segments {
+        let bytes = if fmp4 { &segment.m4s } else { &segment.ts };
+        let duration = segment.entry.duration_secs.max(0.1);
+        let segment_bits = bytes.len() as f64 * 8.0;
+        peak = peak.max((segment_bits / duration) as u64);
+        bits += segment_bits;
+        seconds += duration;
+    }
+    let average = if seconds > 0.0 {
+        (bits / seconds) as u64
+    } else {
+        0
+    };
+    (peak, average)
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -594,7 +904,7 @@ pub fn parse_index(bytes: &[u8]) -> std::io::Result<StreamMeta> {
 /// does; nothing touches the disk. For the fuzz target `hls_index`.
 #[doc(hidden)]
 pub fn exercise_restore(index: &[u8], file: &[u8]) {
-    let hls = HlsStream::new("app", "stream", PathBuf::new());
+    let hls = HlsStream::new("app", "stream", PathBuf::new(), Duration::from_secs(15));
     locked(&hls.disk).removed = true;
     let bytes = Bytes::copy_from_slice(file);
     if hls.restore_from(index, |_| Ok(bytes.clone())).is_err() {
@@ -613,11 +923,39 @@ pub fn exercise_restore(index: &[u8], file: &[u8]) {
         for (sequence, init_id) in listed {
             let _ = (hls.segment(sequence, false), hls.segment(sequence, true));
             let _ = hls.init(init_id);
+            let _ = (hls.dash_init(init_id, false), hls.dash_init(init_id, true));
+            let _ = (
+                hls.dash_segment(sequence, false),
+                hls.dash_segment(sequence, true),
+            );
         }
     };
     serve(&hls);
+    let rendition = crate::dash::Rendition {
+        listing: hls.dash_listing(),
+        prefix: String::new(),
+    };
+    let _ = crate::dash::manifest(&[rendition], Some(1), 0);
     for n in 0..=(PLAYLIST_WINDOW + GRACE_SEGMENTS) {
-        let facts = (String::from("avc1.64001f"), 1280, 720, 6);
+        let facts = SegmentFacts {
+            codecs: String::from("avc1.64001f"),
+            width: 1280,
+            height: 720,
+            frame_rate: Some(25.0),
+            independent: n % 2 == 0,
+            dash: Some(DashParts {
+                video: Some(DashTrack {
+                    start: 0,
+                    duration: 540_000,
+                    timescale: 90_000,
+                    offset: 0,
+                    len: u32::MAX,
+                }),
+                audio: None,
+                period_ms: 0,
+                period_time: 0,
+            }),
+        };
         hls.add_segment(6.0, 0, 0, bytes.clone(), bytes.clone(), facts, Vec::new());
         if n == 0 {
             serve(&hls);
@@ -634,6 +972,15 @@ pub struct Limits {
     pub max_ram_bytes: u64,
     /// How long an unpublished stream stays served (`hls_stream_grace`).
     pub grace: Duration,
+}
+
+impl Limits {
+    /// An unpublished stream's playlist gets `#EXT-X-ENDLIST` halfway through its grace
+    /// time: players stop cleanly, with the rest of the grace to fetch the last segments,
+    /// before its URLs answer 404.
+    pub fn endlist_after(&self) -> Duration {
+        self.grace / 2
+    }
 }
 
 type StreamKey = (String, String);
@@ -683,7 +1030,14 @@ impl Store {
         let created = Arc::clone(
             locked(&self.streams)
                 .entry((app.to_owned(), stream.to_owned()))
-                .or_insert_with(|| Arc::new(HlsStream::new(app, stream, dir))),
+                .or_insert_with(|| {
+                    Arc::new(HlsStream::new(
+                        app,
+                        stream,
+                        dir,
+                        self.limits.endlist_after(),
+                    ))
+                }),
         );
         created.set_ended(false);
         Some(created)
@@ -820,14 +1174,15 @@ impl Store {
         if self.ram_bytes() <= limit {
             return;
         }
-        self.evict_oldest(PLAYLIST_WINDOW, limit);
+        // Segments no playlist lists any more (LL-HLS playlists list more).
+        self.evict_oldest(HlsStream::window, limit);
         while self.ram_bytes() > limit {
             if self.remove_where(|hls| hls.ended_for().is_some(), 1) == 0 {
                 break;
             }
         }
-        self.evict_oldest(MIN_LIVE_SEGMENTS, limit);
-        self.evict_oldest(1, limit);
+        self.evict_oldest(|_| MIN_LIVE_SEGMENTS, limit);
+        self.evict_oldest(|_| 1, limit);
         let held = self.ram_bytes();
         if held > limit {
             let mut warned = locked(&self.over_limit_warned);
@@ -844,7 +1199,7 @@ impl Store {
 
     /// Evicts the oldest segment across streams holding more than `keep`, until the
     /// total is within `limit` or no stream holds more than `keep`.
-    fn evict_oldest(&self, keep: usize, limit: u64) {
+    fn evict_oldest(&self, keep: impl Fn(&HlsStream) -> usize, limit: u64) {
         let streams: Vec<Arc<HlsStream>> = locked(&self.streams).values().cloned().collect();
         let mut total: u64 = streams.iter().map(|s| s.ram_bytes()).sum();
         while total > limit {
@@ -852,13 +1207,13 @@ impl Store {
                 .iter()
                 .filter_map(|hls| {
                     let (age, held) = hls.front()?;
-                    (held > keep).then_some((age, hls))
+                    (held > keep(hls)).then_some((age, hls))
                 })
                 .min_by_key(|(age, _)| *age);
             let Some((_, hls)) = oldest else {
                 return;
             };
-            let freed = hls.evict_front(keep);
+            let freed = hls.evict_front(keep(hls));
             if freed == 0 {
                 return;
             }
@@ -894,8 +1249,15 @@ mod tests {
         grace: Duration::from_secs(3600),
     };
 
-    fn facts() -> (String, u32, u32, u32) {
-        ("avc1.42c01e".to_owned(), 320, 240, 1)
+    fn facts() -> SegmentFacts {
+        SegmentFacts {
+            codecs: "avc1.42c01e".to_owned(),
+            width: 320,
+            height: 240,
+            frame_rate: Some(25.0),
+            independent: true,
+            dash: None,
+        }
     }
 
     /// Adds a segment of `size` bytes in each format, `pdt` as its age.
@@ -1092,6 +1454,8 @@ mod tests {
                     discontinuity,
                     init_id: 0,
                     tags: Vec::new(),
+                    independent: true,
+                    dash: None,
                 },
                 ts: Bytes::new(),
                 m4s: Bytes::new(),
@@ -1301,5 +1665,107 @@ mod tests {
             "{media}"
         );
         assert!(hls.media(false, Some(9)).contains("seg_0.ts?sid=9\n"));
+    }
+
+    /// A stream gone for half its grace time ends its playlist; its publisher back after
+    /// that starts a new playlist whose segment numbers go on, with a new target
+    /// duration. Back before that, the playlist goes on.
+    #[test]
+    fn a_playlist_ends_when_its_stream_is_gone_for_good() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(
+            run.path(),
+            Limits {
+                max_ram_bytes: u64::MAX,
+                grace: Duration::from_millis(400),
+            },
+        );
+        let hls = store.get_or_create("live", "end").unwrap();
+        assert_eq!(hls.target_duration(4), 4);
+        assert_eq!(
+            hls.target_duration(9),
+            4,
+            "fixed for the life of the playlist"
+        );
+        add(&hls, 0, 10);
+        add(&hls, 1, 10);
+        store.mark_ended("live", "end");
+        assert!(!hls.media(false, None).contains("ENDLIST"));
+        store.get_or_create("live", "end").unwrap();
+        assert_eq!(sequences(&hls), vec![0, 1], "back in time: same playlist");
+        store.mark_ended("live", "end");
+        std::thread::sleep(Duration::from_millis(250));
+        let ended = hls.media(true, Some(3));
+        assert!(ended.ends_with("#EXT-X-ENDLIST\n"), "{ended}");
+        assert!(hls.segment(1, true).is_some(), "still fetchable");
+        let back = store.get_or_create("live", "end").unwrap();
+        assert!(Arc::ptr_eq(&back, &hls));
+        assert!(!hls.has_segments(), "a new playlist");
+        assert!(!run.path().join("hls/live/end/1.ts").exists());
+        assert_eq!(hls.target_duration(9), 9);
+        assert_eq!(add(&hls, 2, 10), 2);
+        let media = hls.media(false, None);
+        assert!(!media.contains("ENDLIST") && !media.contains("#EXT-X-DISCONTINUITY\n"));
+        assert!(media.contains("#EXT-X-MEDIA-SEQUENCE:2\n"), "{media}");
+    }
+
+    #[test]
+    fn masters_carry_average_bandwidth_frame_rate_and_independence() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "m").unwrap();
+        add(&hls, 0, 1000);
+        add(&hls, 1, 3000);
+        let master = hls.master(false, None);
+        assert!(master.contains("#EXT-X-INDEPENDENT-SEGMENTS\n"), "{master}");
+        assert!(
+            master.contains(
+                "BANDWIDTH=24000,AVERAGE-BANDWIDTH=16000,RESOLUTION=320x240,FRAME-RATE=25.000,"
+            ),
+            "{master}"
+        );
+        let mut facts = facts();
+        facts.independent = false;
+        hls.add_segment(1.0, 2, 1, Bytes::new(), Bytes::new(), facts, Vec::new());
+        assert!(!hls.master(true, None).contains("INDEPENDENT"));
+        assert!(!hls.media(true, None).contains("INDEPENDENT"));
+    }
+
+    /// Where the newest segment's media ends on the DASH timeline: the start of a
+    /// period that follows at once.
+    #[test]
+    fn dash_end_is_the_newest_segments_end_on_the_wall_clock() {
+        let run = tempfile::tempdir().unwrap();
+        let store = Store::new(run.path(), BIG);
+        let hls = store.get_or_create("live", "dash").unwrap();
+        assert_eq!(hls.dash_end_ms(), None);
+        let mut facts = facts();
+        facts.dash = Some(DashParts {
+            video: Some(DashTrack {
+                start: 1_080_000,
+                duration: 180_000,
+                timescale: 90_000,
+                offset: 0,
+                len: 4,
+            }),
+            audio: None,
+            period_ms: 1_000_000,
+            period_time: 900_000,
+        });
+        hls.add_segment(
+            2.0,
+            0,
+            1,
+            Bytes::new(),
+            Bytes::from_static(b"moof"),
+            facts,
+            Vec::new(),
+        );
+        assert_eq!(hls.dash_end_ms(), Some(1_004_000));
+        assert_eq!(hls.dash_segment(0, false).as_deref(), Some(&b"moof"[..]));
+        assert_eq!(hls.dash_segment(0, true), None);
+        let listing = hls.dash_listing();
+        assert_eq!(listing.segments.len(), 1);
+        assert!(!listing.ended);
     }
 }

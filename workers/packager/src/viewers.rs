@@ -1,6 +1,7 @@
-//! HLS viewer sessions: created by a master playlist request, carried in chunklist and
-//! segment URLs (`?sid=`), listed by the API, ended by `sessions/delete` (the viewer's
-//! next request gets 403) or by idling out.
+//! HLS and DASH viewer sessions: created by a master playlist (or DASH manifest)
+//! request, carried in chunklist, manifest and segment URLs (`?sid=`), listed by the API
+//! (type `HLS` or `DASH`), ended by `sessions/delete` (the viewer's next request gets
+//! 403) or by idling out.
 //!
 //! What a client can make the packager hold is bounded: a session stores at most
 //! [`MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
@@ -53,6 +54,8 @@ pub struct Viewer {
     pub bytes_sent: AtomicU64,
     /// The pay-per-view id of the signature the session was opened with.
     pub ppv_id: Option<String>,
+    /// `HLS` or `DASH`: the session's type in the API.
+    pub protocol: &'static str,
     touched: Mutex<Instant>,
 }
 
@@ -184,7 +187,7 @@ fn session_info(v: &Viewer) -> SessionInfo {
         id: v.id,
         app: v.app.clone(),
         stream: v.stream.clone(),
-        protocol: "HLS".to_owned(),
+        protocol: v.protocol.to_owned(),
         bytes_recv: 0,
         bytes_sent: v.bytes_sent.load(Ordering::Relaxed),
         created: v.created,
@@ -263,6 +266,19 @@ impl Viewers {
         user_agent: &str,
         ppv_id: Option<String>,
     ) -> Option<Arc<Viewer>> {
+        self.open_as("HLS", app, stream, client_ip, user_agent, ppv_id)
+    }
+
+    /// [`Viewers::open_signed`] for a session of type `protocol` (`DASH`).
+    pub fn open_as(
+        &self,
+        protocol: &'static str,
+        app: &str,
+        stream: &str,
+        client_ip: IpAddr,
+        user_agent: &str,
+        ppv_id: Option<String>,
+    ) -> Option<Arc<Viewer>> {
         let mut live = locked(&self.live);
         let full = live.sessions_of(client_ip) >= self.max_per_client
             || (live.by_id.len() >= self.max_viewers
@@ -282,6 +298,7 @@ impl Viewers {
             last_access: AtomicI64::new(unix_now()),
             bytes_sent: AtomicU64::new(0),
             ppv_id,
+            protocol,
             touched: Mutex::new(Instant::now()),
         });
         live.insert(Arc::clone(&viewer));

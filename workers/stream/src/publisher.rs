@@ -73,6 +73,13 @@ impl Publishing {
         self.stream.publish(frame, Some(container));
     }
 
+    /// Starts a new timeline within this publish (a producer whose codec parameters
+    /// changed): readers see a new generation, as after a publisher restart (HLS marks
+    /// a discontinuity), but the stream never goes offline.
+    pub fn restart_timeline(&self) {
+        self.stream.restart_timeline();
+    }
+
     /// Ends the publish now; `true` when this call released the stream (the first
     /// release of a publisher that still held it).
     pub fn release(&self) -> bool {

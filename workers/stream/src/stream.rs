@@ -285,6 +285,17 @@ impl Stream {
         Ok(())
     }
 
+    /// A new generation of the same publisher: headers, GOP and codecs start afresh.
+    pub(crate) fn restart_timeline(&self) {
+        let mut state = locked(&self.state);
+        state.video_header = None;
+        state.audio_header = None;
+        state.gop.clear();
+        state.gop_bytes = 0;
+        state.codecs = CodecInfo::default();
+        state.generation = state.generation.wrapping_add(1);
+    }
+
     pub(crate) fn release(&self, session_id: u64) -> bool {
         let mut state = locked(&self.state);
         if state.publisher.as_ref().map(|p| p.session_id) == Some(session_id) {

@@ -14,12 +14,15 @@ use strom_ipc::rules::{
 
 /// Segment durations, in seconds (also `RtmpSettings.duration`).
 pub(super) const DURATION_SECS: RangeInclusive<u32> = 1..=60;
+/// LL-HLS part targets, in milliseconds (a part longer than a second defeats the point).
+const PART_TARGET_MS: RangeInclusive<u32> = 100..=1000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDelivery {
     outputs: Option<Vec<String>>,
     segment_duration_secs: Option<u32>,
+    part_target_ms: Option<u32>,
     #[serde(default)]
     apps: Vec<RawAppDelivery>,
     #[serde(default)]
@@ -76,6 +79,11 @@ impl RawDelivery {
             outputs: optional_outputs(self.outputs)?.unwrap_or(defaults.outputs),
             segment_duration_secs: optional_duration(self.segment_duration_secs)?
                 .unwrap_or(defaults.segment_duration_secs),
+            part_target_ms: self
+                .part_target_ms
+                .map(|ms| in_range("part_target_ms", ms, PART_TARGET_MS))
+                .transpose()?
+                .unwrap_or(defaults.part_target_ms),
             apps,
             streams,
             abr,
@@ -95,6 +103,7 @@ pub(super) fn from_rtmp(rtmp: &RtmpSettings) -> DeliverySettings {
     DeliverySettings {
         outputs: outputs(&rtmp.protocols),
         segment_duration_secs: rtmp.duration,
+        part_target_ms: DeliverySettings::default().part_target_ms,
         apps: rtmp
             .apps
             .iter()

@@ -2,8 +2,8 @@
 //! settings, re-publishing rules, MPEG-TS/SRT/RIST inputs and outputs, pulled sources,
 //! delivery), read into raw serde structs and validated into [`strom_ipc::rules::Rules`],
 //! which workers trust as they are. One module per top-level key: [`rtmp`], [`republish`],
-//! [`cameras`], [`ts_outputs`], [`pull`], [`edge`], [`delivery`], [`ad_insertion`], [`icecast_sources`], [`icecast_push`];
-//! [`fields`] holds the checks they share.
+//! [`cameras`], [`ts_outputs`], [`pull`], [`edge`], [`delivery`], [`ad_insertion`], [`icecast_sources`], [`icecast_push`],
+//! [`server_playlists`]; [`fields`] holds the checks they share.
 //!
 //! Schema (every top-level key is optional; unknown keys are errors at every level):
 //!
@@ -41,7 +41,7 @@
 //!   "Edge": [{"apps": ["live"], "idle_grace_secs": 30,
 //!             "origins": ["rtmp://origin1.example.com:1935", "rtmp://origin2.example.com"]}],
 //!   "Delivery": {
-//!     "outputs": ["HLS"], "segment_duration_secs": 6,
+//!     "outputs": ["HLS"], "segment_duration_secs": 6, "part_target_ms": 500,
 //!     "apps": [{"app": "live", "outputs": ["HLS", "DASH"], "segment_duration_secs": 4}],
 //!     "streams": [{"app": "live", "stream": "news", "outputs": ["LLHLS"],
 //!                  "segment_duration_secs": 2}],
@@ -50,7 +50,15 @@
 //!   },
 //!   "IcecastPush": [{"app": "live", "stream": "radio",
 //!                    "url": "icecast://source:hackme@icecast.example:8000/radio",
-//!                    "name": "Radio", "description": "", "genre": "", "public": false}]
+//!                    "name": "Radio", "description": "", "genre": "", "public": false}],
+//!   "ServerPlaylists": {"Path": "playlist.json", "SyncInterval": 5000},
+//!   "Dvr": {"path": "dvr", "segment_duration_secs": 6, "max_depth_minutes": 1440,
+//!           "max_size_mb": 0, "min_free_space_mb": 1024,
+//!           "streams": [{"app": "live", "stream": "cam", "max_depth_minutes": 60}]},
+//!   "RtspSettings": {"interfaces": [{"ip": "*", "port": 554}],
+//!                    "limits": {"max_connections": 10000, "max_connections_per_ip": 1000,
+//!                               "session_timeout_secs": 60, "max_request_bytes": 16384,
+//!                               "player_wait_timeout_secs": 10}}
 //! }
 //! ```
 //!
@@ -64,8 +72,10 @@
 //! Delivery (what the packager and the other output workers produce) is per stream: a
 //! `Delivery.streams` entry beats its app's `Delivery.apps` entry, which beats the
 //! `Delivery` defaults (`outputs` `["HLS"]`, `segment_duration_secs` 6), each field on its
-//! own. Outputs are `HLS`, `DASH`, `LLHLS`, `ICECAST`, `MPEGTS`, `DVR` and `SCTE35`; only
-//! HLS is produced today, the others are accepted and carried. Without a `Delivery` key
+//! own. Outputs are `HLS`, `DASH`, `LLHLS`, `ICECAST`, `MPEGTS`, `DVR` and `SCTE35`
+//! (`SCTE35` is accepted and carried; `AdInsertion` switches SCTE-35 on).
+//! `part_target_ms` (100..=1000, default 500, top level only) is the LL-HLS part target
+//! of the `LLHLS` streams. Without a `Delivery` key
 //! the delivery comes from the legacy keys of `RtmpSettings` (`protocols` less `RTMP`,
 //! `duration`, `apps[].protocols/duration`, `abr`), so old files keep their meaning.
 //! With a `Delivery` key, it alone decides delivery: the legacy keys are still validated
@@ -81,6 +91,7 @@
 mod ad_insertion;
 mod cameras;
 mod delivery;
+mod dvr;
 mod edge;
 pub(crate) mod fields;
 mod icecast_push;
@@ -89,6 +100,8 @@ mod protection;
 mod pull;
 mod republish;
 mod rtmp;
+mod rtsp;
+mod server_playlists;
 #[cfg(test)]
 mod tests;
 mod ts_outputs;
@@ -134,8 +147,15 @@ pub fn load(path: &Path) -> Result<Rules, ConfigError> {
 
 /// Validates `text`; `path` only names the source in errors.
 pub fn parse(text: &str, path: &Path) -> Result<Rules, ConfigError> {
-    let raw: RawRules = serde_json::from_str(text).map_err(|e| ConfigError::json(path, &e))?;
-    raw.validate().map_err(|e| e.in_file(path))
+    let mut raw: RawRules = serde_json::from_str(text).map_err(|e| ConfigError::json(path, &e))?;
+    let playlists = raw.server_playlists.take();
+    let mut rules = raw.validate().map_err(|e| e.in_file(path))?;
+    let rules_dir = path.parent().unwrap_or(Path::new(""));
+    rules.server_playlists = playlists
+        .map(|raw| raw.validate(rules_dir))
+        .transpose()
+        .map_err(|e| e.under("ServerPlaylists").in_file(path))?;
+    Ok(rules)
 }
 
 #[derive(Deserialize)]
@@ -166,6 +186,13 @@ struct RawRules {
     icecast_sources: Vec<icecast_sources::RawIcecastSource>,
     #[serde(rename = "IcecastPush", default)]
     icecast_pushes: Vec<icecast_push::RawIcecastPush>,
+    /// Validated in [`parse`], which knows the directory of the file.
+    #[serde(rename = "ServerPlaylists", default)]
+    server_playlists: Option<server_playlists::RawServerPlaylists>,
+    #[serde(rename = "Dvr", default)]
+    dvr: Option<dvr::RawDvr>,
+    #[serde(rename = "RtspSettings", default)]
+    rtsp: Option<rtsp::RawRtspSettings>,
 }
 
 impl RawRules {
@@ -192,6 +219,15 @@ impl RawRules {
             protection: protection::validate_all(self.protection)?,
             icecast_sources: icecast_sources::validate_all(self.icecast_sources)?,
             icecast_pushes: icecast_push::validate_all(self.icecast_pushes)?,
+            server_playlists: None,
+            dvr: match self.dvr {
+                Some(raw) => raw.validate().map_err(|e| e.under("Dvr"))?,
+                None => Default::default(),
+            },
+            rtsp: match self.rtsp {
+                Some(raw) => raw.validate().map_err(|e| e.under("RtspSettings"))?,
+                None => Default::default(),
+            },
         })
     }
 }

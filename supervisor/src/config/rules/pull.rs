@@ -1,10 +1,11 @@
-//! `RtmpPullSources`: streams the rtmp worker pulls from other servers.
+//! `RtmpPullSources`: streams pulled from other servers, over RTMP by the rtmp worker and
+//! over RTSP (IP cameras) by the rtsp worker.
 
 use super::super::error::FieldError;
 use super::fields::{check_media_name, each, in_range, unique};
 use serde::Deserialize;
 use std::ops::RangeInclusive;
-use strom_ipc::rules::{CameraSettings, PullMode, PullSource};
+use strom_ipc::rules::{CameraSettings, PullMode, PullSource, RtspTransport};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -14,6 +15,8 @@ pub(super) struct RawPullSource {
     url: String,
     mode: Option<String>,
     idle_grace_secs: Option<u32>,
+    /// RTSP sources: `tcp` (default) or `udp`.
+    transport: Option<String>,
 }
 
 const IDLE_GRACE_SECS: RangeInclusive<u32> = 0..=86_400;
@@ -51,7 +54,26 @@ impl RawPullSource {
     fn validate(self) -> Result<PullSource, FieldError> {
         check_media_name("app", &self.app)?;
         check_media_name("stream", &self.stream)?;
-        check_rtmp_url("url", &self.url)?;
+        let rtsp = self.url.starts_with("rtsp://") || self.url.starts_with("rtsps://");
+        if rtsp {
+            check_rtsp_url("url", &self.url)?;
+        } else {
+            check_rtmp_url("url", &self.url)?;
+        }
+        let rtsp_transport = match (self.transport.as_deref(), rtsp) {
+            (None | Some("tcp"), _) => RtspTransport::Tcp,
+            (Some("udp"), true) => RtspTransport::Udp,
+            (Some("udp"), false) => {
+                return Err(FieldError::new(
+                    "transport",
+                    "only RTSP sources take a transport",
+                ));
+            }
+            (Some(other), _) => {
+                let message = format!("expected \"tcp\" or \"udp\", got {other:?}");
+                return Err(FieldError::new("transport", message));
+            }
+        };
         let mode = match self.mode.as_deref() {
             None | Some("always") => PullMode::Always,
             Some("on_demand") => PullMode::OnDemand,
@@ -67,8 +89,35 @@ impl RawPullSource {
             url: self.url,
             mode,
             idle_grace_secs: in_range("idle_grace_secs", grace, IDLE_GRACE_SECS)?,
+            rtsp_transport,
         })
     }
+}
+
+/// `rtsp://[user:pass@]host[:port]/path`: a host and no whitespace. `rtsps://` is refused:
+/// the RTSP client (retina) speaks plain RTSP only.
+fn check_rtsp_url(field: &str, url: &str) -> Result<(), FieldError> {
+    let bad = |why: &str| {
+        let message = format!("expected rtsp://[user:pass@]host[:port]/path, got {url:?}: {why}");
+        Err(FieldError::new(field, message))
+    };
+    let Some(rest) = url.strip_prefix("rtsp://") else {
+        return bad("rtsps:// is not supported (the RTSP client speaks plain RTSP)");
+    };
+    if url.len() > 2048 {
+        return bad("longer than 2048 bytes");
+    }
+    if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("no whitespace allowed");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    if host.is_empty() || host.starts_with(':') {
+        return bad("no host");
+    }
+    Ok(())
 }
 
 /// `rtmp://host[:port]/app/stream` (or `rtmps://`): a host, an app and a stream name.
@@ -112,5 +161,62 @@ pub(super) fn check_rtmp_url(field: &str, url: &str) -> Result<(), FieldError> {
     match path.split_once('/') {
         Some((app, stream)) if !app.is_empty() && !stream.is_empty() => Ok(()),
         _ => bad("no app and stream"),
+    }
+}
+
+#[cfg(test)]
+mod rtsp_tests {
+    use strom_ipc::rules::RtspTransport;
+
+    fn sources(json: &str) -> Result<Vec<strom_ipc::rules::PullSource>, String> {
+        let text = format!(r#"{{"RtmpPullSources": [{json}]}}"#);
+        super::super::parse(&text, std::path::Path::new("rules.conf"))
+            .map(|rules| rules.pull_sources)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn rtsp_sources_take_a_transport_and_credentials() {
+        let parsed = sources(
+            r#"{"app": "live", "stream": "cam", "url": "rtsp://u:p@192.0.2.1/Streaming/101", "transport": "udp"}"#,
+        )
+        .unwrap();
+        assert!(parsed[0].is_rtsp());
+        assert_eq!(parsed[0].rtsp_transport, RtspTransport::Udp);
+        let parsed =
+            sources(r#"{"app": "live", "stream": "cam", "url": "rtsp://cam:8554/x"}"#).unwrap();
+        assert_eq!(parsed[0].rtsp_transport, RtspTransport::Tcp);
+    }
+
+    #[test]
+    fn bad_rtsp_sources_name_their_field() {
+        for (json, field) in [
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsps://cam/x"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp:///x"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp://cam/a b"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp://cam/x", "transport": "sctp"}"#,
+                "transport",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtmp://h/a/b", "transport": "udp"}"#,
+                "transport",
+            ),
+        ] {
+            let error = sources(json).unwrap_err();
+            assert!(
+                error.contains(&format!("RtmpPullSources[0].{field}")),
+                "{json}: {error}"
+            );
+        }
     }
 }

@@ -36,7 +36,7 @@ pub(super) struct RawRtmpSettings {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawInterface {
+pub(super) struct RawInterface {
     ip: String,
     port: u16,
 }
@@ -118,7 +118,7 @@ impl RawRtmpSettings {
 }
 
 impl RawInterface {
-    fn validate(self) -> Result<RtmpInterface, FieldError> {
+    pub(super) fn validate(self) -> Result<RtmpInterface, FieldError> {
         if self.ip != "*" && self.ip.parse::<IpAddr>().is_err() {
             let message = format!("expected \"*\" or an IP address, got {:?}", self.ip);
             return Err(FieldError::new("ip", message));

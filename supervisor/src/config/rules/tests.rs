@@ -189,6 +189,7 @@ fn every_key() {
             url: "rtmp://origin.example:1936/live/cam?t=1".into(),
             mode: PullMode::OnDemand,
             idle_grace_secs: 5,
+            rtsp_transport: Default::default(),
         }
     );
     let second = &rules.pull_sources[1];
@@ -577,6 +578,7 @@ fn legacy_rtmp_settings_become_delivery_settings() {
         DeliverySettings {
             outputs: vec![DeliveryOutput::Hls, DeliveryOutput::Icecast],
             segment_duration_secs: 4,
+            part_target_ms: 500,
             apps: vec![
                 AppDelivery {
                     app: "a".into(),
@@ -655,6 +657,10 @@ fn delivery_errors_name_the_json_path() {
         (
             r#"{"Delivery": {"segment_duration_secs": 0}}"#,
             "Delivery.segment_duration_secs: must be 1..=60, got 0",
+        ),
+        (
+            r#"{"Delivery": {"part_target_ms": 50}}"#,
+            "Delivery.part_target_ms: must be 100..=1000, got 50",
         ),
         (
             r#"{"Delivery": {"apps": [{"app": "a"}, {"app": "a"}]}}"#,

@@ -200,6 +200,7 @@ async fn run(edges: Arc<Edges>, key: StreamKey, rule: EdgeRule, id: u64, stop: C
             url: EdgeRule::url(base, &key.app, &key.stream),
             mode: PullMode::OnDemand,
             idle_grace_secs: rule.idle_grace_secs,
+            rtsp_transport: Default::default(),
         };
         let started = Instant::now();
         match pull(shared, &source, &key, &setup, &mut events, &stop).await {

@@ -46,9 +46,11 @@ impl Pulls {
     /// Starts new and changed sources, stops removed and changed ones; unchanged ones keep
     /// pulling undisturbed.
     pub fn apply(&self, sources: &[PullSource]) {
+        // RTSP sources are the rtsp worker's.
+        let sources: Vec<&PullSource> = sources.iter().filter(|s| !s.is_rtsp()).collect();
         let mut running = locked(&self.running);
         running.retain(|_, pull| {
-            let keep = sources.contains(&pull.source);
+            let keep = sources.contains(&&pull.source);
             if !keep {
                 pull.stop.cancel();
             }

@@ -1,0 +1,41 @@
+//! The RTSP server's settings (`RtspSettings` in `rules.conf`) as the rtsp worker
+//! receives them: where it listens and the bounds it keeps clients within.
+
+use crate::rules::RtmpInterface;
+use serde::{Deserialize, Serialize};
+
+/// The RTSP server. The default listens nowhere: RTSP is on only when `rules.conf` has an
+/// `RtspSettings` key (whose own default interface is `*:554`, the standard port).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtspSettings {
+    pub interfaces: Vec<RtmpInterface>,
+    pub limits: RtspLimits,
+}
+
+/// Bounds on what RTSP clients can make the server hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtspLimits {
+    /// Open RTSP connections in all; connections past it are closed at once.
+    pub max_connections: u32,
+    /// Open RTSP connections from one client address.
+    pub max_connections_per_ip: u32,
+    /// A connection that sends nothing (no request, no RTCP) for this long is closed;
+    /// announced to clients as the session timeout so they send keep-alives in time.
+    pub session_timeout_secs: u32,
+    /// Largest request head (request line and headers) and body a client may send.
+    pub max_request_bytes: u32,
+    /// How long a player's DESCRIBE waits for a stream that is not live yet.
+    pub player_wait_timeout_secs: u32,
+}
+
+impl Default for RtspLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 10_000,
+            max_connections_per_ip: 1_000,
+            session_timeout_secs: 60,
+            max_request_bytes: 16 * 1024,
+            player_wait_timeout_secs: 10,
+        }
+    }
+}

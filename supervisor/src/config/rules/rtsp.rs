@@ -1,0 +1,125 @@
+//! `RtspSettings`: the RTSP server's listening interfaces and limits. Without the key
+//! there is no RTSP listener; with it, `interfaces` defaults to `*:554`, the standard
+//! RTSP port (which needs privileges: the shipped rules use a high port).
+
+use super::super::error::FieldError;
+use super::fields::{each, in_range, unique};
+use super::rtmp::RawInterface;
+use serde::Deserialize;
+use strom_ipc::rtsp_rules::{RtspLimits, RtspSettings};
+use strom_ipc::rules::RtmpInterface;
+
+/// The port RTSP listens on when `interfaces` is left out.
+const STANDARD_PORT: u16 = 554;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRtspSettings {
+    #[serde(default)]
+    interfaces: Option<Vec<RawInterface>>,
+    #[serde(default)]
+    limits: RawRtspLimits,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRtspLimits {
+    max_connections: Option<u32>,
+    max_connections_per_ip: Option<u32>,
+    session_timeout_secs: Option<u32>,
+    max_request_bytes: Option<u32>,
+    player_wait_timeout_secs: Option<u32>,
+}
+
+impl RawRtspSettings {
+    pub(super) fn validate(self) -> Result<RtspSettings, FieldError> {
+        let interfaces = match self.interfaces {
+            None => vec![RtmpInterface {
+                ip: "*".to_owned(),
+                port: STANDARD_PORT,
+            }],
+            Some(list) => each(list, "interfaces", RawInterface::validate)?,
+        };
+        unique(&interfaces, "interfaces", "port", |i| {
+            format!("{}:{}", i.ip, i.port)
+        })?;
+        let limits = self.limits.validate().map_err(|e| e.under("limits"))?;
+        Ok(RtspSettings { interfaces, limits })
+    }
+}
+
+impl RawRtspLimits {
+    fn validate(self) -> Result<RtspLimits, FieldError> {
+        let defaults = RtspLimits::default();
+        let limit = |field, value: Option<u32>, default, range| {
+            in_range(field, value.unwrap_or(default), range)
+        };
+        Ok(RtspLimits {
+            max_connections: limit(
+                "max_connections",
+                self.max_connections,
+                defaults.max_connections,
+                1..=1_000_000,
+            )?,
+            max_connections_per_ip: limit(
+                "max_connections_per_ip",
+                self.max_connections_per_ip,
+                defaults.max_connections_per_ip,
+                1..=1_000_000,
+            )?,
+            session_timeout_secs: limit(
+                "session_timeout_secs",
+                self.session_timeout_secs,
+                defaults.session_timeout_secs,
+                5..=3600,
+            )?,
+            // Room for a long request line and a dozen headers; SDP bodies (ANNOUNCE) fit.
+            max_request_bytes: limit(
+                "max_request_bytes",
+                self.max_request_bytes,
+                defaults.max_request_bytes,
+                1024..=1024 * 1024,
+            )?,
+            player_wait_timeout_secs: limit(
+                "player_wait_timeout_secs",
+                self.player_wait_timeout_secs,
+                defaults.player_wait_timeout_secs,
+                1..=300,
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<RtspSettings, FieldError> {
+        serde_json::from_str::<RawRtspSettings>(json)
+            .map_err(|e| FieldError::new("json", e.to_string()))?
+            .validate()
+    }
+
+    #[test]
+    fn defaults_listen_on_the_standard_port() {
+        let settings = parse("{}").unwrap();
+        assert_eq!(settings.interfaces.len(), 1);
+        assert_eq!(settings.interfaces[0].port, 554);
+        assert_eq!(settings.limits, RtspLimits::default());
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let error = parse(r#"{"limits": {"session_timeout_secs": 1}}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("limits.session_timeout_secs"),
+            "{error}"
+        );
+        let error = parse(r#"{"interfaces": [{"ip": "nowhere", "port": 8554}]}"#).unwrap_err();
+        assert!(error.to_string().contains("interfaces[0].ip"), "{error}");
+        assert!(
+            parse(r#"{"port": 8554}"#).is_err(),
+            "unknown keys are errors"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Low-Latency HLS end to end, ffmpeg publishing over RTMP to a stream whose `Delivery`
+//! outputs include `LLHLS` (2 s segments, the default 500 ms part target):
+//! - the fMP4 chunklist carries `#EXT-X-SERVER-CONTROL`, `#EXT-X-PART-INF`, parts (CMAF
+//!   chunks, none longer than the part target) and an `#EXT-X-PRELOAD-HINT`;
+//! - a blocking reload for the next segment (`_HLS_msn` = last + 1) does not answer while
+//!   the playlist lacks that segment, and its answer lists it; one too far ahead gets 400;
+//! - a delta update (`_HLS_skip=YES`) replaces the oldest segments with `#EXT-X-SKIP`;
+//! - with the publisher gone, a blocking reload for a segment that never comes gets 503
+//!   (after 3 target durations).
+//!
+//! hls.js playing it with `lowLatencyMode` is in `browser.rs`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::media::{publish, rtmp_url};
+use common::{Server, require_tool, wait_for};
+use std::process::Command;
+use std::time::Duration;
+
+const LIVE: Duration = Duration::from_secs(40);
+
+fn start() -> Server {
+    let mut server = Server::prepare("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "LLHLS"], "segment_duration_secs": 2}}}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.spawn();
+    server.wait_ready();
+    server
+}
+
+/// GET with curl: status and body (bytes).
+fn get(url: &str) -> (u16, Vec<u8>) {
+    require_tool("curl", "curl");
+    let output = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-w", "\n%{http_code}", url])
+        .output()
+        .unwrap();
+    let body = output.stdout;
+    let split = body.iter().rposition(|b| *b == b'\n').unwrap_or(0);
+    let code = String::from_utf8_lossy(&body[split..]).trim().parse();
+    (code.unwrap_or(0), body[..split].to_vec())
+}
+
+fn text(url: &str) -> (u16, String) {
+    let (status, body) = get(url);
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn tag<'a>(playlist: &'a str, name: &str) -> Option<&'a str> {
+    playlist.lines().find_map(|l| l.strip_prefix(name))
+}
+
+/// Sequence number of the last complete segment a playlist lists.
+fn last_segment(playlist: &str) -> u64 {
+    let first: u64 = tag(playlist, "#EXT-X-MEDIA-SEQUENCE:")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let skipped: u64 =
+        tag(playlist, "#EXT-X-SKIP:SKIPPED-SEGMENTS=").map_or(0, |n| n.parse().unwrap());
+    first + skipped + playlist.matches("#EXTINF").count() as u64 - 1
+}
+
+/// `(duration, uri, independent)` of every `#EXT-X-PART`.
+fn parts(playlist: &str) -> Vec<(f64, String, bool)> {
+    playlist
+        .lines()
+        .filter_map(|l| l.strip_prefix("#EXT-X-PART:"))
+        .map(|attributes| {
+            let duration = attributes
+                .split(',')
+                .find_map(|a| a.strip_prefix("DURATION="))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let uri = attributes.split('"').nth(1).unwrap().to_owned();
+            (duration, uri, attributes.contains("INDEPENDENT=YES"))
+        })
+        .collect()
+}
+
+#[test]
+fn ll_hls_parts_blocking_reloads_and_delta_updates() {
+    let server = start();
+    let mut publisher = publish(&rtmp_url(&server, "live/ll"));
+    let base = format!("http://127.0.0.1:{}/live/ll", server.ports.http);
+    let chunklist = wait_for(LIVE, "fMP4 master playlist", || {
+        let (status, body) = text(&format!("{base}/playlist_fmp4.m3u8"));
+        let uri = body.lines().find(|l| l.starts_with("chunks"))?;
+        (status == 200).then(|| format!("{base}/{uri}"))
+    })
+    .unwrap_or_else(|| panic!("no master playlist; log:\n{}", server.log()));
+    assert!(chunklist.contains("?sid="), "{chunklist}");
+    let playlist = wait_for(LIVE, "LL-HLS playlist with parts", || {
+        let (status, body) = text(&chunklist);
+        (status == 200 && body.matches("#EXTINF").count() >= 2 && !parts(&body).is_empty())
+            .then_some(body)
+    })
+    .unwrap_or_else(|| panic!("no playlist with parts; log:\n{}", server.log()));
+
+    assert_eq!(tag(&playlist, "#EXT-X-VERSION:"), Some("9"), "{playlist}");
+    assert_eq!(
+        tag(&playlist, "#EXT-X-SERVER-CONTROL:"),
+        Some("CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.500,CAN-SKIP-UNTIL=12.0"),
+        "{playlist}"
+    );
+    assert_eq!(
+        tag(&playlist, "#EXT-X-PART-INF:"),
+        Some("PART-TARGET=0.500")
+    );
+    let hint = tag(&playlist, "#EXT-X-PRELOAD-HINT:").unwrap_or_else(|| panic!("{playlist}"));
+    assert!(hint.starts_with("TYPE=PART,URI=\"part_"), "{hint}");
+    let listed = parts(&playlist);
+    for (duration, uri, _) in &listed {
+        assert!(*duration > 0.0 && *duration <= 0.5, "{uri}: {duration} s");
+        assert!(uri.starts_with("part_") && uri.contains("?sid="), "{uri}");
+    }
+    assert!(listed.iter().any(|(_, _, independent)| *independent));
+    // A part is a CMAF chunk (no styp); the whole segment opens with its styp.
+    let (status, part) = get(&format!("{base}/{}", listed[0].1));
+    assert_eq!(status, 200);
+    assert_eq!(&part[4..8], b"moof");
+    let last = last_segment(&playlist);
+    let (status, segment) = get(&format!("{base}/seg_{last}.m4s"));
+    assert_eq!(status, 200);
+    assert_eq!(&segment[4..8], b"styp");
+
+    // Blocking reload for the segment after the last one: it does not answer before
+    // the playlist holds that segment, and then lists it.
+    let (_, now) = text(&chunklist);
+    let next = last_segment(&now) + 1;
+    let blocked_url = format!("{chunklist}&_HLS_msn={next}");
+    let blocked = std::thread::spawn(move || text(&blocked_url));
+    let mut seen_waiting = false;
+    let plain = wait_for(LIVE, "blocked reload answered", || {
+        let done = blocked.is_finished();
+        let (_, plain) = text(&chunklist);
+        let listed = plain.contains(&format!("seg_{next}.m4s"));
+        // Unanswered, and the playlist (read after) still without the segment: the
+        // request was held while the segment did not exist.
+        if !done && !listed {
+            seen_waiting = true;
+        }
+        if done {
+            return Some(plain);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        None
+    })
+    .unwrap_or_else(|| panic!("blocking reload never answered; log:\n{}", server.log()));
+    let (status, answer) = blocked.join().unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains(&format!("seg_{next}.m4s")), "{answer}");
+    assert!(plain.contains(&format!("seg_{next}.m4s")));
+    assert!(seen_waiting, "the blocking reload was answered at once");
+
+    // Too far ahead: 400 at once.
+    let (status, _) = text(&format!("{chunklist}&_HLS_msn={}", next + 5));
+    assert_eq!(status, 400);
+
+    // A delta update, once the playlist is long enough to have segments to skip.
+    let full = wait_for(LIVE, "10 segments listed", || {
+        let (_, body) = text(&chunklist);
+        (body.matches("#EXTINF").count() >= 10).then_some(body)
+    })
+    .unwrap_or_else(|| panic!("no 10-segment playlist; log:\n{}", server.log()));
+    let latest = last_segment(&full);
+    let (status, delta) = text(&format!("{chunklist}&_HLS_msn={latest}&_HLS_skip=YES"));
+    assert_eq!(status, 200);
+    let skipped: usize = tag(&delta, "#EXT-X-SKIP:SKIPPED-SEGMENTS=")
+        .unwrap_or_else(|| panic!("no EXT-X-SKIP:\n{delta}"))
+        .parse()
+        .unwrap();
+    assert!(skipped > 0);
+    assert!(delta.matches("#EXTINF").count() < full.matches("#EXTINF").count());
+    assert!(last_segment(&delta) >= latest);
+
+    // The publisher gone, nothing more comes: a reload blocked on the next segment
+    // gets 503 after 3 target durations (the playlist ends only after 15 s).
+    publisher.stop_and_stderr();
+    let settled = wait_for(LIVE, "the last segment flushed", || {
+        let (_, before) = text(&chunklist);
+        std::thread::sleep(Duration::from_millis(2500));
+        let (_, after) = text(&chunklist);
+        (last_segment(&before) == last_segment(&after)).then_some(after)
+    })
+    .unwrap();
+    let next = last_segment(&settled) + 1;
+    let (status, body) = text(&format!("{chunklist}&_HLS_msn={next}"));
+    assert_eq!(status, 503, "{body}\nlog:\n{}", server.log());
+}

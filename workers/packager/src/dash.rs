@@ -1,0 +1,433 @@
+//! MPEG-DASH delivery of packaged streams: the live manifest (`manifest.mpd`), built from
+//! the same fMP4 segments as HLS (each segment holds one CMAF fragment per track, and
+//! each track's fragment is that track's DASH segment), and the names of its files under
+//! `/<app>/<stream>/`: `dash_v_<n>.m4s`, `dash_a_<n>.m4s`, `dash_init_v_<id>.mp4`,
+//! `dash_init_a_<id>.mp4`.
+//!
+//! A stream's manifest has a period per run of segments with one timeline and init
+//! segment (a new publisher starts a new period). An ABR group's manifest has one
+//! period with a representation per member stream, from each member's latest run; the
+//! members' media times map to wall-clock time, so their segments line up by the time
+//! they were live.
+
+use crate::store::{DashListing, DashParts, DashTrack};
+use strom_media::dash::mpd::{
+    AdaptationSet, ContentType, Manifest, Period, Representation, TimelineEntry, render,
+};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "manifest.mpd";
+/// Its content type.
+pub const MANIFEST_TYPE: &str = "application/dash+xml";
+
+/// A DASH file other than the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DashFile {
+    Segment { sequence: u64, audio: bool },
+    Init { id: u64, audio: bool },
+}
+
+impl DashFile {
+    pub fn parse(name: &str) -> Option<Self> {
+        let number = |rest: &str, suffix: &str| rest.strip_suffix(suffix)?.parse::<u64>().ok();
+        if let Some(rest) = name.strip_prefix("dash_init_") {
+            let (audio, rest) = track(rest)?;
+            return Some(DashFile::Init {
+                id: number(rest, ".mp4")?,
+                audio,
+            });
+        }
+        let (audio, rest) = track(name.strip_prefix("dash_")?)?;
+        Some(DashFile::Segment {
+            sequence: number(rest, ".m4s")?,
+            audio,
+        })
+    }
+}
+
+fn track(rest: &str) -> Option<(bool, &str)> {
+    match rest.split_at_checked(2)? {
+        ("v_", rest) => Some((false, rest)),
+        ("a_", rest) => Some((true, rest)),
+        _ => None,
+    }
+}
+
+/// One stream in a manifest: what it holds and the URL prefix of its files relative to
+/// the manifest (`""`, or `../../<app>/<stream>/` for an ABR member).
+pub struct Rendition {
+    pub listing: DashListing,
+    pub prefix: String,
+}
+
+/// Segments of one period of one stream.
+struct Run {
+    init_id: u64,
+    period_ms: i64,
+    period_time: i64,
+    segments: Vec<(u64, DashParts)>,
+}
+
+fn runs(listing: &DashListing) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for &(sequence, init_id, parts) in &listing.segments {
+        match runs.last_mut() {
+            Some(run) if run.init_id == init_id && run.period_ms == parts.period_ms => {
+                run.segments.push((sequence, parts));
+            }
+            _ => runs.push(Run {
+                init_id,
+                period_ms: parts.period_ms,
+                period_time: parts.period_time,
+                segments: vec![(sequence, parts)],
+            }),
+        }
+    }
+    runs
+}
+
+/// The manifest of `renditions` (one stream, or the members of an ABR group); `None`
+/// while none has a segment.
+pub fn manifest(renditions: &[Rendition], session: Option<u64>, now_ms: i64) -> Option<String> {
+    let query = session.map(|id| format!("?sid={id}")).unwrap_or_default();
+    let all: Vec<(&Rendition, Vec<Run>)> = renditions
+        .iter()
+        .map(|r| (r, runs(&r.listing)))
+        .filter(|(_, runs)| !runs.is_empty())
+        .collect();
+    let first = all.first()?.0;
+    let periods: Vec<Period> = if let [(rendition, runs)] = all.as_slice() {
+        runs.iter()
+            .filter_map(|run| period(&[(rendition, run)], run.init_id.to_string(), &query))
+            .collect()
+    } else {
+        let latest: Vec<(&Rendition, &Run)> = all
+            .iter()
+            .filter_map(|(r, runs)| Some((*r, runs.last()?)))
+            .collect();
+        let id = latest
+            .iter()
+            .map(|(_, run)| run.init_id.to_string())
+            .collect::<Vec<_>>()
+            .join("-");
+        period(&latest, id, &query).into_iter().collect()
+    };
+    let time_shift_secs = first
+        .listing
+        .segments
+        .iter()
+        .filter_map(|(_, _, parts)| parts.video.or(parts.audio))
+        .map(|t| t.duration as f64 / f64::from(t.timescale.max(1)))
+        .sum();
+    Some(render(&Manifest {
+        // Media times map to Unix time: one start for every stream, forever.
+        availability_start_ms: 0,
+        now_ms,
+        segment_secs: first.listing.target_duration,
+        time_shift_secs,
+        location: session.map(|id| format!("{MANIFEST}?sid={id}")),
+        ended_ms: all
+            .iter()
+            .all(|(r, _)| r.listing.ended)
+            .then(|| end_ms(&periods))
+            .flatten(),
+        periods,
+    }))
+}
+
+/// Where the last period's media ends, milliseconds after `availabilityStartTime`.
+fn end_ms(periods: &[Period]) -> Option<i64> {
+    let period = periods.last()?;
+    period
+        .adaptation_sets
+        .iter()
+        .flat_map(|set| &set.representations)
+        .filter_map(|r| {
+            let last = r.timeline.last()?;
+            let end = last
+                .start
+                .saturating_add(last.duration)
+                .saturating_sub(r.presentation_time_offset);
+            let ms = i64::try_from(u128::from(end) * 1000 / u128::from(r.timescale.max(1))).ok()?;
+            Some(period.start_ms.saturating_add(ms))
+        })
+        .max()
+}
+
+/// One period of `members` (each with its run), starting at the latest of their starts.
+fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Period> {
+    let start_ms = members.iter().map(|(_, run)| run.period_ms).max()?;
+    let mut video = Vec::new();
+    let mut audio = Vec::new();
+    for (index, (rendition, run)) in members.iter().enumerate() {
+        // The run's media time at the period's start, 90 kHz.
+        let start_time = run
+            .period_time
+            .saturating_add(start_ms.saturating_sub(run.period_ms).saturating_mul(90));
+        let codecs: Vec<&str> = rendition.listing.codecs.split(',').collect();
+        let video_codec = codecs.iter().find(|c| !c.starts_with("mp4a"));
+        let audio_codec = codecs.iter().find(|c| c.starts_with("mp4a"));
+        if let Some(codec) = video_codec
+            && let Some(mut representation) = representation(run, false, start_time)
+        {
+            representation.id = format!("v{index}");
+            representation.codecs = (*codec).to_owned();
+            let listing = &rendition.listing;
+            representation.video = Some((listing.width, listing.height, listing.frame_rate));
+            representation.initialization =
+                format!("{}dash_init_v_{}.mp4{query}", rendition.prefix, run.init_id);
+            representation.media = format!("{}dash_v_$Number$.m4s{query}", rendition.prefix);
+            video.push(representation);
+        }
+        // One audio representation: ABR renditions carry the same audio.
+        if audio.is_empty()
+            && let Some(codec) = audio_codec
+            && let Some(mut representation) = representation(run, true, start_time)
+        {
+            representation.id = format!("a{index}");
+            representation.codecs = (*codec).to_owned();
+            representation.audio = Some((representation.timescale, None));
+            representation.initialization =
+                format!("{}dash_init_a_{}.mp4{query}", rendition.prefix, run.init_id);
+            representation.media = format!("{}dash_a_$Number$.m4s{query}", rendition.prefix);
+            audio.push(representation);
+        }
+    }
+    let adaptation_sets: Vec<AdaptationSet> =
+        [(ContentType::Video, video), (ContentType::Audio, audio)]
+            .into_iter()
+            .filter(|(_, representations)| !representations.is_empty())
+            .map(|(content_type, representations)| AdaptationSet {
+                content_type,
+                representations,
+            })
+            .collect();
+    (!adaptation_sets.is_empty()).then_some(Period {
+        id,
+        start_ms,
+        adaptation_sets,
+    })
+}
+
+/// A representation of one track of `run` (its timeline, from the latest unbroken
+/// stretch of segments that have the track and end after the period's start);
+/// names and codecs are the caller's.
+fn representation(run: &Run, audio: bool, start_time: i64) -> Option<Representation> {
+    let part = |parts: &DashParts| if audio { parts.audio } else { parts.video };
+    // `$Number$` counts timeline entries: they must be consecutive segments.
+    let mut kept: Vec<(u64, DashTrack)> = Vec::new();
+    for (sequence, parts) in &run.segments {
+        let consecutive = kept
+            .last()
+            .is_none_or(|(last, _)| last.checked_add(1) == Some(*sequence));
+        match part(parts) {
+            Some(track) if consecutive => kept.push((*sequence, track)),
+            Some(track) => kept = vec![(*sequence, track)],
+            None => kept.clear(),
+        }
+    }
+    let timescale = kept.first()?.1.timescale.max(1);
+    let offset =
+        u64::try_from(i128::from(start_time.max(0)) * i128::from(timescale) / 90_000).ok()?;
+    kept.retain(|(_, t)| t.start.saturating_add(t.duration) > offset);
+    let start_number = kept.first()?.0;
+    let bandwidth = kept
+        .iter()
+        .map(|(_, t)| {
+            let seconds = (t.duration as f64 / f64::from(timescale)).max(0.1);
+            (f64::from(t.len) * 8.0 / seconds) as u64
+        })
+        .max()
+        .unwrap_or(1);
+    Some(Representation {
+        id: String::new(),
+        codecs: String::new(),
+        bandwidth,
+        video: None,
+        audio: None,
+        timescale,
+        presentation_time_offset: offset,
+        initialization: String::new(),
+        media: String::new(),
+        start_number,
+        timeline: kept
+            .iter()
+            .map(|(_, t)| TimelineEntry {
+                start: t.start,
+                duration: t.duration,
+            })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn parts(n: u64, period_ms: i64) -> DashParts {
+        DashParts {
+            video: Some(DashTrack {
+                start: 900_000 + n * 180_000,
+                duration: 180_000,
+                timescale: 90_000,
+                offset: 0,
+                len: 100_000,
+            }),
+            audio: Some(DashTrack {
+                start: 441_000 + n * 88_200,
+                duration: 88_200,
+                timescale: 44_100,
+                offset: 100_000,
+                len: 10_000,
+            }),
+            period_ms,
+            period_time: 900_000,
+        }
+    }
+
+    fn listing(segments: Vec<(u64, u64, DashParts)>) -> DashListing {
+        DashListing {
+            segments,
+            codecs: "avc1.42c01e,mp4a.40.2".into(),
+            width: 320,
+            height: 240,
+            frame_rate: Some(25.0),
+            target_duration: 2,
+            ended: false,
+        }
+    }
+
+    #[test]
+    fn file_names() {
+        assert_eq!(
+            DashFile::parse("dash_v_12.m4s"),
+            Some(DashFile::Segment {
+                sequence: 12,
+                audio: false
+            })
+        );
+        assert_eq!(
+            DashFile::parse("dash_init_a_65537.mp4"),
+            Some(DashFile::Init {
+                id: 65537,
+                audio: true
+            })
+        );
+        for bad in [
+            "dash_x_1.m4s",
+            "dash_v_.m4s",
+            "dash_v_1.mp4",
+            "dash_init_v_1.m4s",
+            "dash_",
+        ] {
+            assert_eq!(DashFile::parse(bad), None, "{bad}");
+        }
+    }
+
+    /// A stream with two publishers in its window: two periods, each with a video and
+    /// an audio representation whose numbers and times follow the segments.
+    #[test]
+    fn a_period_per_publisher() {
+        let segments = vec![
+            (4, 1 << 16, parts(0, 1_000_000)),
+            (5, 1 << 16, parts(1, 1_000_000)),
+            (6, 2 << 16, parts(0, 1_010_000)),
+        ];
+        let xml = manifest(
+            &[Rendition {
+                listing: listing(segments),
+                prefix: String::new(),
+            }],
+            Some(9),
+            1_020_000,
+        )
+        .unwrap();
+        assert_eq!(xml.matches("<Period ").count(), 2, "{xml}");
+        assert!(
+            xml.contains("<Period id=\"65536\" start=\"PT1000.000S\">"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<Period id=\"131072\" start=\"PT1010.000S\">"),
+            "{xml}"
+        );
+        assert!(xml.contains("availabilityStartTime=\"1970-01-01T00:00:00.000Z\""));
+        assert!(xml.contains("<Location>manifest.mpd?sid=9</Location>"));
+        assert!(xml.contains(
+            "initialization=\"dash_init_v_65536.mp4?sid=9\" media=\"dash_v_$Number$.m4s?sid=9\" startNumber=\"4\""
+        ));
+        assert!(xml.contains("media=\"dash_a_$Number$.m4s?sid=9\" startNumber=\"6\""));
+        assert!(xml.contains("presentationTimeOffset=\"441000\""), "{xml}");
+        assert!(xml.contains("<S t=\"900000\" d=\"180000\"/>\n            <S d=\"180000\"/>"));
+        assert!(
+            xml.contains("codecs=\"mp4a.40.2\" bandwidth=\"40000\""),
+            "{xml}"
+        );
+        assert!(xml.contains("codecs=\"avc1.42c01e\" bandwidth=\"400000\" width=\"320\""));
+        assert!(!xml.contains("mediaPresentationDuration"));
+    }
+
+    /// A stream gone for good: the manifest says where its media ends.
+    #[test]
+    fn an_ended_stream_has_a_presentation_duration() {
+        let mut ended = listing(vec![
+            (4, 1, parts(0, 1_000_000)),
+            (5, 1, parts(1, 1_000_000)),
+        ]);
+        ended.ended = true;
+        let xml = manifest(
+            &[Rendition {
+                listing: ended,
+                prefix: String::new(),
+            }],
+            None,
+            1_020_000,
+        )
+        .unwrap();
+        // Period start 1000 s, media from 10 s (the offset) to 14 s.
+        assert!(
+            xml.contains("mediaPresentationDuration=\"PT1004.000S\""),
+            "{xml}"
+        );
+        assert!(!xml.contains("minimumUpdatePeriod"));
+    }
+
+    /// An ABR group: one period from the latest start, a video representation per
+    /// member with its own offset, one audio representation.
+    #[test]
+    fn abr_members_share_one_period() {
+        let early = listing(vec![
+            (1, 7, parts(0, 1_000_000)),
+            (2, 7, parts(1, 1_000_000)),
+        ]);
+        let mut late = listing(vec![(8, 9, parts(0, 1_001_000))]);
+        late.width = 160;
+        let xml = manifest(
+            &[
+                Rendition {
+                    listing: early,
+                    prefix: "../../live/hi/".into(),
+                },
+                Rendition {
+                    listing: late,
+                    prefix: "../../live/lo/".into(),
+                },
+            ],
+            None,
+            1_002_000,
+        )
+        .unwrap();
+        assert_eq!(xml.matches("<Period ").count(), 1);
+        assert!(
+            xml.contains("<Period id=\"7-9\" start=\"PT1001.000S\">"),
+            "{xml}"
+        );
+        assert_eq!(xml.matches("<Representation ").count(), 3, "{xml}");
+        // The early member's media time one second after its anchor.
+        assert!(xml.contains("presentationTimeOffset=\"990000\" initialization=\"../../live/hi/dash_init_v_7.mp4\" media=\"../../live/hi/dash_v_$Number$.m4s\" startNumber=\"1\""), "{xml}");
+        assert!(xml.contains("media=\"../../live/lo/dash_v_$Number$.m4s\" startNumber=\"8\""));
+        assert!(!xml.contains("Location"));
+    }
+}

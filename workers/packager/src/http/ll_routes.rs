@@ -1,0 +1,310 @@
+//! Low-Latency HLS requests (draft-pantos-hls-rfc8216bis §6.2.5-6), for streams whose
+//! outputs include `LLHLS`:
+//!
+//! - blocking playlist reloads: `chunks_fmp4.m3u8?_HLS_msn=N[&_HLS_part=M]` is held until
+//!   the playlist holds segment N (part M of segment N, or a later part), answered 400 at
+//!   once when N (or M) is too far ahead, and 503 after 3 target durations;
+//! - a part named by `#EXT-X-PRELOAD-HINT` (`part_<msn>_<index>.m4s`) that does not exist
+//!   yet is held until it does (then served), or until 3 target durations pass (then 404,
+//!   like a part that never comes because its segment ended first);
+//! - `#EXT-X-RENDITION-REPORT`s of the other renditions of the stream's ABR groups.
+//!
+//! Nothing polls: a held request waits on the stream's version ([`HlsStream`] bumps it at
+//! every segment and part), and a held request is one connection among those the
+//! connection caps (`http_max_connections[_per_ip]`) already bound.
+//!
+//! [`HlsStream`]: crate::store::HlsStream
+
+use super::{Context, error};
+use crate::store::LlPosition;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use std::time::Duration;
+use strom_media::hls::low_latency::rendition_report;
+
+/// How far past the last part a blocking request may ask (the draft's Advance Part
+/// Limit).
+const ADVANCE_PART_LIMIT: usize = 3;
+
+/// What to do with a held request now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// Answer it (what it waits for is there, or will never come).
+    Ready,
+    Wait,
+    /// 400: further ahead than the server lets a client wait.
+    TooFar,
+}
+
+/// Parts listed of segment `msn`.
+fn parts_of(position: &LlPosition, msn: u64) -> usize {
+    match position.last_part {
+        Some((last, index)) if last == msn => index + 1,
+        _ => 0,
+    }
+}
+
+/// A blocking playlist reload for segment `msn` (and part `part` of it).
+///
+/// A part past the last one of a segment that ended is answered with a later part (the
+/// draft's "or later"): asking for part 5 of a finished 5-part segment waits for the
+/// first part (or the whole) of the next segment, which is what comes next.
+pub(super) fn playlist_hold(position: &LlPosition, msn: u64, part: Option<usize>) -> Hold {
+    let complete = |msn: u64| position.last_segment.is_some_and(|last| last >= msn);
+    if position.closed {
+        return Hold::Ready;
+    }
+    let Some(part) = part else {
+        if complete(msn) {
+            return Hold::Ready;
+        }
+        // The last segment in the playlist is the one being built: up to two past it.
+        return if msn > position.building.saturating_add(1) {
+            Hold::TooFar
+        } else {
+            Hold::Wait
+        };
+    };
+    let reached = position
+        .last_part
+        .is_some_and(|(last, index)| last > msn || (last == msn && index >= part));
+    if reached || complete(msn.saturating_add(1)) {
+        return Hold::Ready;
+    }
+    if msn > position.building.saturating_add(1) {
+        return Hold::TooFar;
+    }
+    // Parts of a segment that ended wait for the next part; ahead of the segment being
+    // built, only as far as the Advance Part Limit.
+    let listed = if msn == position.building {
+        parts_of(position, msn)
+    } else {
+        0
+    };
+    if msn >= position.building && part >= listed + ADVANCE_PART_LIMIT {
+        return Hold::TooFar;
+    }
+    Hold::Wait
+}
+
+/// A request for part `index` of segment `msn`: held while it may still come.
+pub(super) fn part_hold(position: &LlPosition, msn: u64, index: usize) -> Hold {
+    let exists = position
+        .last_part
+        .is_some_and(|(last, last_index)| last > msn || (last == msn && last_index >= index));
+    // A segment that ended has all the parts it will have.
+    if exists || position.closed || msn < position.building {
+        return Hold::Ready;
+    }
+    let listed = if msn == position.building {
+        parts_of(position, msn)
+    } else {
+        0
+    };
+    if msn > position.building.saturating_add(1) || index >= listed + ADVANCE_PART_LIMIT {
+        return Hold::Ready;
+    }
+    Hold::Wait
+}
+
+/// `_HLS_msn`, `_HLS_part` and `_HLS_skip=YES` of a playlist query.
+pub(super) struct Directives {
+    pub msn: Option<u64>,
+    pub part: Option<usize>,
+    pub skip: bool,
+}
+
+pub(super) fn directives(query: Option<&str>) -> Directives {
+    let mut directives = Directives {
+        msn: None,
+        part: None,
+        skip: false,
+    };
+    for pair in query.unwrap_or_default().split('&') {
+        match pair.split_once('=') {
+            Some(("_HLS_msn", value)) => directives.msn = value.parse().ok(),
+            Some(("_HLS_part", value)) => directives.part = value.parse().ok(),
+            Some(("_HLS_skip", value)) => directives.skip = value == "YES" || value == "v2",
+            _ => {}
+        }
+    }
+    directives
+}
+
+/// `part_<msn>_<index>.m4s`.
+pub(super) fn part_name(file: &str) -> Option<(u64, usize)> {
+    let (msn, index) = file
+        .strip_prefix("part_")?
+        .strip_suffix(".m4s")?
+        .split_once('_')?;
+    Some((msn.parse().ok()?, index.parse().ok()?))
+}
+
+impl Context {
+    /// `#EXT-X-RENDITION-REPORT`s of the other LL-HLS renditions of the ABR groups
+    /// `app/stream` is a member of (players switch renditions without a plain reload).
+    pub(super) fn rendition_reports(&self, app: &str, stream: &str, sid: Option<u64>) -> String {
+        let rules = self.packaging.rules();
+        let query = sid.map(|id| format!("?sid={id}")).unwrap_or_default();
+        let mut reports = String::new();
+        let mut seen = Vec::new();
+        let groups = rules
+            .delivery
+            .abr
+            .iter()
+            .filter(|g| g.streams.iter().any(|m| m.app == app && m.stream == stream));
+        for member in groups.flat_map(|g| &g.streams) {
+            if (member.app == app && member.stream == stream) || seen.contains(&member) {
+                continue;
+            }
+            seen.push(member);
+            let Some((msn, part)) = self
+                .packaging
+                .store
+                .get(&member.app, &member.stream)
+                .and_then(|hls| hls.ll_position())
+                .and_then(|position| position.last_part)
+            else {
+                continue;
+            };
+            let uri = format!(
+                "../../{}/{}/chunks_fmp4.m3u8{query}",
+                member.app, member.stream
+            );
+            reports.push_str(&rendition_report(&uri, msn, part as u64));
+        }
+        reports
+    }
+
+    /// Holds a blocking playlist reload or a hinted part until it can be answered;
+    /// `Some` for an answer given here (400, 503), `None` to answer it as usual.
+    pub(super) async fn hold_low_latency(
+        &self,
+        request: &Request<Incoming>,
+    ) -> Option<Response<Full<Bytes>>> {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return None;
+        }
+        let mut parts = request.uri().path().trim_start_matches('/').split('/');
+        let (Some(app), Some(stream), Some(file), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if file == "chunks_fmp4.m3u8" {
+            let directives = directives(request.uri().query());
+            let msn = directives.msn?;
+            let part = directives.part;
+            Box::new(move |position| playlist_hold(position, msn, part))
+        } else {
+            let (msn, index) = part_name(file)?;
+            Box::new(move |position| part_hold(position, msn, index))
+        };
+        let playlist = file == "chunks_fmp4.m3u8";
+        // `get` refuses names that fail the check.
+        let hls = self.packaging.store.get(app, stream)?;
+        let mut version = hls.watch_version();
+        let target = hls.ll_position()?.target_duration;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3 * u64::from(target));
+        loop {
+            let position = hls.ll_position()?;
+            match check(&position) {
+                Hold::Ready => return None,
+                Hold::TooFar if playlist => {
+                    return Some(error(
+                        StatusCode::BAD_REQUEST,
+                        "_HLS_msn or _HLS_part too far ahead",
+                    ));
+                }
+                Hold::TooFar => return None,
+                Hold::Wait => {}
+            }
+            tokio::select! {
+                changed = version.changed() => if changed.is_err() {
+                    return None;
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    return playlist.then(|| {
+                        error(StatusCode::SERVICE_UNAVAILABLE, "playlist not updated within 3 target durations")
+                    });
+                }
+                () = self.shutdown.cancelled() => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Segments up to 9 complete, segment 10 being built with parts 0 and 1.
+    fn position() -> LlPosition {
+        LlPosition {
+            last_segment: Some(9),
+            building: 10,
+            last_part: Some((10, 1)),
+            target_duration: 2,
+            part_target_secs: 0.5,
+            closed: false,
+        }
+    }
+
+    #[test]
+    fn playlist_reloads_wait_for_what_they_name() {
+        let p = position();
+        assert_eq!(playlist_hold(&p, 9, None), Hold::Ready);
+        assert_eq!(playlist_hold(&p, 10, None), Hold::Wait);
+        assert_eq!(playlist_hold(&p, 11, None), Hold::Wait);
+        assert_eq!(playlist_hold(&p, 12, None), Hold::TooFar);
+        assert_eq!(playlist_hold(&p, 10, Some(1)), Hold::Ready);
+        assert_eq!(playlist_hold(&p, 10, Some(2)), Hold::Wait);
+        assert_eq!(playlist_hold(&p, 10, Some(4)), Hold::Wait);
+        assert_eq!(playlist_hold(&p, 10, Some(5)), Hold::TooFar);
+        assert_eq!(playlist_hold(&p, 11, Some(0)), Hold::Wait);
+        let closed = LlPosition {
+            closed: true,
+            ..position()
+        };
+        assert_eq!(playlist_hold(&closed, 11, None), Hold::Ready);
+        // Segment 10 ended with parts 0-4: part 5 of it means the next part to come.
+        let ended = LlPosition {
+            last_segment: Some(10),
+            building: 11,
+            last_part: Some((10, 4)),
+            ..position()
+        };
+        assert_eq!(playlist_hold(&ended, 10, Some(4)), Hold::Ready);
+        assert_eq!(playlist_hold(&ended, 10, Some(5)), Hold::Wait);
+        assert_eq!(playlist_hold(&ended, 11, Some(0)), Hold::Wait);
+        assert_eq!(playlist_hold(&ended, 10, None), Hold::Ready);
+        let next = LlPosition {
+            last_part: Some((11, 0)),
+            ..ended
+        };
+        assert_eq!(playlist_hold(&next, 10, Some(5)), Hold::Ready);
+    }
+
+    #[test]
+    fn hinted_parts_wait_while_they_may_come() {
+        let p = position();
+        assert_eq!(part_hold(&p, 10, 1), Hold::Ready);
+        assert_eq!(part_hold(&p, 10, 2), Hold::Wait);
+        assert_eq!(part_hold(&p, 11, 0), Hold::Wait);
+        assert_eq!(part_hold(&p, 9, 7), Hold::Ready, "segment 9 ended");
+        assert_eq!(part_hold(&p, 10, 9), Hold::Ready, "too far: 404");
+    }
+
+    #[test]
+    fn query_directives_and_part_names() {
+        let d = directives(Some("sid=4&_HLS_msn=12&_HLS_part=3&_HLS_skip=YES"));
+        assert_eq!((d.msn, d.part, d.skip), (Some(12), Some(3), true));
+        let d = directives(None);
+        assert_eq!((d.msn, d.part, d.skip), (None, None, false));
+        assert_eq!(part_name("part_12_3.m4s"), Some((12, 3)));
+        assert_eq!(part_name("part_12.m4s"), None);
+        assert_eq!(part_name("seg_12.m4s"), None);
+    }
+}

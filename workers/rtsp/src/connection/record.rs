@@ -1,0 +1,335 @@
+//! The publishing side of a connection: ANNOUNCE (credentials, publish control, the
+//! SDP), SETUP of each announced track with `mode=record` (TCP interleaved or UDP), and
+//! RECORD, which claims the stream in the hub. Received RTP goes to
+//! [`crate::publish::TrackReceiver`]s.
+
+use super::{Connection, Transport, base_uri};
+use crate::auth;
+use crate::message::Request;
+use crate::publish::TrackReceiver;
+use crate::sessions::PlayerEntry;
+use crate::transport;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
+use strom_media::rtp::announce::{self, AnnouncedTrack};
+use strom_stream::{PublisherInfo, Publishing, StreamKey};
+use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::publish_sign;
+use tokio::sync::mpsc;
+
+/// RTP packets received over UDP waiting for the connection's task; past this many,
+/// packets are lost as on a congested network.
+pub const UDP_QUEUE_PACKETS: usize = 4096;
+
+/// A publisher between ANNOUNCE and the end of the connection.
+pub struct Announced {
+    pub key: StreamKey,
+    /// The query of the ANNOUNCE URI (kept for re-publishing rules).
+    query: String,
+    tracks: Vec<AnnouncedTrack>,
+    /// Per announced track, once set up: its receiver and its interleaved RTP channel.
+    receivers: Vec<Option<(TrackReceiver, Option<u8>)>>,
+    control_id: Option<String>,
+    pub publishing: Option<Publishing>,
+    started: Instant,
+}
+
+impl Connection {
+    /// The login and password publishers of `app` must give: the app's, else the
+    /// global `RtmpSettings` ones; an empty login means none.
+    fn credentials(&self, app: &str) -> (String, String) {
+        let rules = self.shared.rules();
+        match rules.rtmp.apps.iter().find(|a| a.app == app) {
+            Some(app) if !app.login.is_empty() => (app.login.clone(), app.password.clone()),
+            _ => (rules.rtmp.login.clone(), rules.rtmp.password.clone()),
+        }
+    }
+
+    pub(super) fn announce(&mut self, request: &Request) {
+        if self.described.is_some() || self.announced.is_some() {
+            return self.reply(455, request, &[], b"");
+        }
+        let Some(target) = transport::target(&request.uri).filter(|t| t.track.is_none()) else {
+            return self.reply(404, request, &[], b"");
+        };
+        let (login, password) = self.credentials(&target.app);
+        if !login.is_empty()
+            && !auth::check(
+                request.header("Authorization"),
+                &request.method,
+                &self.nonce,
+                &login,
+                &password,
+            )
+        {
+            if request.header("Authorization").is_some() {
+                tracing::warn!(peer = %self.peer, app = %target.app, "rtsp publisher authentication failed");
+            }
+            let challenges = auth::challenges(&self.nonce);
+            return self.reply(401, request, &challenges, b"");
+        }
+        let query = request
+            .uri
+            .split_once('?')
+            .map(|(_, q)| q.to_owned())
+            .unwrap_or_default();
+        let control_id = match self.publish_control(&target.app, &target.stream, &query) {
+            Ok(id) => id,
+            Err(why) => {
+                tracing::warn!(peer = %self.peer, stream = %format!("{}/{}", target.app, target.stream), reason = %why, "rtsp publish refused");
+                return self.reply(403, request, &[], b"");
+            }
+        };
+        let sdp = String::from_utf8_lossy(&request.body);
+        let tracks = match announce::parse(&sdp) {
+            Ok(tracks) if tracks.iter().any(|t| t.codec.is_some()) => tracks,
+            _ => {
+                tracing::warn!(peer = %self.peer, "rtsp announce without a track strom takes");
+                return self.reply(415, request, &[], b"");
+            }
+        };
+        self.announced = Some(Announced {
+            key: StreamKey::new(target.app, target.stream),
+            query,
+            receivers: tracks.iter().map(|_| None).collect(),
+            tracks,
+            control_id,
+            publishing: None,
+            started: Instant::now(),
+        });
+        self.reply(200, request, &[], b"");
+    }
+
+    /// The publish-control id of the publisher when its app has publish control
+    /// (`publishsign` in the URI query, as for RTMP); `Err` says why it is refused.
+    fn publish_control(
+        &self,
+        app: &str,
+        stream: &str,
+        query: &str,
+    ) -> Result<Option<String>, String> {
+        let rules = self.shared.rules();
+        let Some(control) = rules
+            .rtmp
+            .apps
+            .iter()
+            .find(|a| a.app == app)
+            .and_then(|a| a.publish_control.as_ref())
+        else {
+            return Ok(None);
+        };
+        let sign = query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("publishsign="));
+        let id = publish_sign::verify(
+            sign,
+            app,
+            stream,
+            &control.password,
+            &self.peer.ip().to_string(),
+        )
+        .map_err(|e| e.to_string())?;
+        if self.shared.is_denied(&id) {
+            return Err(format!("publisher id {id} is denied"));
+        }
+        Ok(Some(id))
+    }
+
+    pub(super) async fn setup_record(&mut self, request: &Request) {
+        let Some(announced) = self.announced.as_ref() else {
+            return self.reply(455, request, &[], b"");
+        };
+        if announced.publishing.is_some() {
+            return self.reply(455, request, &[], b"");
+        }
+        // ffmpeg appends the control to the whole ANNOUNCE URI, query included
+        // (`...?publishsign=x/streamid=0`); others put it before the query.
+        let stripped = request.uri.split(['?', '#']).next().unwrap_or("");
+        let index = announced.tracks.iter().position(|t| {
+            let suffix = format!("/{}", t.control);
+            !t.control.is_empty()
+                && [request.uri.as_str(), stripped]
+                    .iter()
+                    .any(|uri| *uri == t.control || uri.ends_with(&suffix))
+        });
+        let index = match index {
+            Some(index) => index,
+            None if announced.tracks.len() == 1 => 0,
+            None => return self.reply(404, request, &[], b""),
+        };
+        let Some(receiver) = announced.tracks.get(index).and_then(TrackReceiver::new) else {
+            return self.reply(461, request, &[], b"");
+        };
+        let default_channel = u8::try_from(index * 2).unwrap_or(0);
+        let Some(chosen) = request
+            .header("Transport")
+            .and_then(|header| transport::choose(header, default_channel))
+        else {
+            return self.reply(461, request, &[], b"");
+        };
+        let (channel, transport_reply) = match chosen {
+            Transport::Tcp {
+                rtp_channel,
+                rtcp_channel,
+            } => (
+                Some(rtp_channel),
+                format!("RTP/AVP/TCP;unicast;interleaved={rtp_channel}-{rtcp_channel};mode=record"),
+            ),
+            Transport::Udp {
+                rtp_port,
+                rtcp_port,
+            } => match self.udp_receiver(index).await {
+                Ok((server_rtp, server_rtcp)) => (
+                    None,
+                    format!(
+                        "RTP/AVP;unicast;client_port={rtp_port}-{rtcp_port};server_port={server_rtp}-{server_rtcp};mode=record"
+                    ),
+                ),
+                Err(error) => {
+                    tracing::warn!(peer = %self.peer, %error, "rtsp: no UDP sockets for a publisher");
+                    return self.reply(461, request, &[], b"");
+                }
+            },
+        };
+        if let Some(slot) = self
+            .announced
+            .as_mut()
+            .and_then(|a| a.receivers.get_mut(index))
+        {
+            *slot = Some((receiver, channel));
+        }
+        if self.session_id.is_none() {
+            self.session_id = Some(self.shared.ids.next_id());
+        }
+        let mut headers = self.session_header();
+        headers.push(("Transport", transport_reply));
+        self.reply(200, request, &headers, b"");
+    }
+
+    /// Two UDP sockets for track `index`: what arrives on the RTP one from the
+    /// publisher's address goes to the connection's task, the RTCP one counts as
+    /// activity. Returns their ports.
+    async fn udp_receiver(&mut self, index: usize) -> std::io::Result<(u16, u16)> {
+        self.take_udp_pair()?;
+        let local = self
+            .local_ip
+            .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let (rtp, rtcp) = crate::udp_pair::bind(local).await?;
+        let ports = (rtp.local_addr()?.port(), rtcp.local_addr()?.port());
+        let sender = self.udp_in.clone();
+        let publisher_ip = self.peer.ip();
+        let done = self.kill.clone();
+        let activity = Arc::clone(&self.activity_ms);
+        let started = self.started;
+        tokio::spawn(async move {
+            let mut buffer = vec![0u8; 65_536];
+            let mut control = [0u8; 1500];
+            loop {
+                tokio::select! {
+                    _ = done.cancelled() => return,
+                    received = rtp.recv_from(&mut buffer) => {
+                        let Ok((len, from)) = received else { continue };
+                        if from.ip() != publisher_ip {
+                            continue;
+                        }
+                        activity.store(started.elapsed().as_millis() as i64, Ordering::Relaxed);
+                        let packet = Bytes::copy_from_slice(&buffer[..len]);
+                        if let Err(mpsc::error::TrySendError::Closed(_)) = sender.try_send((index, packet)) {
+                            return;
+                        }
+                    }
+                    received = rtcp.recv_from(&mut control) => {
+                        if received.is_ok_and(|(_, from)| from.ip() == publisher_ip) {
+                            activity.store(started.elapsed().as_millis() as i64, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        });
+        Ok(ports)
+    }
+
+    pub(super) fn record(&mut self, request: &Request) {
+        let Some(announced) = self.announced.as_mut() else {
+            return self.reply(455, request, &[], b"");
+        };
+        if announced.publishing.is_some() {
+            let session = self.session_header();
+            return self.reply(200, request, &session, b"");
+        }
+        let Some(id) = self
+            .session_id
+            .filter(|_| announced.receivers.iter().any(Option::is_some))
+        else {
+            return self.reply(455, request, &[], b"");
+        };
+        let key = announced.key.clone();
+        let info = PublisherInfo {
+            session_id: id,
+            ip: self.peer.ip().to_string(),
+            publish_time: unix_now(),
+            query: announced.query.clone(),
+            source_url: None,
+            relayed_from: None,
+        };
+        let publishing = match self.shared.hub.claim(&key, info) {
+            Ok(publishing) => publishing,
+            Err(_) => {
+                tracing::warn!(peer = %self.peer, stream = %key, "rtsp publish refused: already published");
+                return self.reply(455, request, &[], b"");
+            }
+        };
+        announced.publishing = Some(publishing);
+        announced.started = Instant::now();
+        let entry = Arc::new(PlayerEntry {
+            id,
+            publisher: true,
+            control_id: announced.control_id.clone(),
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            client_ip: self.peer.ip().to_string(),
+            user_agent: self.user_agent.clone(),
+            created: unix_now(),
+            last_access: AtomicI64::new(unix_now()),
+            bytes_sent: AtomicU64::new(0),
+            bytes_recv: AtomicU64::new(0),
+            kill: self.kill.clone(),
+            dropped: None,
+        });
+        self.shared.players.insert(Arc::clone(&entry));
+        self.player = Some(entry);
+        tracing::info!(peer = %self.peer, stream = %key, session = id, uri = %base_uri(&request.uri), "rtsp publishing");
+        let session = self.session_header();
+        self.reply(200, request, &session, b"");
+    }
+
+    /// An RTP packet of the publisher: interleaved on `channel`, or over UDP for track
+    /// `index`.
+    pub(super) fn received(&mut self, channel: Option<u8>, index: Option<usize>, packet: &Bytes) {
+        let Some(announced) = self.announced.as_mut() else {
+            return;
+        };
+        let Some(publishing) = announced.publishing.as_ref() else {
+            return;
+        };
+        let started = announced.started;
+        let slot = announced
+            .receivers
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, slot)| {
+                let (receiver, rtp_channel) = slot.as_mut()?;
+                let matches = match (channel, index) {
+                    (Some(channel), _) => *rtp_channel == Some(channel),
+                    (None, Some(index)) => i == index,
+                    (None, None) => false,
+                };
+                matches.then_some(receiver)
+            });
+        if let Some(receiver) = slot {
+            receiver.receive(packet, started, publishing);
+        }
+    }
+}

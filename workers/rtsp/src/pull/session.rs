@@ -1,0 +1,293 @@
+//! One RTSP session with a pulled source: DESCRIBE, SETUP of its first H.264/H.265 and
+//! AAC streams (TCP interleaved or UDP, as the rule says), PLAY, then frames from
+//! retina's demuxer (MP4 framing: length-prefixed NAL units, `avcC`/`hvcC` and
+//! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
+//! the first frame and released when the session ends.
+
+use crate::shared::Shared;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use retina::client::{
+    Credentials, PlayOptions, Session, SessionOptions, SetupOptions, TcpTransportOptions,
+    Transport, UdpTransportOptions,
+};
+use retina::codec::{CodecItem, FrameFormat, ParametersRef};
+use std::time::Duration;
+use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
+use strom_media::frame::{Codec, Frame, SourceForm, Track};
+use strom_stream::{HubEvent, PublisherInfo, Publishing, StreamKey};
+use strom_worker_runtime::clock::unix_now;
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// Bound on connecting (DESCRIBE, SETUP, PLAY).
+const CONNECT_LIMIT: Duration = Duration::from_secs(15);
+/// A source that sends no frame for this long is dropped and reconnected.
+const QUIET_LIMIT: Duration = Duration::from_secs(10);
+
+/// How a session ended when nothing failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    Stopped,
+    /// On demand: no players for the grace time.
+    Idle,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error("bad URL: {0}")]
+    Url(String),
+    #[error("{0}")]
+    Rtsp(#[from] retina::Error),
+    #[error("connecting took longer than {0:?}")]
+    ConnectTimeout(Duration),
+    #[error("the source offers no H.264, H.265 or AAC stream")]
+    NoTracks,
+    #[error("the source sent no media for {0:?}")]
+    Quiet(Duration),
+    #[error("the source ended the session")]
+    Ended,
+    #[error("{0} is already being published")]
+    Taken(StreamKey),
+}
+
+/// `url` without its user and password, for logs and `source_url`.
+pub fn without_credentials(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+fn decoded(text: &str) -> String {
+    strom_worker_runtime::play_signature::percent_decode(text)
+}
+
+/// A frame as retina hands it: its stream, time, keyframe flag, whether the stream's
+/// parameters changed, payload.
+struct Received {
+    index: usize,
+    time: i64,
+    keyframe: bool,
+    new_parameters: bool,
+    payload: Bytes,
+}
+
+/// Pulls `source` into `key` once.
+pub async fn pull(
+    shared: &Shared,
+    source: &PullSource,
+    key: &StreamKey,
+    events: &mut Receiver<HubEvent>,
+    stop: &CancellationToken,
+) -> Result<SessionEnd, PullError> {
+    let mut url = url::Url::parse(&source.url).map_err(|e| PullError::Url(e.to_string()))?;
+    // retina takes credentials apart from the URL.
+    let creds = (!url.username().is_empty()).then(|| Credentials {
+        username: decoded(url.username()),
+        password: decoded(url.password().unwrap_or("")),
+    });
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let shown = url.to_string();
+    let transport = match source.rtsp_transport {
+        RtspTransport::Tcp => Transport::Tcp(TcpTransportOptions::default()),
+        RtspTransport::Udp => Transport::Udp(UdpTransportOptions::default()),
+    };
+    let connect = async {
+        let options = SessionOptions::default()
+            .creds(creds)
+            .user_agent("strom".to_owned());
+        let mut session = Session::describe(url, options).await?;
+        let mut tracks: Vec<(usize, Codec)> = Vec::new();
+        for (index, stream) in session.streams().iter().enumerate() {
+            let codec = match (stream.media(), stream.encoding_name()) {
+                ("video", "h264") => Codec::H264,
+                ("video", "h265") => Codec::H265,
+                ("audio", "mpeg4-generic") => Codec::Aac,
+                _ => continue,
+            };
+            // The first stream of each kind.
+            if tracks.iter().any(|(_, c)| c.track() == codec.track()) {
+                continue;
+            }
+            tracks.push((index, codec));
+        }
+        if tracks.is_empty() {
+            return Err(PullError::NoTracks);
+        }
+        for (index, _) in &tracks {
+            let setup = SetupOptions::default()
+                .transport(transport.clone())
+                .frame_format(FrameFormat::MP4);
+            session.setup(*index, setup).await?;
+        }
+        let playing = session.play(PlayOptions::default()).await?;
+        Ok((playing.demuxed()?, tracks))
+    };
+    let (mut demuxed, tracks) = tokio::select! {
+        () = stop.cancelled() => return Ok(SessionEnd::Stopped),
+        connected = tokio::time::timeout(CONNECT_LIMIT, connect) => {
+            connected.map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))??
+        }
+    };
+    tracing::info!(stream = %key, url = %shown, tracks = tracks.len(), "RTSP pull connected");
+    let on_demand = source.mode == PullMode::OnDemand;
+    let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
+    let unwatched = || on_demand && shared.hub.reader_count(key) == 0;
+    let mut idle_since = unwatched().then(Instant::now);
+    let mut claim: Option<Publishing> = None;
+    // Stream indexes whose configuration went out.
+    let mut configured: Vec<usize> = Vec::new();
+    let mut heard = Instant::now();
+    loop {
+        let grace_over = idle_since.map(|since| since + grace);
+        let item = tokio::select! {
+            () = stop.cancelled() => return Ok(SessionEnd::Stopped),
+            () = sleep_or_never(grace_over) => {
+                if unwatched() {
+                    return Ok(SessionEnd::Idle);
+                }
+                idle_since = None;
+                continue;
+            }
+            event = events.recv(), if on_demand => {
+                let concerns_us = match &event {
+                    Ok(HubEvent::Demand(k) | HubEvent::NoDemand(k)) => k == key,
+                    Ok(_) => false,
+                    Err(RecvError::Lagged(_)) => true,
+                    Err(RecvError::Closed) => return Ok(SessionEnd::Stopped),
+                };
+                if concerns_us {
+                    idle_since = match (unwatched(), idle_since) {
+                        (false, _) => None,
+                        (true, since) => since.or_else(|| Some(Instant::now())),
+                    };
+                }
+                continue;
+            }
+            item = tokio::time::timeout_at(heard + QUIET_LIMIT, demuxed.next()) => {
+                item.map_err(|_| PullError::Quiet(QUIET_LIMIT))?
+            }
+        };
+        let Some(item) = item else {
+            return Err(PullError::Ended);
+        };
+        let received = match item? {
+            CodecItem::VideoFrame(frame) => Received {
+                index: frame.stream_id(),
+                time: ticks(frame.timestamp()),
+                keyframe: frame.is_random_access_point(),
+                new_parameters: frame.has_new_parameters(),
+                payload: Bytes::from(frame.into_data()),
+            },
+            CodecItem::AudioFrame(frame) => Received {
+                index: frame.stream_id(),
+                time: ticks(frame.timestamp()),
+                keyframe: false,
+                new_parameters: false,
+                payload: Bytes::copy_from_slice(frame.data()),
+            },
+            _ => continue,
+        };
+        heard = Instant::now();
+        let Some((codec, track)) = tracks
+            .iter()
+            .find(|(i, _)| *i == received.index)
+            .and_then(|(_, codec)| Some((*codec, codec.track()?)))
+        else {
+            continue;
+        };
+        if claim.is_none() {
+            claim = Some(take(shared, key, source)?);
+        }
+        let Some(publishing) = claim.as_ref() else {
+            continue;
+        };
+        if received.new_parameters || !configured.contains(&received.index) {
+            let extra = demuxed.streams().get(received.index).and_then(|stream| {
+                match stream.parameters() {
+                    Some(ParametersRef::Video(video)) => {
+                        Some(Bytes::copy_from_slice(video.extra_data()))
+                    }
+                    Some(ParametersRef::Audio(audio)) => {
+                        Some(Bytes::copy_from_slice(audio.extra_data()))
+                    }
+                    _ => None,
+                }
+            });
+            let Some(extra) = extra.filter(|e| !e.is_empty()) else {
+                continue;
+            };
+            publishing.publish(frame(track, codec, received.time, true, false, extra));
+            configured.push(received.index);
+        }
+        publishing.publish(frame(
+            track,
+            codec,
+            received.time,
+            false,
+            received.keyframe,
+            received.payload,
+        ));
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_or_never(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// 90 kHz stream time of a retina timestamp (time since the session's start).
+fn ticks(timestamp: retina::Timestamp) -> i64 {
+    let rate = i128::from(timestamp.clock_rate().get());
+    (i128::from(timestamp.elapsed()) * 90_000 / rate) as i64
+}
+
+fn take(shared: &Shared, key: &StreamKey, source: &PullSource) -> Result<Publishing, PullError> {
+    let url = without_credentials(&source.url);
+    let publisher = PublisherInfo {
+        session_id: shared.ids.next_id(),
+        ip: String::new(),
+        publish_time: unix_now(),
+        query: String::new(),
+        source_url: Some(url.clone()),
+        relayed_from: None,
+    };
+    let publishing = shared
+        .hub
+        .claim(key, publisher)
+        .map_err(|_| PullError::Taken(key.clone()))?;
+    tracing::info!(stream = %key, %url, "pulled RTSP stream live");
+    Ok(publishing)
+}
+
+fn frame(
+    track: Track,
+    codec: Codec,
+    time: i64,
+    config: bool,
+    keyframe: bool,
+    payload: Bytes,
+) -> Frame {
+    Frame {
+        track,
+        codec,
+        dts: time,
+        pts: time,
+        keyframe,
+        config,
+        control: false,
+        payload,
+        form: SourceForm::Neutral,
+    }
+}

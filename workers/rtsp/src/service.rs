@@ -1,0 +1,153 @@
+//! Worker-wide state of the rtsp worker and its answers to the supervisor.
+//!
+//! The worker produces the streams RTSP publishers send (announced to the supervisor,
+//! served to other workers over its media bus) and plays every other stream relayed in
+//! from the worker that produces it ([`Relays`], following the supervisor's registry)
+//! while it has players here.
+
+use crate::pull::Pulls;
+use crate::shared::Shared;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
+use strom_ipc::{FailureKind, WorkerKind};
+use strom_stream::Hub;
+use strom_stream::bus::relays::Relays;
+use strom_worker_runtime::accept::ConnectionHandler;
+use strom_worker_runtime::counters::ConnectionGuard;
+use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+struct RtspConnections {
+    shared: Arc<Shared>,
+}
+
+impl ConnectionHandler for RtspConnections {
+    async fn handle(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        _listener: &ListenerSpec,
+        guard: ConnectionGuard,
+        shutdown: CancellationToken,
+    ) {
+        crate::connection::serve(stream, peer, Arc::clone(&self.shared), guard, shutdown).await;
+    }
+}
+
+pub struct RtspWorker {
+    shared: Arc<Shared>,
+    accept: AcceptLoops<RtspConnections>,
+    relays: Arc<Relays>,
+    pulls: Pulls,
+}
+
+/// Builds the worker from the hello and starts accepting.
+pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
+    let hub = Hub::announcing_to(context.events.clone());
+    let pull_sources = context.hello.rules.pull_sources.clone();
+    let shared = Arc::new(Shared::new(
+        hub,
+        context.hello.rules,
+        context.hello.denied_publishers,
+        Arc::clone(&context.counters),
+        Arc::clone(&context.session_ids),
+    ));
+    let accept = AcceptLoops::new(
+        Arc::new(RtspConnections {
+            shared: Arc::clone(&shared),
+        }),
+        Arc::clone(&context.counters),
+        context.shutdown.clone(),
+    );
+    accept.replace(context.listeners);
+    strom_stream::bus::producer::start(
+        &context.hello.settings.run_dir,
+        WorkerKind::Rtsp,
+        shared.hub.clone(),
+        Arc::clone(&shared.ids),
+        context.shutdown.clone(),
+    )?;
+    let relays = Relays::start(
+        shared.hub.clone(),
+        Arc::clone(&shared.ids),
+        WorkerKind::Rtsp,
+        Box::new(|_| false),
+        context.shutdown.clone(),
+    );
+    let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    Ok(Arc::new(RtspWorker {
+        shared,
+        accept,
+        relays,
+        pulls,
+    }))
+}
+
+impl WorkerService for RtspWorker {
+    async fn handle(&self, request: WorkerRequest) -> WorkerReply {
+        match request {
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.players.list()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                self.shared.players.page(after_id, limit)
+            }
+            WorkerRequest::DeleteSessions(ids) => {
+                let found = self.shared.players.kill(&ids);
+                if !found.is_empty() {
+                    tracing::info!(sessions = ?found, "rtsp players disconnected by request");
+                }
+                WorkerReply::SessionsDeleted(found)
+            }
+            // Relayed streams are listed by the workers that produce them.
+            WorkerRequest::ListStreams => WorkerReply::Streams(
+                self.shared
+                    .hub
+                    .live()
+                    .into_iter()
+                    .filter_map(|stream| stream.live_status("RTSP"))
+                    .collect(),
+            ),
+            WorkerRequest::ListPublishers => {
+                WorkerReply::Publishers(self.shared.players.publishers())
+            }
+            WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
+            WorkerRequest::DenyPublishers(ids) => {
+                self.shared.deny(&ids);
+                let killed = self.shared.players.kill_publishers(&ids);
+                tracing::info!(?ids, disconnected = killed, "rtsp publishers denied");
+                WorkerReply::Done
+            }
+            WorkerRequest::ApplyRules(rules) => {
+                let rules: Arc<strom_ipc::rules::Rules> = Arc::from(rules);
+                self.shared.set_rules(Arc::clone(&rules));
+                self.pulls.apply(&rules.pull_sources);
+                self.relays.reconcile();
+                WorkerReply::Done
+            }
+            WorkerRequest::StreamRegistry(locations) => {
+                self.relays.apply_registry(locations);
+                WorkerReply::Done
+            }
+            WorkerRequest::SetDraining(draining) => {
+                if self.shared.set_draining(draining) != draining {
+                    tracing::info!(draining, "rtsp: drain state changed");
+                }
+                WorkerReply::Done
+            }
+            other => WorkerReply::error(
+                FailureKind::Unsupported,
+                format!("the rtsp worker does not handle {other:?}"),
+            ),
+        }
+    }
+
+    fn replace_listeners(&self, listeners: Vec<InheritedListener>) {
+        self.accept.replace(listeners);
+    }
+
+    async fn drain(&self) {
+        self.accept.drain(Duration::from_secs(5)).await;
+    }
+}

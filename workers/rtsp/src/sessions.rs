@@ -1,0 +1,126 @@
+//! The RTSP players and publishers of this worker, for the API's session list,
+//! `sessions/delete` and publish control (`publish_control/status` and `deny`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use strom_ipc::status::{Publisher, SessionInfo};
+use strom_stream::DropCounter;
+use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
+
+/// One playing or publishing RTSP session.
+#[derive(Debug)]
+pub struct PlayerEntry {
+    pub id: u64,
+    /// A publisher rather than a player.
+    pub publisher: bool,
+    /// Publish-control id of a signed publisher.
+    pub control_id: Option<String>,
+    pub app: String,
+    pub stream: String,
+    pub client_ip: String,
+    pub user_agent: String,
+    pub created: i64,
+    pub last_access: AtomicI64,
+    pub bytes_sent: AtomicU64,
+    pub bytes_recv: AtomicU64,
+    /// Cancelling it closes the connection.
+    pub kill: CancellationToken,
+    /// Frames lost to a player's hub queue (see `strom_stream::reader`).
+    pub dropped: Option<DropCounter>,
+}
+
+impl PlayerEntry {
+    fn info(&self) -> SessionInfo {
+        SessionInfo {
+            id: self.id,
+            app: self.app.clone(),
+            stream: self.stream.clone(),
+            protocol: "RTSP".to_owned(),
+            bytes_recv: self.bytes_recv.load(Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            created: self.created,
+            last_access: self.last_access.load(Ordering::Relaxed),
+            client_ip: self.client_ip.clone(),
+            user_agent: self.user_agent.clone(),
+            ppv_id: None,
+            dropped_frames: self.dropped.as_ref().map(|d| d.load(Ordering::Relaxed)),
+        }
+    }
+
+    pub fn touch(&self) {
+        self.last_access.store(unix_now(), Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct PlayerTable {
+    entries: Mutex<HashMap<u64, Arc<PlayerEntry>>>,
+}
+
+impl PlayerTable {
+    pub fn insert(&self, entry: Arc<PlayerEntry>) {
+        locked(&self.entries).insert(entry.id, entry);
+    }
+
+    pub fn remove(&self, id: u64) {
+        locked(&self.entries).remove(&id);
+    }
+
+    pub fn list(&self) -> Vec<SessionInfo> {
+        let mut players: Vec<SessionInfo> =
+            locked(&self.entries).values().map(|e| e.info()).collect();
+        players.sort_by_key(|p| p.id);
+        players
+    }
+
+    /// One page of [`Self::list`] (see `strom_ipc::paging`).
+    pub fn page(&self, after_id: u64, limit: u32) -> strom_ipc::messages::WorkerReply {
+        let entries = locked(&self.entries);
+        let players = entries.values().map(|e| (e.id, e));
+        strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
+    }
+
+    /// Publishers, for `publish_control/status`.
+    pub fn publishers(&self) -> Vec<Publisher> {
+        let mut publishers: Vec<Publisher> = locked(&self.entries)
+            .values()
+            .filter(|e| e.publisher)
+            .map(|e| Publisher {
+                key: e.id.to_string(),
+                id: e.control_id.clone().unwrap_or_default(),
+                ip: e.client_ip.clone(),
+                stream: format!("{}/{}", e.app, e.stream),
+            })
+            .collect();
+        publishers.sort_by(|a, b| a.key.cmp(&b.key));
+        publishers
+    }
+
+    /// Closes publishers whose publish-control id is in `ids`; returns how many.
+    pub fn kill_publishers(&self, ids: &[String]) -> usize {
+        let entries = locked(&self.entries);
+        let mut killed = 0;
+        for entry in entries.values().filter(|e| e.publisher) {
+            if entry.control_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                entry.kill.cancel();
+                killed += 1;
+            }
+        }
+        killed
+    }
+
+    /// Closes the sessions with these ids; returns the ids found here.
+    pub fn kill(&self, ids: &[u64]) -> Vec<u64> {
+        let entries = locked(&self.entries);
+        ids.iter()
+            .filter_map(|id| entries.get(id))
+            .map(|e| {
+                e.kill.cancel();
+                e.id
+            })
+            .collect()
+    }
+}
