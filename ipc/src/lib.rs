@@ -15,6 +15,7 @@ pub mod error;
 pub mod failure;
 pub mod fd_passing;
 pub mod frame;
+pub mod interface;
 pub mod kind;
 pub mod messages;
 pub mod names;

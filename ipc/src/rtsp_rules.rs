@@ -1,7 +1,7 @@
 //! The RTSP server's settings (`RtspSettings` in `rules.conf`) as the rtsp worker
 //! receives them: where it listens and the bounds it keeps clients within.
 
-use crate::rules::RtmpInterface;
+use crate::interface::RtmpInterface;
 use serde::{Deserialize, Serialize};
 
 /// The RTSP server. The default listens nowhere: RTSP is on only when `rules.conf` has an

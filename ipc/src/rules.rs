@@ -10,6 +10,7 @@
 //! `RtmpSettings`; the supervisor translates them into `delivery` when it validates, and
 //! keeps `rtmp` as written because the management API echoes it.
 
+pub use crate::interface::RtmpInterface;
 pub use crate::playlist_rules::ServerPlaylistSettings;
 use serde::{Deserialize, Serialize};
 
@@ -300,13 +301,6 @@ impl Default for RtmpSettings {
             limits: RtmpLimits::default(),
         }
     }
-}
-
-/// A listening address; `ip` is an address or `*` for all interfaces.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct RtmpInterface {
-    pub ip: String,
-    pub port: u16,
 }
 
 /// Bounds on what RTMP clients can make the server hold.
