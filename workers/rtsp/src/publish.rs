@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 use std::time::Instant;
-use strom_media::frame::{Codec, Frame, SourceForm, Track};
+use strom_media::frame::{Codec, Frame, Track};
 use strom_media::rtp::announce::AnnouncedTrack;
 use strom_media::rtp::depacketize::{AacDepacketizer, Depacketized, VideoDepacketizer};
 use strom_media::rtp::packet;
@@ -116,7 +116,8 @@ impl TrackReceiver {
     }
 }
 
-fn frame(
+/// A frame from RTP: presentation times only, so `dts` = `pts` ([`Frame::neutral`]).
+pub(crate) fn frame(
     track: Track,
     codec: Codec,
     time: i64,
@@ -125,14 +126,8 @@ fn frame(
     payload: Bytes,
 ) -> Frame {
     Frame {
-        track,
-        codec,
-        dts: time,
-        pts: time,
-        keyframe,
         config,
-        control: false,
-        payload,
-        form: SourceForm::Neutral,
+        keyframe,
+        ..Frame::neutral(track, codec, time, payload)
     }
 }

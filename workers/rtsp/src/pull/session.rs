@@ -4,6 +4,7 @@
 //! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
 //! the first frame and released when the session ends.
 
+use crate::publish::frame;
 use crate::shared::Shared;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -14,7 +15,7 @@ use retina::client::{
 use retina::codec::{CodecItem, FrameFormat, ParametersRef};
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
-use strom_media::frame::{Codec, Frame, SourceForm, Track};
+use strom_media::frame::Codec;
 use strom_stream::{HubEvent, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use tokio::sync::broadcast::Receiver;
@@ -269,25 +270,4 @@ fn take(shared: &Shared, key: &StreamKey, source: &PullSource) -> Result<Publish
         .map_err(|_| PullError::Taken(key.clone()))?;
     tracing::info!(stream = %key, %url, "pulled RTSP stream live");
     Ok(publishing)
-}
-
-fn frame(
-    track: Track,
-    codec: Codec,
-    time: i64,
-    config: bool,
-    keyframe: bool,
-    payload: Bytes,
-) -> Frame {
-    Frame {
-        track,
-        codec,
-        dts: time,
-        pts: time,
-        keyframe,
-        config,
-        control: false,
-        payload,
-        form: SourceForm::Neutral,
-    }
 }
