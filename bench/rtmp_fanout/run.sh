@@ -45,8 +45,9 @@ STROM_BIN=$TARGET_DIR/release/strom
 GEN=$TARGET_DIR/release/rtmp-fanout
 BUILD=1
 KEEP=0
-# strom's limits.play_coalesce_ms; empty keeps strom's default.
+# strom's limits.play_coalesce_ms and play_nodelay; empty keeps strom's defaults.
 STROM_COALESCE_MS=
+STROM_NODELAY=
 QUIET_WAIT=120  # before each step, wait up to this long for the cores to be free of other load
 RETRIES=2       # repeat a step disturbed by other load on the cores up to this often
 EXPECTED_KBPS=  # stream rate a player needs (x 0.95); default: the first step's median player
@@ -59,6 +60,7 @@ options: --only nginx|strom|both ($ONLY)  --steps LIST ($STEPS)  --measure-secs 
          --strom-port P ($STROM_PORT)  --strom-http-port P ($STROM_HTTP_PORT)  --strom-rtsp-port P ($STROM_RTSP_PORT)
          --strom-bin PATH ($STROM_BIN)  --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --expected-kbps K  --no-build
          --keep (keep the temp dir with logs and JSON)  --strom-coalesce-ms MS (strom's play_coalesce_ms; default: strom's own)
+         --strom-nodelay true|false (strom's play_nodelay; default: strom's own)
 EOF
 }
 
@@ -83,6 +85,7 @@ while (($#)); do
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
         --strom-coalesce-ms) STROM_COALESCE_MS=$2; shift ;;
+        --strom-nodelay) STROM_NODELAY=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -162,6 +165,7 @@ logging = warn
 EOF
     local coalesce=""
     [[ -n $STROM_COALESCE_MS ]] && coalesce=", \"play_coalesce_ms\": $STROM_COALESCE_MS"
+    [[ -n $STROM_NODELAY ]] && coalesce="$coalesce, \"play_nodelay\": $STROM_NODELAY"
     cat >"$dir/rules.conf" <<EOF
 {
   "RtmpSettings": {

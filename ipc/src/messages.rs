@@ -133,15 +133,20 @@ pub enum ListenerRole {
     /// RTSP over TCP (`RtspSettings`); a TCP role appended after the datagram ones
     /// because bincode encodes the variant index.
     Rtsp,
+    /// RTSP over TLS (`RtspSettings.tls_interfaces`); the certificate comes with
+    /// [`TlsMaterial`], as for [`ListenerRole::Https`].
+    Rtsps,
 }
 
 impl ListenerRole {
     /// Whether the socket is a UDP socket rather than a listening TCP socket.
     pub fn is_datagram(self) -> bool {
         match self {
-            ListenerRole::Rtmp | ListenerRole::Http | ListenerRole::Https | ListenerRole::Rtsp => {
-                false
-            }
+            ListenerRole::Rtmp
+            | ListenerRole::Http
+            | ListenerRole::Https
+            | ListenerRole::Rtsp
+            | ListenerRole::Rtsps => false,
             ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => true,
         }
     }

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RtspSettings {
     pub interfaces: Vec<RtmpInterface>,
+    /// Where RTSP over TLS (`rtsps://`) listens, with the delivery certificate
+    /// (`ssl_certificate`); empty: no rtsps listener.
+    pub tls_interfaces: Vec<RtmpInterface>,
     pub limits: RtspLimits,
 }
 

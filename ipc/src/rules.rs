@@ -311,9 +311,17 @@ pub struct RtmpLimits {
     /// A publisher that sends no media for this long is closed.
     pub publisher_idle_timeout_secs: u32,
     pub max_message_bytes: u32,
-    /// Players' media is written in batches at most this old (one system call for
-    /// several frames); 0 writes every frame at once.
+    /// After a frame arrives, a stream's players are written once this long has passed,
+    /// with every frame that came meanwhile (an encoder sends a video frame and its audio
+    /// within a millisecond or two): one system call per player for them all. 0 writes
+    /// on every frame's arrival.
     pub play_coalesce_ms: u32,
+    /// `TCP_NODELAY` on playing connections. Off (the default, as nginx-rtmp and SRS),
+    /// the kernel holds a write's last partial segment while an earlier partial segment
+    /// is unacknowledged: fewer packets per player, no delay while the player's round
+    /// trip is shorter than the frame interval. On, for players far away that need
+    /// every byte at once.
+    pub play_nodelay: bool,
     /// Publishing connections at most (apart from `max_connections`, so players of
     /// made-up streams cannot take publishers' places).
     pub max_publishers: u32,
@@ -335,7 +343,8 @@ impl Default for RtmpLimits {
             handshake_timeout_secs: 10,
             publisher_idle_timeout_secs: 10,
             max_message_bytes: 8 * 1024 * 1024,
-            play_coalesce_ms: 100,
+            play_coalesce_ms: 2,
+            play_nodelay: false,
             max_publishers: 1_000,
             max_players: 10_000,
             max_connections_per_ip: 1_000,
@@ -523,7 +532,8 @@ impl PullMode {
 pub struct PullSource {
     pub app: String,
     pub stream: String,
-    /// `rtmp://host[:port]/app/stream`, `rtmps://...` or `rtsp://[user:pass@]host[:port]/...`.
+    /// `rtmp://host[:port]/app/stream`, `rtmps://...`, `rtsp://[user:pass@]host[:port]/...`
+    /// or `rtsps://...`.
     pub url: String,
     pub mode: PullMode,
     /// On demand: how long the pull outlives its last player.
@@ -535,7 +545,7 @@ pub struct PullSource {
 impl PullSource {
     /// Whether the rtsp worker pulls it (rather than the rtmp worker).
     pub fn is_rtsp(&self) -> bool {
-        self.url.starts_with("rtsp://")
+        self.url.starts_with("rtsp://") || self.url.starts_with("rtsps://")
     }
 }
 

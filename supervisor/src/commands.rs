@@ -13,9 +13,7 @@ pub fn check_config(path: &Path) -> anyhow::Result<()> {
     if let Some(drm_path) = &instance.drm_settings_path {
         drm::load(drm_path)?;
     }
-    if instance.ssl_port.is_some() {
-        reload::load_tls(&instance)?;
-    }
+    reload::load_delivery_tls(&instance, &rules)?;
     reload::load_management_tls(&instance)?;
     print!("{}", instance.effective_settings());
     println!(

@@ -41,7 +41,7 @@ pub fn owner(role: ListenerRole) -> WorkerKind {
         ListenerRole::Rtmp => WorkerKind::Rtmp,
         ListenerRole::Http | ListenerRole::Https => WorkerKind::Packager,
         ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => WorkerKind::Ingest,
-        ListenerRole::Rtsp => WorkerKind::Rtsp,
+        ListenerRole::Rtsp | ListenerRole::Rtsps => WorkerKind::Rtsp,
     }
 }
 
@@ -73,17 +73,23 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
             });
         }
     }
-    for interface in &rules.rtsp.interfaces {
-        let ip = if interface.ip == "*" {
-            Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-        } else {
-            interface.ip.parse().ok()
-        };
-        if let Some(ip) = ip {
-            wanted.insert(ListenerKey {
-                role: ListenerRole::Rtsp,
-                addr: SocketAddr::new(ip, interface.port),
-            });
+    let rtsp = [
+        (ListenerRole::Rtsp, &rules.rtsp.interfaces),
+        (ListenerRole::Rtsps, &rules.rtsp.tls_interfaces),
+    ];
+    for (role, interfaces) in rtsp {
+        for interface in interfaces {
+            let ip = if interface.ip == "*" {
+                Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+            } else {
+                interface.ip.parse().ok()
+            };
+            if let Some(ip) = ip {
+                wanted.insert(ListenerKey {
+                    role,
+                    addr: SocketAddr::new(ip, interface.port),
+                });
+            }
         }
     }
     for camera in &rules.cameras {

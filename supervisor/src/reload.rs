@@ -193,6 +193,7 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
 /// the workers the change concerns.
 pub async fn apply_rules(state: &SupervisorState, new: Rules) -> Result<(), ReloadError> {
     let old = state.rules();
+    rtsps_certificate(state, &new).await?;
     let wanted = listeners::plan(&state.instance, &new);
     let relisten = locked(&state.listeners).reconcile(&wanted)?;
     state.set_rules(Arc::new(new.clone()));
@@ -239,6 +240,23 @@ pub async fn apply_rules(state: &SupervisorState, new: Rules) -> Result<(), Relo
     Ok(())
 }
 
+/// The first rtsps listener of a server without HTTPS needs the delivery certificate
+/// loaded (and handed to the rtsp worker before its listener): rules that ask for rtsps
+/// without a certificate in `strom.conf` are refused.
+async fn rtsps_certificate(state: &SupervisorState, new: &Rules) -> Result<(), ReloadError> {
+    if new.rtsp.tls_interfaces.is_empty() || state.has_tls() {
+        return Ok(());
+    }
+    let instance = Arc::clone(&state.instance);
+    let rules = new.clone();
+    let Some(material) = blocking(move || load_delivery_tls(&instance, &rules)).await?? else {
+        return Ok(());
+    };
+    state.set_tls(material.clone());
+    tell(state, WorkerKind::Rtsp, WorkerRequest::SetTls(material)).await;
+    Ok(())
+}
+
 async fn tell(state: &SupervisorState, kind: WorkerKind, request: WorkerRequest) {
     let answer = state.workers.get(kind).request(request).await;
     report(kind, "update", answer);
@@ -252,6 +270,31 @@ fn report(kind: WorkerKind, what: &str, answer: Result<WorkerReply, crate::proce
         Err(e) => {
             tracing::warn!(worker = %kind, what, error = %e, "worker will be updated when it starts")
         }
+    }
+}
+
+/// Whether the delivery certificate is needed: HTTPS (`ssl_port`) or rtsps listeners
+/// (`RtspSettings.tls_interfaces`) serve it.
+pub fn wants_delivery_tls(instance: &InstanceConfig, rules: &Rules) -> bool {
+    instance.ssl_port.is_some() || !rules.rtsp.tls_interfaces.is_empty()
+}
+
+/// The delivery certificate when HTTPS or rtsps needs it. strom.conf cannot require
+/// one without `ssl_port`, so rtsps without a certificate is an error of the rules.
+pub fn load_delivery_tls(
+    instance: &InstanceConfig,
+    rules: &Rules,
+) -> Result<Option<TlsMaterial>, ReloadError> {
+    if !wants_delivery_tls(instance, rules) {
+        return Ok(None);
+    }
+    match load_tls(instance) {
+        Err(ReloadError::TlsNotConfigured) => Err(ReloadError::Config(ConfigError::Invalid {
+            path: instance.rules_path.clone(),
+            field: "RtspSettings.tls_interfaces".to_owned(),
+            message: "rtsps needs ssl_certificate and ssl_certificate_key in strom.conf".to_owned(),
+        })),
+        loaded => loaded.map(Some),
     }
 }
 
@@ -303,12 +346,10 @@ pub async fn reload_certificates(
     state: &SupervisorState,
 ) -> Result<Option<&'static str>, ReloadError> {
     let instance = Arc::clone(&state.instance);
+    let rules = state.rules();
     let (management, delivery) = blocking(move || {
         let management = load_management_tls(&instance)?;
-        let delivery = match instance.ssl_port {
-            Some(_) => Some(load_tls(&instance)?),
-            None => None,
-        };
+        let delivery = load_delivery_tls(&instance, &rules)?;
         Ok::<_, ReloadError>((management, delivery))
     })
     .await??;
@@ -332,7 +373,9 @@ pub async fn reload_certificates(
     }
     report(WorkerKind::Packager, "certificate", answer);
     // Kept only once accepted, so a restarted packager never gets a refused certificate.
-    state.set_tls(material);
+    state.set_tls(material.clone());
+    // The packager validated the same material: the rtsp worker takes it too.
+    tell(state, WorkerKind::Rtsp, WorkerRequest::SetTls(material)).await;
     tracing::info!("TLS certificates reloaded");
     Ok(None)
 }

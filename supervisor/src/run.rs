@@ -42,10 +42,7 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     // Before anything is opened: workers inherit the raised limit too.
     let descriptor_limit = fd_limit::raise_nofile_limit().context("reading RLIMIT_NOFILE")?;
     let rules = rules_file::load(&instance.rules_path)?;
-    let tls = match instance.ssl_port {
-        Some(_) => Some(reload::load_tls(&instance)?),
-        None => None,
-    };
+    let tls = reload::load_delivery_tls(&instance, &rules)?;
     let management_tls = reload::load_management_tls(&instance)?;
     let drm = instance
         .drm_settings_path
@@ -244,6 +241,7 @@ async fn wait_for_signals(state: &SupervisorState) -> anyhow::Result<()> {
                     tracing::error!(error = %e, "reload failed");
                 }
                 let tls_configured = state.instance.ssl_port.is_some()
+                    || state.has_tls()
                     || state.instance.management.ssl_certificate.is_some();
                 if tls_configured
                     && let Err(e) = reload::reload_certificates(state).await

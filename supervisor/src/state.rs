@@ -117,6 +117,11 @@ impl SupervisorState {
         write(&self.tls, Some(material));
     }
 
+    /// Whether the delivery certificate is loaded (HTTPS, rtsps).
+    pub fn has_tls(&self) -> bool {
+        read(&self.tls).is_some()
+    }
+
     pub fn set_drm(&self, settings: DrmSettings) {
         write(&self.drm, Some(settings));
     }
@@ -195,7 +200,8 @@ impl SupervisorHooks for SupervisorState {
             listeners,
             settings: self.worker_settings(),
             rules: (*self.rules()).clone(),
-            tls: if kind == WorkerKind::Packager {
+            // HTTPS delivery and rtsps listeners share the delivery certificate.
+            tls: if matches!(kind, WorkerKind::Packager | WorkerKind::Rtsp) {
                 read(&self.tls)
             } else {
                 None

@@ -1,10 +1,16 @@
 //! The current server certificate, swappable while connections stay open.
 //!
-//! Shared by the packager's HTTPS listeners and the supervisor's management API, so the
-//! supervisor need not reach into a worker crate for it.
+//! Shared by the packager's HTTPS listeners, the rtsp worker's rtsps listeners and the
+//! supervisor's management API, so the supervisor need not reach into a worker crate for
+//! it. Also the configuration strom's TLS clients verify servers with
+//! ([`platform_client_config`]).
 //!
 //! New TLS handshakes pick up the certificate in force at that moment; established
 //! connections keep the one they negotiated.
+
+mod client;
+
+pub use client::platform_client_config;
 
 use rustls::crypto::ring::sign::any_supported_type;
 use rustls::server::{ClientHello, ResolvesServerCert};

@@ -29,7 +29,7 @@ pub struct InstanceConfig {
     pub listen_interfaces: Vec<ListenAddress>,
     /// HTTPS delivery port; set together with the certificate and key.
     pub ssl_port: Option<u16>,
-    /// PEM certificate chain for HTTPS; re-read by `reload_ssl_certificates`.
+    /// PEM certificate chain for HTTPS and rtsps; re-read by `reload_ssl_certificates`.
     pub ssl_certificate: Option<PathBuf>,
     /// PEM private key for HTTPS.
     pub ssl_certificate_key: Option<PathBuf>,
@@ -474,13 +474,22 @@ impl InstanceConfig {
             message,
         };
         const TLS: [&str; 3] = ["ssl_port", "ssl_certificate", "ssl_certificate_key"];
-        let missing: Vec<&str> = TLS.into_iter().filter(|k| !lines.contains_key(k)).collect();
-        if let Some(present) = TLS.into_iter().find(|k| lines.contains_key(k))
+        // Without ssl_port the certificate may serve rtsps alone (`RtspSettings`
+        // `tls_interfaces`, checked against the rules at start and reload).
+        let https = lines.contains_key("ssl_port");
+        let wanted = if https { &TLS[..] } else { &TLS[1..] };
+        let missing: Vec<&str> = wanted
+            .iter()
+            .copied()
+            .filter(|k| !lines.contains_key(k))
+            .collect();
+        if let Some(present) = wanted.iter().copied().find(|k| lines.contains_key(k))
             && !missing.is_empty()
         {
+            let what = if https { "HTTPS" } else { "the certificate" };
             return Err(error(
                 present,
-                format!("HTTPS also needs {}", missing.join(" and ")),
+                format!("{what} also needs {}", missing.join(" and ")),
             ));
         }
         const MANAGEMENT_TLS: [&str; 2] = [
@@ -1051,7 +1060,7 @@ mod tests {
             ),
             (
                 "ssl_certificate_key = k",
-                "1: key 'ssl_certificate_key': HTTPS also needs ssl_port and ssl_certificate",
+                "1: key 'ssl_certificate_key': the certificate also needs ssl_certificate",
             ),
             (
                 "ssl_port = 8081\nssl_certificate = c\nssl_certificate_key = k",

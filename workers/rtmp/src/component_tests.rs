@@ -1,6 +1,6 @@
-//! Component tests: the real connection code (`connection::serve`, the hub, the writer and
-//! the chunker) on loopback sockets, driven by `rml_rtmp` client sessions as publishers
-//! and players.
+//! Component tests: the real connection code (`connection::serve`, the hub, the fan-out,
+//! the sinks and the chunker) on loopback sockets, driven by `rml_rtmp` client sessions
+//! as publishers and players.
 
 use crate::service::RtmpWorker;
 use crate::shared::Shared;
@@ -667,7 +667,7 @@ const FAST_WINDOW: u32 = 64;
 
 /// What the publisher of the slow-player scenario sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Track {
+pub(crate) enum Track {
     /// AVC with a keyframe every `KEYFRAME_EVERY` frames.
     Video,
     /// AAC only: no keyframes at all.
@@ -675,7 +675,7 @@ enum Track {
 }
 
 impl Track {
-    fn header(self) -> Media {
+    pub(crate) fn header(self) -> Media {
         match self {
             Track::Video => Media::Video(0, avc_video(true, 0, &hex(AVCC))),
             Track::AudioOnly => Media::Audio(0, aac(0, &[0x12, 0x10])),
@@ -683,7 +683,7 @@ impl Track {
     }
 
     /// Frame `index`, with its number in the first four bytes of the codec body.
-    fn frame(self, index: u32) -> Media {
+    pub(crate) fn frame(self, index: u32) -> Media {
         let mut body = index.to_be_bytes().to_vec();
         body.extend_from_slice(&pattern(index, SLOW_FRAME_BYTES - 9));
         match self {
@@ -702,7 +702,7 @@ impl Track {
 
     /// The number of a numbered frame, `None` for the sequence header; panics on anything
     /// that is not exactly a message the publisher sent.
-    fn number(self, media: &Media) -> Option<u32> {
+    pub(crate) fn number(self, media: &Media) -> Option<u32> {
         if *media == self.header() {
             return None;
         }

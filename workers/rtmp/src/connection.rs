@@ -10,8 +10,8 @@ use crate::publish_frames::{PublishClock, audio_frame, metadata_frame, video_fra
 use crate::server_input::{InputError, ServerInput};
 use crate::sessions::{Role, SessionEntry, unix_now};
 use crate::shared::Shared;
+use crate::sink::{MediaFeed, Sink, flush_loop};
 use crate::status_message::{RML_DATA_CSID, on_status, play_start_data};
-use crate::writer::{CONTROL_QUEUE, Outgoing, write_loop};
 use bytes::Bytes;
 use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
 use rml_rtmp::sessions::{
@@ -30,7 +30,7 @@ use strom_worker_runtime::publish_sign;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// Time a client has to send its first command after the handshake.
@@ -106,7 +106,7 @@ struct Connection {
     shared: Arc<Shared>,
     peer: SocketAddr,
     session: ServerSession,
-    out: mpsc::Sender<Outgoing>,
+    sink: Arc<Sink>,
     kill: CancellationToken,
     connect: ConnectInfo,
     /// Checks what the client sends (chunk stream, message sizes, AMF, createStream count)
@@ -167,20 +167,18 @@ pub async fn serve(
             return;
         }
     };
-    let (out, out_rx) = mpsc::channel(CONTROL_QUEUE);
     let kill = shutdown.child_token();
-    let writer_task = tokio::spawn(write_loop(
+    let sink = Arc::new(Sink::new(
         writer,
-        out_rx,
         Arc::clone(&shared.counters),
         kill.clone(),
-        Duration::from_millis(u64::from(limits.play_coalesce_ms)),
     ));
+    let flush_task = tokio::spawn(flush_loop(Arc::clone(&sink)));
     let mut connection = Connection {
         shared,
         peer,
         session,
-        out,
+        sink: Arc::clone(&sink),
         kill: kill.clone(),
         connect: ConnectInfo::default(),
         guard: ServerInput::new(limits.max_message_bytes),
@@ -200,8 +198,9 @@ pub async fn serve(
     }
     connection.finish();
     drop(connection);
-    // Let the writer flush what is queued (a rejection's reason), then stop it.
-    if tokio::time::timeout(Duration::from_secs(2), writer_task)
+    // Let the flush loop write what is queued (a rejection's reason), then stop it.
+    sink.close();
+    if tokio::time::timeout(Duration::from_secs(2), flush_task)
         .await
         .is_err()
     {
@@ -392,7 +391,7 @@ impl Connection {
     }
 
     async fn send(&self, bytes: Bytes) {
-        let _ = self.out.send(Outgoing::Packet(bytes)).await;
+        self.sink.send(bytes);
     }
 
     async fn answer(
@@ -879,24 +878,35 @@ impl Connection {
             .collect();
         Box::pin(self.results(results)).await?;
         self.send(play_start_data(stream_id)).await;
-        let _ = self
-            .out
-            .send(Outgoing::StartMedia {
+        self.sink.start_media(
+            MediaFeed {
                 frames,
                 stream_id,
                 session: entry,
-            })
-            .await;
+            },
+            limits.play_nodelay,
+        );
+        let coalesce = Duration::from_millis(u64::from(limits.play_coalesce_ms));
+        if let Some(playing) = &self.playing {
+            self.shared.fanouts.join(&playing.key, &self.sink, coalesce);
+        }
         Ok(())
     }
 
     /// Ends the play in progress; its player place is handed back to the caller.
     async fn stop_playing(&mut self) -> Option<Place> {
         let playing = self.playing.take()?;
-        let _ = self.out.send(Outgoing::StopMedia).await;
-        self.shared.streams.leave(&playing.key, playing.session.id);
+        self.leave_stream(&playing);
         self.shared.sessions.remove(playing.session.id);
         Some(playing.place)
+    }
+
+    /// Leaves the played stream: its fan-out first (a group holds only readers of the
+    /// stream it watches), then the hub.
+    fn leave_stream(&self, playing: &Playing) {
+        self.shared.fanouts.leave(&playing.key, &self.sink);
+        self.sink.stop_media();
+        self.shared.streams.leave(&playing.key, playing.session.id);
     }
 
     fn stop_publishing(&mut self) {
@@ -912,7 +922,7 @@ impl Connection {
     fn finish(&mut self) {
         self.stop_publishing();
         if let Some(playing) = self.playing.take() {
-            self.shared.streams.leave(&playing.key, playing.session.id);
+            self.leave_stream(&playing);
             self.shared.sessions.remove(playing.session.id);
             tracing::info!(peer = %self.peer, stream = %playing.key, "player left");
         }

@@ -3,8 +3,9 @@
 //!
 //! A connection runs the `rml_rtmp` server session ([`connection`]); published messages
 //! become neutral frames ([`publish_frames`]) in the worker's `strom_stream::Hub`, which
-//! hands them to players through bounded queues; players'
-//! sockets are written by [`writer`] with frames chunked once for everyone ([`chunking`]).
+//! hands them to players through bounded queues; a stream's fan-out groups ([`fanout`])
+//! write them, chunked once for everyone ([`chunking`]), to the players' sockets
+//! ([`sink`]) as they arrive.
 //! The same hub feeds pushes to other servers ([`republish`]) and is fed by streams pulled
 //! from them ([`pull`]); both use the RTMP client in [`client`].
 
@@ -21,6 +22,10 @@ mod connection;
 mod cue_point;
 #[cfg(test)]
 mod edge_tests;
+mod fanout;
+mod fanout_load;
+#[cfg(test)]
+mod fanout_tests;
 mod frame;
 #[cfg(test)]
 mod input_tests;
@@ -34,9 +39,9 @@ pub mod server_input;
 mod service;
 mod sessions;
 mod shared;
+mod sink;
 mod status_message;
 #[cfg(test)]
 mod test_noise;
-mod writer;
 
 pub use service::{RtmpWorker, start};

@@ -17,6 +17,8 @@ use strom_worker_runtime::{EventSender, SessionIds, WorkerCounters};
 pub struct Shared {
     /// The worker's live streams; publishes and releases are announced to the supervisor.
     pub streams: Hub,
+    /// Writes the streams' frames to their players as they arrive.
+    pub fanouts: crate::fanout::FanOuts,
     pub admission: Arc<crate::admission::Admission>,
     pub sessions: SessionTable,
     pub adobe: AdobeAuth,
@@ -41,6 +43,7 @@ impl Shared {
     ) -> Self {
         let streams = Hub::announcing_to(events);
         Self {
+            fanouts: crate::fanout::FanOuts::new(streams.clone()),
             streams,
             admission: Arc::default(),
             sessions: SessionTable::default(),

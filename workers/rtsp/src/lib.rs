@@ -10,18 +10,28 @@
 //! ([`publish`]), which announces the stream to the supervisor and serves it to other
 //! workers over the media bus. Pulled RTSP sources ([`pull`], the `retina` client) are
 //! published into the hub the same way.
+//!
+//! RTSP over TLS (`rtsps://`, [`tls`]) runs the same connection code over a TLS stream,
+//! interleaved only; `rtsps://` pulls go through a local TLS relay (`pull::tls_relay`)
+//! because retina speaks plain TCP.
+//!
+//! A player that SETUPs the stream's URL itself without a DESCRIBE (SAT>IP style, as VLC
+//! without live555 does) gets the whole stream as MPEG-TS over RTP ([`mp2t_rtp`], the TS
+//! from `strom_stream::TsFeed`).
 
 mod auth;
 mod connection;
 mod describe;
 #[doc(hidden)]
 pub mod message;
+mod mp2t_rtp;
 mod publish;
 mod pull;
 mod sender;
 mod service;
 mod sessions;
 mod shared;
+mod tls;
 #[doc(hidden)]
 pub mod transport;
 mod udp_pair;

@@ -36,6 +36,18 @@ impl Request {
             .map(|(_, value)| value.as_str())
     }
 
+    /// Replaces the value of header `name` (case-insensitive), or adds it.
+    pub fn set_header(&mut self, name: &str, value: String) {
+        match self
+            .headers
+            .iter_mut()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        {
+            Some((_, old)) => *old = value,
+            None => self.headers.push((name.to_owned(), value)),
+        }
+    }
+
     /// `CSeq`, echoed in the response; a request without one gets `0`.
     pub fn cseq(&self) -> &str {
         self.header("CSeq").unwrap_or("0")

@@ -5,12 +5,14 @@
 //! from the worker that produces it ([`Relays`], following the supervisor's registry)
 //! while it has players here.
 
+use crate::connection::{Accepted, serve};
 use crate::pull::Pulls;
 use crate::shared::Shared;
+use crate::tls::RtspsCertificate;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
+use strom_ipc::messages::{ListenerRole, ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
 use strom_stream::bus::relays::Relays;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 struct RtspConnections {
     shared: Arc<Shared>,
+    certificate: Arc<RtspsCertificate>,
 }
 
 impl ConnectionHandler for RtspConnections {
@@ -29,16 +32,41 @@ impl ConnectionHandler for RtspConnections {
         &self,
         stream: TcpStream,
         peer: SocketAddr,
-        _listener: &ListenerSpec,
+        listener: &ListenerSpec,
         guard: ConnectionGuard,
         shutdown: CancellationToken,
     ) {
-        crate::connection::serve(stream, peer, Arc::clone(&self.shared), guard, shutdown).await;
+        let _ = stream.set_nodelay(true);
+        let secure = listener.role == ListenerRole::Rtsps;
+        let accepted = Accepted {
+            peer,
+            local_ip: stream.local_addr().map(|a| a.ip()).ok(),
+            secure,
+        };
+        let shared = Arc::clone(&self.shared);
+        if !secure {
+            return serve(stream, accepted, shared, guard, shutdown).await;
+        }
+        // The handshake holds a connection place too: it is what a flood would cost.
+        let handshake_place = match shared.caps().take(peer.ip()) {
+            Ok(place) => place,
+            Err(reached) => {
+                tracing::warn!(%peer, %reached, "rtsps connection refused");
+                return;
+            }
+        };
+        let tls = self.certificate.accept(stream).await;
+        drop(handshake_place);
+        match tls {
+            Ok(tls) => serve(tls, accepted, shared, guard, shutdown).await,
+            Err(error) => tracing::info!(%peer, %error, "rtsps connection dropped"),
+        }
     }
 }
 
 pub struct RtspWorker {
     shared: Arc<Shared>,
+    certificate: Arc<RtspsCertificate>,
     accept: AcceptLoops<RtspConnections>,
     relays: Arc<Relays>,
     pulls: Pulls,
@@ -55,9 +83,11 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
         Arc::clone(&context.counters),
         Arc::clone(&context.session_ids),
     ));
+    let certificate = Arc::new(RtspsCertificate::new(context.hello.tls.as_ref())?);
     let accept = AcceptLoops::new(
         Arc::new(RtspConnections {
             shared: Arc::clone(&shared),
+            certificate: Arc::clone(&certificate),
         }),
         Arc::clone(&context.counters),
         context.shutdown.clone(),
@@ -80,6 +110,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
     Ok(Arc::new(RtspWorker {
         shared,
+        certificate,
         accept,
         relays,
         pulls,
@@ -136,6 +167,13 @@ impl WorkerService for RtspWorker {
                 }
                 WorkerReply::Done
             }
+            WorkerRequest::SetTls(material) => match self.certificate.replace(&material) {
+                Ok(()) => {
+                    tracing::info!("rtsps certificate replaced for new connections");
+                    WorkerReply::Done
+                }
+                Err(e) => WorkerReply::error(FailureKind::Invalid, e),
+            },
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the rtsp worker does not handle {other:?}"),

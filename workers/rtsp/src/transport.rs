@@ -68,8 +68,8 @@ fn pair<T: std::str::FromStr + Copy + TryFrom<u32> + Into<u32>>(range: &str) -> 
     }
 }
 
-/// What a request URI names: `rtsp://host[:port]/<app>/<stream>[/trackID=<n>]`, with
-/// any query string ignored.
+/// What a request URI names: `rtsp://host[:port]/<app>/<stream>[/trackID=<n>]` (or
+/// `rtsps://`), with any query string ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     pub app: String,
@@ -79,9 +79,11 @@ pub struct Target {
 
 /// The stream (and track) `uri` names; `None` when it names none.
 pub fn target(uri: &str) -> Option<Target> {
-    let rest = uri
-        .strip_prefix("rtsp://")
-        .or_else(|| uri.strip_prefix("RTSP://"))?;
+    let scheme_end = uri.find("://")?;
+    if !matches!(&*uri[..scheme_end].to_ascii_lowercase(), "rtsp" | "rtsps") {
+        return None;
+    }
+    let rest = &uri[scheme_end + 3..];
     let path = rest.split_once('/').map_or("", |(_, path)| path);
     let path = path.split(['?', '#']).next().unwrap_or("");
     let mut segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -165,6 +167,12 @@ mod tests {
                 track: None
             })
         );
+        assert_eq!(
+            target("rtsps://host:322/live/cam"),
+            target("RTSP://host/live/cam"),
+            "rtsps:// names streams the same way"
+        );
+        assert!(target("rtsps://host/live/cam").is_some());
         assert_eq!(target("rtsp://host/live"), None);
         assert_eq!(target("rtsp://host/a/b/c"), None);
         assert_eq!(target("http://host/live/cam"), None);

@@ -42,7 +42,11 @@ pub fn adopt(specs: Vec<ListenerSpec>, fds: Vec<OwnedFd>) -> io::Result<Adopted>
     let mut adopted = Adopted::default();
     for (spec, fd) in specs.into_iter().zip(fds) {
         match spec.role {
-            ListenerRole::Rtmp | ListenerRole::Http | ListenerRole::Https | ListenerRole::Rtsp => {
+            ListenerRole::Rtmp
+            | ListenerRole::Http
+            | ListenerRole::Https
+            | ListenerRole::Rtsp
+            | ListenerRole::Rtsps => {
                 let std_listener = std::net::TcpListener::from(fd);
                 std_listener.set_nonblocking(true)?;
                 let listener = tokio::net::TcpListener::from_std(std_listener)?;

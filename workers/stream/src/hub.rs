@@ -109,6 +109,14 @@ impl Hub {
             .map(|stream| stream.watch_live())
     }
 
+    /// Changes each time the frames of a publish of `key` reached every reader's queue
+    /// ([`Stream::watch_delivered`]); `None` when nobody publishes or reads it.
+    pub fn watch_delivered(&self, key: &StreamKey) -> Option<watch::Receiver<u64>> {
+        locked(&self.inner.map)
+            .get(key)
+            .map(|stream| stream.watch_delivered())
+    }
+
     /// Schedules an SCTE-35 cue on the live stream `key` ([`crate::cues`]).
     pub fn cue(&self, key: &StreamKey, cue: crate::Cue) -> Result<(), crate::CueError> {
         let stream = self.get(key).ok_or(crate::CueError::NotLive)?;

@@ -65,6 +65,9 @@ pub struct Stream {
     /// Whether a publisher is on the stream, for readers waiting for one (changes only
     /// on publish and unpublish, so watching it costs readers nothing per frame).
     live: watch::Sender<bool>,
+    /// Bumped once every reader has been offered the frames of a publish: a reader that
+    /// writes for many others ([`Stream::watch_delivered`]) wakes once per publish.
+    delivered: watch::Sender<u64>,
     events: HubEvents,
 }
 
@@ -74,6 +77,7 @@ impl Stream {
             key,
             state: Mutex::new(StreamState::default()),
             live: watch::Sender::new(false),
+            delivered: watch::Sender::new(0),
             events,
         }
     }
@@ -81,6 +85,17 @@ impl Stream {
     /// Follows whether the stream has a publisher.
     pub fn watch_live(&self) -> watch::Receiver<bool> {
         self.live.subscribe()
+    }
+
+    /// Changes each time frames were offered to every reader's queue (once per publish,
+    /// after the readers: a waiter finds the frames in the queues it reads).
+    pub fn watch_delivered(&self) -> watch::Receiver<u64> {
+        self.delivered.subscribe()
+    }
+
+    fn signal_delivered(&self) {
+        self.delivered
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     pub fn publisher(&self) -> Option<PublisherInfo> {
@@ -151,6 +166,8 @@ impl Stream {
         let frame = Frame::neutral(Track::Data, Codec::TimedMetadata, dts, payload);
         // Data frames teach nothing about codecs: no TracksKnown event to send.
         self.publish_locked(&mut state, frame, None);
+        drop(state);
+        self.signal_delivered();
         Ok(())
     }
 
@@ -167,6 +184,7 @@ impl Stream {
             self.publish_one(marker, None);
         }
         self.publish_one(frame, container);
+        self.signal_delivered();
     }
 
     fn publish_one(&self, frame: Frame, container: Option<Bytes>) {

@@ -233,3 +233,26 @@ fn frames_carry_the_publishers_generation_and_a_new_publisher_starts_clean() {
     assert_eq!(frame.generation, 2);
     assert_eq!(ms(&frame), 40);
 }
+
+/// The delivered signal changes once per publish, after the frame is in every reader's
+/// queue: a reader that writes for many others finds it there when it wakes.
+#[test]
+fn the_delivered_signal_follows_each_publish_after_the_readers_got_it() {
+    let hub = Hub::default();
+    assert!(hub.watch_delivered(&key("d")).is_none(), "no stream yet");
+    let (mut frames, _) = hub.subscribe(&key("d"), 1);
+    let mut delivered = hub.watch_delivered(&key("d")).unwrap();
+    assert!(!delivered.has_changed().unwrap());
+    let publishing = hub.claim(&key("d"), publisher(1)).unwrap();
+    assert!(!delivered.has_changed().unwrap(), "a claim is not a frame");
+    publishing.publish(video(0, true));
+    assert!(delivered.has_changed().unwrap());
+    delivered.borrow_and_update();
+    assert_eq!(ms(&frames.try_recv().unwrap()), 0);
+    publishing.publish(video(40, false));
+    publishing.publish(video(80, false));
+    assert!(delivered.has_changed().unwrap());
+    assert_eq!(*delivered.borrow_and_update(), 3);
+    assert_eq!(ms(&frames.try_recv().unwrap()), 40);
+    assert_eq!(ms(&frames.try_recv().unwrap()), 80);
+}

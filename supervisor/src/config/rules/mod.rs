@@ -22,7 +22,8 @@
 //!              "streams": [{"app": "live", "stream": "hi"}, {"app": "live", "stream": "lo"}]}],
 //!     "limits": {"max_connections": 10000, "handshake_timeout_secs": 10,
 //!                "publisher_idle_timeout_secs": 10, "max_message_bytes": 8388608,
-//!                "play_coalesce_ms": 100, "max_publishers": 1000, "max_players": 10000,
+//!                "play_coalesce_ms": 2, "play_nodelay": false, "max_publishers": 1000,
+//!                "max_players": 10000,
 //!                "max_connections_per_ip": 1000, "player_wait_timeout_secs": 30,
 //!                "unpublish_grace_secs": 10}
 //!   },

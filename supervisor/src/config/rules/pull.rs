@@ -60,8 +60,15 @@ impl RawPullSource {
         } else {
             check_rtmp_url("url", &self.url)?;
         }
+        let rtsps = self.url.starts_with("rtsps://");
         let rtsp_transport = match (self.transport.as_deref(), rtsp) {
             (None | Some("tcp"), _) => RtspTransport::Tcp,
+            (Some("udp"), true) if rtsps => {
+                return Err(FieldError::new(
+                    "transport",
+                    "rtsps:// sources take only \"tcp\" (RTP interleaved in the TLS connection; UDP would travel unencrypted and SRTP is not supported)",
+                ));
+            }
             (Some("udp"), true) => RtspTransport::Udp,
             (Some("udp"), false) => {
                 return Err(FieldError::new(
@@ -94,15 +101,18 @@ impl RawPullSource {
     }
 }
 
-/// `rtsp://[user:pass@]host[:port]/path`: a host and no whitespace. `rtsps://` is refused:
-/// the RTSP client (retina) speaks plain RTSP only.
+/// `rtsp://[user:pass@]host[:port]/path` or `rtsps://...`: a host and no whitespace.
 fn check_rtsp_url(field: &str, url: &str) -> Result<(), FieldError> {
     let bad = |why: &str| {
-        let message = format!("expected rtsp://[user:pass@]host[:port]/path, got {url:?}: {why}");
+        let message =
+            format!("expected rtsp[s]://[user:pass@]host[:port]/path, got {url:?}: {why}");
         Err(FieldError::new(field, message))
     };
-    let Some(rest) = url.strip_prefix("rtsp://") else {
-        return bad("rtsps:// is not supported (the RTSP client speaks plain RTSP)");
+    let Some(rest) = url
+        .strip_prefix("rtsp://")
+        .or_else(|| url.strip_prefix("rtsps://"))
+    else {
+        return bad("the scheme must be rtsp or rtsps");
     };
     if url.len() > 2048 {
         return bad("longer than 2048 bytes");
@@ -186,13 +196,27 @@ mod rtsp_tests {
         let parsed =
             sources(r#"{"app": "live", "stream": "cam", "url": "rtsp://cam:8554/x"}"#).unwrap();
         assert_eq!(parsed[0].rtsp_transport, RtspTransport::Tcp);
+        let parsed =
+            sources(r#"{"app": "live", "stream": "cam", "url": "rtsps://u:p@cam:322/x"}"#).unwrap();
+        assert!(parsed[0].is_rtsp(), "rtsps is pulled by the rtsp worker");
+        assert_eq!(parsed[0].rtsp_transport, RtspTransport::Tcp);
+    }
+
+    #[test]
+    fn rtsps_sources_refuse_udp() {
+        let error = sources(
+            r#"{"app": "live", "stream": "c", "url": "rtsps://cam/x", "transport": "udp"}"#,
+        )
+        .unwrap_err();
+        assert!(error.contains("RtmpPullSources[0].transport"), "{error}");
+        assert!(error.contains("rtsps://"), "{error}");
     }
 
     #[test]
     fn bad_rtsp_sources_name_their_field() {
         for (json, field) in [
             (
-                r#"{"app": "live", "stream": "c", "url": "rtsps://cam/x"}"#,
+                r#"{"app": "live", "stream": "c", "url": "rtsps:///x"}"#,
                 "url",
             ),
             (

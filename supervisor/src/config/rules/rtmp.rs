@@ -70,6 +70,7 @@ struct RawLimits {
     publisher_idle_timeout_secs: Option<u32>,
     max_message_bytes: Option<u32>,
     play_coalesce_ms: Option<u32>,
+    play_nodelay: Option<bool>,
     max_publishers: Option<u32>,
     max_players: Option<u32>,
     max_connections_per_ip: Option<u32>,
@@ -215,6 +216,7 @@ impl RawLimits {
                 defaults.play_coalesce_ms,
                 0..=500,
             )?,
+            play_nodelay: self.play_nodelay.unwrap_or(defaults.play_nodelay),
             max_publishers: limit(
                 "max_publishers",
                 self.max_publishers,

@@ -1,16 +1,21 @@
 //! `RtspSettings`: the RTSP server's listening interfaces and limits. Without the key
 //! there is no RTSP listener; with it, `interfaces` defaults to `*:554`, the standard
 //! RTSP port (which needs privileges: the shipped rules use a high port).
+//! `tls_interfaces` (RTSP over TLS, `rtsps://`) is empty unless given; an entry without
+//! a port listens on 322, the IANA rtsps port.
 
 use super::super::error::FieldError;
 use super::fields::{each, in_range, unique};
 use super::rtmp::RawInterface;
 use serde::Deserialize;
+use std::net::IpAddr;
 use strom_ipc::rtsp_rules::{RtspLimits, RtspSettings};
 use strom_ipc::rules::RtmpInterface;
 
 /// The port RTSP listens on when `interfaces` is left out.
 const STANDARD_PORT: u16 = 554;
+/// The port of a `tls_interfaces` entry that names none (IANA `rtsps`).
+const STANDARD_TLS_PORT: u16 = 322;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +23,29 @@ pub(super) struct RawRtspSettings {
     #[serde(default)]
     interfaces: Option<Vec<RawInterface>>,
     #[serde(default)]
+    tls_interfaces: Vec<RawTlsInterface>,
+    #[serde(default)]
     limits: RawRtspLimits,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTlsInterface {
+    ip: String,
+    port: Option<u16>,
+}
+
+impl RawTlsInterface {
+    fn validate(self) -> Result<RtmpInterface, FieldError> {
+        if self.ip != "*" && self.ip.parse::<IpAddr>().is_err() {
+            let message = format!("expected \"*\" or an IP address, got {:?}", self.ip);
+            return Err(FieldError::new("ip", message));
+        }
+        match self.port.unwrap_or(STANDARD_TLS_PORT) {
+            0 => Err(FieldError::new("port", "must be 1..=65535, got 0")),
+            port => Ok(RtmpInterface { ip: self.ip, port }),
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -43,8 +70,35 @@ impl RawRtspSettings {
         unique(&interfaces, "interfaces", "port", |i| {
             format!("{}:{}", i.ip, i.port)
         })?;
+        let tls_interfaces = each(
+            self.tls_interfaces,
+            "tls_interfaces",
+            RawTlsInterface::validate,
+        )?;
+        unique(&tls_interfaces, "tls_interfaces", "port", |i| {
+            format!("{}:{}", i.ip, i.port)
+        })?;
+        // One port cannot speak both plain RTSP and RTSP over TLS.
+        if let Some((i, tls)) = tls_interfaces
+            .iter()
+            .enumerate()
+            .find(|(_, tls)| interfaces.iter().any(|plain| plain.port == tls.port))
+        {
+            let message = format!(
+                "port {} is already a plain RTSP port (interfaces)",
+                tls.port
+            );
+            return Err(FieldError::new(
+                format!("tls_interfaces[{i}].port"),
+                message,
+            ));
+        }
         let limits = self.limits.validate().map_err(|e| e.under("limits"))?;
-        Ok(RtspSettings { interfaces, limits })
+        Ok(RtspSettings {
+            interfaces,
+            tls_interfaces,
+            limits,
+        })
     }
 }
 
@@ -106,6 +160,26 @@ mod tests {
         assert_eq!(settings.interfaces.len(), 1);
         assert_eq!(settings.interfaces[0].port, 554);
         assert_eq!(settings.limits, RtspLimits::default());
+        assert!(settings.tls_interfaces.is_empty(), "no rtsps unless asked");
+    }
+
+    #[test]
+    fn tls_interfaces_default_to_the_rtsps_port() {
+        let settings =
+            parse(r#"{"tls_interfaces": [{"ip": "*"}, {"ip": "127.0.0.1", "port": 8322}]}"#)
+                .unwrap();
+        let ports: Vec<u16> = settings.tls_interfaces.iter().map(|i| i.port).collect();
+        assert_eq!(ports, [322, 8322]);
+        let error = parse(
+            r#"{"interfaces": [{"ip": "*", "port": 8554}], "tls_interfaces": [{"ip": "*", "port": 8554}]}"#,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("tls_interfaces"), "{error}");
+        let error = parse(r#"{"tls_interfaces": [{"ip": "here"}]}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("tls_interfaces[0].ip"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ fn every_key() {
         "abr": [{"app": "live", "stream": "abr",
                  "streams": [{"app": "live", "stream": "hi"}, {"app": "live", "stream": "lo"}]}],
         "limits": {"max_connections": 5, "handshake_timeout_secs": 3,
-                   "publisher_idle_timeout_secs": 20, "max_message_bytes": 65536}
+                   "publisher_idle_timeout_secs": 20, "max_message_bytes": 65536, "play_nodelay": true}
       },
       "RtmpRepublishRules": [
         {"id": "mine", "src_app": "live", "src_stream": "s", "dest_addr": "cdn.example.com",
@@ -126,6 +126,7 @@ fn every_key() {
             handshake_timeout_secs: 3,
             publisher_idle_timeout_secs: 20,
             max_message_bytes: 65536,
+            play_nodelay: true,
             ..RtmpLimits::default()
         }
     );

@@ -11,8 +11,7 @@ use crate::client::endpoint::Endpoint;
 use crate::client::error::ClientError;
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
-use rustls_platform_verifier::BuilderVerifierExt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -63,37 +62,15 @@ pub async fn open_with(
     Ok(Box::new(stream))
 }
 
-/// The process-wide client configuration with the platform verifier, built once it
-/// succeeds (it reads the system's roots; a failure is retried by the next connection).
+/// The process-wide client configuration with the platform verifier
+/// ([`strom_tls::platform_client_config`], shared with `rtsps://` pulls).
 fn platform_config() -> Result<Arc<ClientConfig>, ClientError> {
-    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(Arc::clone(config));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClientError::Tls(e.to_string()))?
-        .with_platform_verifier()
-        .map_err(|e| ClientError::Tls(format!("system trust store: {e}")))?
-        .with_no_client_auth();
-    Ok(Arc::clone(CONFIG.get_or_init(|| Arc::new(config))))
+    strom_tls::platform_client_config().map_err(ClientError::Tls)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_system_trust_store_is_usable() {
-        let config = platform_config().unwrap_or_else(|e| {
-            panic!("{e}: RTMPS needs the system's CA bundle (Debian package `ca-certificates`)")
-        });
-        assert!(
-            Arc::ptr_eq(&config, &platform_config().unwrap()),
-            "built once"
-        );
-    }
 
     #[tokio::test]
     async fn an_unreachable_endpoint_names_itself() {

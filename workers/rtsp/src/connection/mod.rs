@@ -2,9 +2,12 @@
 //! task. A connection holds at most one session: DESCRIBE joins a stream, SETUP picks
 //! each track's transport, PLAY starts the frames; TEARDOWN, `sessions/delete`, a
 //! broken or idle connection end it. Anything that is not RTSP closes only this
-//! connection.
+//! connection. A SETUP of the stream's URL without DESCRIBE plays it as MPEG-TS
+//! ([`mp2t`]); one of a track without DESCRIBE describes first ([`undescribed`]).
 
+mod mp2t;
 mod record;
+mod undescribed;
 
 use crate::describe::{self, Described};
 use crate::message::{self, Incoming, MessageError, Request, response};
@@ -23,8 +26,8 @@ use strom_media::rtp::rtcp;
 use strom_stream::{FrameReceiver, SharedFrame, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::counters::ConnectionGuard;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -85,14 +88,28 @@ impl StreamClock {
     }
 }
 
-/// Serves one accepted connection until it ends.
-pub async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Where a connection came in: the client, the local address it reached (UDP media is
+/// sent from there) and whether it is RTSP over TLS.
+pub struct Accepted {
+    pub peer: SocketAddr,
+    pub local_ip: Option<IpAddr>,
+    /// Over TLS only interleaved transports are offered: UDP media would travel in clear.
+    pub secure: bool,
+}
+
+/// Serves one accepted connection (plain TCP or TLS) until it ends.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    stream: S,
+    accepted: Accepted,
     shared: Arc<Shared>,
     _guard: ConnectionGuard,
     shutdown: CancellationToken,
 ) {
+    let Accepted {
+        peer,
+        local_ip,
+        secure,
+    } = accepted;
     let _place = match shared.caps().take(peer.ip()) {
         Ok(place) => place,
         Err(reached) => {
@@ -100,13 +117,12 @@ pub async fn serve(
             return;
         }
     };
-    let _ = stream.set_nodelay(true);
-    let local_ip = stream.local_addr().map(|a| a.ip()).ok();
     let limits = shared.rules().rtsp.limits;
     let (udp_in, mut udp_packets) = mpsc::channel(record::UDP_QUEUE_PACKETS);
     let mut connection = Connection {
         peer,
         local_ip,
+        secure,
         shared,
         limits,
         kill: CancellationToken::new(),
@@ -127,6 +143,7 @@ pub async fn serve(
         nonce: crate::auth::nonce(),
         announced: None,
         udp_in,
+        mp2t: None,
     };
     match connection.run(stream, &mut udp_packets, shutdown).await {
         Ok(()) => tracing::debug!(%peer, "rtsp connection closed"),
@@ -138,6 +155,8 @@ pub async fn serve(
 struct Connection {
     peer: SocketAddr,
     local_ip: Option<IpAddr>,
+    /// RTSP over TLS: SETUP considers interleaved transports only.
+    secure: bool,
     shared: Arc<Shared>,
     limits: RtspLimits,
     /// Ends the connection (`sessions/delete`); also stops its UDP receive tasks.
@@ -171,16 +190,17 @@ struct Connection {
     announced: Option<Announced>,
     /// Where UDP receive tasks put a publisher's RTP packets (track index, packet).
     udp_in: mpsc::Sender<(usize, Bytes)>,
+    /// A player of the whole stream as MPEG-TS (a SETUP without DESCRIBE).
+    mp2t: Option<mp2t::Mp2tTrack>,
 }
 
 impl Connection {
-    async fn run(
+    async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
-        stream: TcpStream,
+        mut stream: S,
         udp_packets: &mut mpsc::Receiver<(usize, Bytes)>,
         shutdown: CancellationToken,
     ) -> Result<(), ConnectionError> {
-        let (mut reader, mut writer) = stream.into_split();
         let mut buffer = BytesMut::with_capacity(4096);
         let max_request = self.limits.max_request_bytes as usize;
         let idle_limit = Duration::from_secs(u64::from(self.limits.session_timeout_secs));
@@ -194,7 +214,7 @@ impl Connection {
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = kill.cancelled() => return Ok(()),
-                read = reader.read_buf(&mut buffer) => {
+                read = stream.read_buf(&mut buffer) => {
                     let n = read?;
                     if n == 0 {
                         return Ok(());
@@ -235,7 +255,8 @@ impl Connection {
                     // A TCP player's connection is its liveness; everyone else must
                     // show activity (requests, RTCP) within the session timeout.
                     let tcp_player = frames.is_some()
-                        && self.tracks.iter().flatten().all(|t| matches!(t.sender.transport, Transport::Tcp { .. }));
+                        && self.tracks.iter().flatten().all(|t| matches!(t.sender.transport, Transport::Tcp { .. }))
+                        && self.mp2t.as_ref().is_none_or(|t| t.interleaved());
                     if idle > idle_limit && !tcp_player {
                         tracing::info!(peer = %self.peer, "rtsp session timed out");
                         return Ok(());
@@ -267,7 +288,12 @@ impl Connection {
             }
             if flush && !self.out.is_empty() {
                 let out = std::mem::take(&mut self.out);
-                match tokio::time::timeout(WRITE_TIMEOUT, writer.write_all(&out)).await {
+                // Flushed: TLS holds back records that the socket did not take at once.
+                let write = async {
+                    stream.write_all(&out).await?;
+                    stream.flush().await
+                };
+                match tokio::time::timeout(WRITE_TIMEOUT, write).await {
                     Ok(written) => written?,
                     Err(_) => return Err(ConnectionError::WriteTimeout(WRITE_TIMEOUT)),
                 }
@@ -309,7 +335,7 @@ impl Connection {
             .extend(response(status, request.cseq(), headers, body));
     }
 
-    async fn handle(&mut self, request: Request) {
+    async fn handle(&mut self, mut request: Request) {
         if let Some(agent) = request
             .header("User-Agent")
             .filter(|_| self.user_agent.is_empty())
@@ -320,6 +346,9 @@ impl Connection {
         if !self.session_matches(&request) {
             return self.reply(454, &request, &[], b"");
         }
+        if self.secure && request.method == "SETUP" && !crate::tls::interleaved_only(&mut request) {
+            return self.reply(461, &request, &[], b"");
+        }
         match request.method.as_str() {
             "OPTIONS" => self.reply(200, &request, &[("Public", PUBLIC.to_owned())], b""),
             "GET_PARAMETER" => {
@@ -329,6 +358,8 @@ impl Connection {
             "DESCRIBE" => self.describe(&request).await,
             "ANNOUNCE" => self.announce(&request),
             "SETUP" if self.announced.is_some() => self.setup_record(&request).await,
+            "SETUP" if self.wants_mp2t(&request) => self.setup_mp2t(&request).await,
+            "SETUP" if self.sets_up_undescribed(&request) => self.setup_undescribed(&request).await,
             "SETUP" => self.setup(&request).await,
             "PLAY" => self.play(&request),
             "RECORD" => self.record(&request),
@@ -362,7 +393,7 @@ impl Connection {
     }
 
     async fn describe(&mut self, request: &Request) {
-        if self.player.is_some() || self.announced.is_some() {
+        if self.player.is_some() || self.announced.is_some() || self.mp2t.is_some() {
             return self.reply(455, request, &[], b"");
         }
         if self.shared.is_draining() {
@@ -513,11 +544,45 @@ impl Connection {
         Ok(())
     }
 
+    /// Registers the connection as a player of the described stream (a session of type
+    /// RTSP that `sessions/delete` ends) and takes the stream's queue for the play that
+    /// starts now; `what` says what it plays, for the log.
+    pub(super) fn become_player(&mut self, id: u64, what: &'static str) {
+        let Some(described) = self.described.as_mut() else {
+            return;
+        };
+        let key = described.key.clone();
+        let (_, placeholder) = tokio::sync::mpsc::channel(1);
+        let frames = std::mem::replace(&mut described.frames, placeholder);
+        let entry = Arc::new(PlayerEntry {
+            id,
+            publisher: false,
+            control_id: None,
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            client_ip: self.peer.ip().to_string(),
+            user_agent: self.user_agent.clone(),
+            created: unix_now(),
+            last_access: AtomicI64::new(unix_now()),
+            bytes_sent: AtomicU64::new(0),
+            bytes_recv: AtomicU64::new(0),
+            kill: self.kill.clone(),
+            dropped: Some(Arc::clone(&described.dropped)),
+        });
+        self.shared.players.insert(Arc::clone(&entry));
+        self.player = Some(entry);
+        self.start_frames = Some((frames, self.shared.hub.watch_live(&key)));
+        tracing::info!(peer = %self.peer, stream = %key, session = id, what, "rtsp playing");
+    }
+
     fn play(&mut self, request: &Request) {
         if self.player.is_some() {
             // Already playing: a repeated PLAY changes nothing.
             let session = self.session_header();
             return self.reply(200, request, &session, b"");
+        }
+        if self.mp2t.is_some() {
+            return self.play_mp2t(request);
         }
         let Some(described) = self.described.as_mut() else {
             return self.reply(455, request, &[], b"");
@@ -555,28 +620,7 @@ impl Connection {
             })
             .collect();
         let id = self.session_id.unwrap_or_default();
-        let key = described.key.clone();
-        let (_, frames) = tokio::sync::mpsc::channel(1);
-        let frames = std::mem::replace(&mut described.frames, frames);
-        let entry = Arc::new(PlayerEntry {
-            id,
-            publisher: false,
-            control_id: None,
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            client_ip: self.peer.ip().to_string(),
-            user_agent: self.user_agent.clone(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            kill: self.kill.clone(),
-            dropped: Some(Arc::clone(&described.dropped)),
-        });
-        self.shared.players.insert(Arc::clone(&entry));
-        self.player = Some(entry);
-        self.start_frames = Some((frames, self.shared.hub.watch_live(&key)));
-        tracing::info!(peer = %self.peer, stream = %key, session = id, "rtsp playing");
+        self.become_player(id, "RTP tracks");
         let mut headers = self.session_header();
         headers.push(("Range", "npt=0.000-".to_owned()));
         headers.push(("RTP-Info", rtp_info.join(",")));
@@ -595,6 +639,9 @@ impl Connection {
                 wall: SystemTime::now(),
                 pts: frame.frame.pts,
             });
+        }
+        if self.mp2t.is_some() {
+            return self.queue_mp2t(frame);
         }
         for track in self.tracks.iter_mut().flatten() {
             if !track.sender.carries(&frame.frame) {
@@ -632,6 +679,9 @@ impl Connection {
     }
 
     fn send_reports(&mut self) {
+        if self.mp2t.is_some() {
+            return self.report_mp2t();
+        }
         let queued = self.out.len();
         let Some((pts, ntp)) = self.clock.map(|clock| clock.now()) else {
             return;

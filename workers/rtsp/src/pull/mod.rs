@@ -1,4 +1,5 @@
-//! Pulled RTSP sources (`rtsp://` entries of `RtmpPullSources`): IP cameras and other
+//! Pulled RTSP sources (`rtsp://` and `rtsps://` entries of `RtmpPullSources`, the
+//! latter through a local TLS relay, [`tls_relay`]): IP cameras and other
 //! RTSP servers played with the `retina` client and published into the hub like an RTSP
 //! publisher, so they are packaged, played and recorded like any stream and listed with
 //! their `source_url` and protocol `RTSP`.
@@ -8,6 +9,7 @@
 
 mod session;
 mod source;
+mod tls_relay;
 
 use crate::shared::Shared;
 use std::collections::HashMap;

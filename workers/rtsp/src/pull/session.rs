@@ -2,8 +2,10 @@
 //! AAC streams (TCP interleaved or UDP, as the rule says), PLAY, then frames from
 //! retina's demuxer (MP4 framing: length-prefixed NAL units, `avcC`/`hvcC` and
 //! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
-//! the first frame and released when the session ends.
+//! the first frame and released when the session ends. An `rtsps://` source is reached
+//! through a [`TlsRelay`] (TCP interleaved only).
 
+use super::tls_relay::{RelayError, TlsRelay};
 use crate::publish::frame;
 use crate::shared::Shared;
 use bytes::Bytes;
@@ -40,6 +42,8 @@ pub enum SessionEnd {
 pub enum PullError {
     #[error("bad URL: {0}")]
     Url(String),
+    #[error("{0}")]
+    Relay(#[from] RelayError),
     #[error("{0}")]
     Rtsp(#[from] retina::Error),
     #[error("connecting took longer than {0:?}")]
@@ -97,11 +101,20 @@ pub async fn pull(
     let _ = url.set_username("");
     let _ = url.set_password(None);
     let shown = url.to_string();
+    let tls = url.scheme() == "rtsps";
     let transport = match source.rtsp_transport {
-        RtspTransport::Tcp => Transport::Tcp(TcpTransportOptions::default()),
-        RtspTransport::Udp => Transport::Udp(UdpTransportOptions::default()),
+        RtspTransport::Udp if !tls => Transport::Udp(UdpTransportOptions::default()),
+        // Over TLS the media stays inside the connection.
+        _ => Transport::Tcp(TcpTransportOptions::default()),
     };
     let connect = async {
+        let relay = match tls {
+            true => Some(TlsRelay::open(&url).await?),
+            false => None,
+        };
+        if let Some(relay) = &relay {
+            url = relay.local_url(&url).map_err(PullError::Url)?;
+        }
         let options = SessionOptions::default()
             .creds(creds)
             .user_agent("strom".to_owned());
@@ -130,9 +143,10 @@ pub async fn pull(
             session.setup(*index, setup).await?;
         }
         let playing = session.play(PlayOptions::default()).await?;
-        Ok((playing.demuxed()?, tracks))
+        Ok((playing.demuxed()?, tracks, relay))
     };
-    let (mut demuxed, tracks) = tokio::select! {
+    // The relay (rtsps) lives as long as the session.
+    let (mut demuxed, tracks, _relay) = tokio::select! {
         () = stop.cancelled() => return Ok(SessionEnd::Stopped),
         connected = tokio::time::timeout(CONNECT_LIMIT, connect) => {
             connected.map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))??
