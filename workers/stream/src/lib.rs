@@ -15,6 +15,7 @@
 
 pub mod bus;
 pub mod cues;
+pub mod demand;
 pub mod events;
 pub mod hub;
 pub mod key;
@@ -30,6 +31,7 @@ pub mod ts_feed;
 mod ts_feed_tests;
 
 pub use cues::{Cue, CueError};
+pub use demand::{DemandWatch, Unwatched};
 pub use events::{HubEvent, HubEvents};
 pub use hub::{Announcer, Hub};
 pub use key::StreamKey;

@@ -11,10 +11,9 @@ use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource};
-use strom_stream::HubEvent;
 use strom_stream::StreamKey;
+use strom_stream::{DemandWatch, HubEvent, Unwatched};
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -81,39 +80,17 @@ async fn receive(
     ));
     let on_demand = source.mode == PullMode::OnDemand;
     let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
-    let unwatched = || on_demand && shared.streams.reader_count(key) == 0;
-    // On demand: when the last player left (or `None` while there are players).
-    let mut idle_since = unwatched().then(Instant::now);
+    let mut demand = DemandWatch::new(&shared.streams, key, events, on_demand, grace);
     let mut claim: Option<Claim> = None;
     // Anything from the source (media or status) proves it alive.
     let mut heard = Instant::now();
     loop {
-        let grace_over = idle_since.map(|since| since + grace);
         let next = tokio::select! {
             () = stop.cancelled() => return Ok(PullEnd::Stopped),
-            () = sleep_until(grace_over) => {
-                if unwatched() {
-                    return Ok(PullEnd::Idle);
-                }
-                idle_since = None;
-                continue;
-            }
-            event = events.recv(), if on_demand => {
-                let concerns_us = match &event {
-                    Ok(HubEvent::Demand(k) | HubEvent::NoDemand(k)) => k == key,
-                    Ok(_) => false,
-                    Err(RecvError::Lagged(_)) => true,
-                    Err(RecvError::Closed) => return Ok(PullEnd::Stopped),
-                };
-                if concerns_us {
-                    idle_since = match (unwatched(), idle_since) {
-                        (false, _) => None,
-                        (true, Some(since)) => Some(since),
-                        (true, None) => Some(Instant::now()),
-                    };
-                }
-                continue;
-            }
+            unwatched = demand.wait() => return Ok(match unwatched {
+                Unwatched::Idle => PullEnd::Idle,
+                Unwatched::Closed => PullEnd::Stopped,
+            }),
             next = tokio::time::timeout_at(heard + quiet, client.next(None)) => next,
         };
         let event = match next.map_err(|_| PullError::Quiet(quiet))?? {
@@ -167,11 +144,4 @@ fn take<'a>(
         *claim = Some(Claim::take(shared, key, url)?);
     }
     claim.as_mut().ok_or_else(|| Taken(key.clone()))
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
 }

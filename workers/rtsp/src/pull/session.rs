@@ -18,11 +18,10 @@ use retina::codec::{CodecItem, FrameFormat, ParametersRef};
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
 use strom_media::frame::Codec;
-use strom_stream::{HubEvent, PublisherInfo, Publishing, StreamKey};
+use strom_stream::{DemandWatch, HubEvent, PublisherInfo, Publishing, StreamKey, Unwatched};
 use strom_worker_runtime::clock::unix_now;
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Bound on connecting (DESCRIBE, SETUP, PLAY).
@@ -155,38 +154,18 @@ pub async fn pull(
     tracing::info!(stream = %key, url = %shown, tracks = tracks.len(), "RTSP pull connected");
     let on_demand = source.mode == PullMode::OnDemand;
     let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
-    let unwatched = || on_demand && shared.hub.reader_count(key) == 0;
-    let mut idle_since = unwatched().then(Instant::now);
+    let mut demand = DemandWatch::new(&shared.hub, key, events, on_demand, grace);
     let mut claim: Option<Publishing> = None;
     // Stream indexes whose configuration went out.
     let mut configured: Vec<usize> = Vec::new();
     let mut heard = Instant::now();
     loop {
-        let grace_over = idle_since.map(|since| since + grace);
         let item = tokio::select! {
             () = stop.cancelled() => return Ok(SessionEnd::Stopped),
-            () = sleep_or_never(grace_over) => {
-                if unwatched() {
-                    return Ok(SessionEnd::Idle);
-                }
-                idle_since = None;
-                continue;
-            }
-            event = events.recv(), if on_demand => {
-                let concerns_us = match &event {
-                    Ok(HubEvent::Demand(k) | HubEvent::NoDemand(k)) => k == key,
-                    Ok(_) => false,
-                    Err(RecvError::Lagged(_)) => true,
-                    Err(RecvError::Closed) => return Ok(SessionEnd::Stopped),
-                };
-                if concerns_us {
-                    idle_since = match (unwatched(), idle_since) {
-                        (false, _) => None,
-                        (true, since) => since.or_else(|| Some(Instant::now())),
-                    };
-                }
-                continue;
-            }
+            unwatched = demand.wait() => return Ok(match unwatched {
+                Unwatched::Idle => SessionEnd::Idle,
+                Unwatched::Closed => SessionEnd::Stopped,
+            }),
             item = tokio::time::timeout_at(heard + QUIET_LIMIT, demuxed.next()) => {
                 item.map_err(|_| PullError::Quiet(QUIET_LIMIT))?
             }
@@ -251,14 +230,6 @@ pub async fn pull(
             received.keyframe,
             received.payload,
         ));
-    }
-}
-
-/// Sleeps until `deadline`, or forever without one.
-async fn sleep_or_never(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 
