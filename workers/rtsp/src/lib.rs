@@ -27,6 +27,7 @@ pub mod message;
 mod mp2t_rtp;
 mod publish;
 mod pull;
+mod rtp_source;
 mod sender;
 mod service;
 mod sessions;

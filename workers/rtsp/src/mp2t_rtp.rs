@@ -3,7 +3,8 @@
 //! reports that go with them. This is what SAT>IP clients expect (VLC without live555
 //! plays `rtsp://` that way); the TS bytes come from a `strom_stream::TsFeed`.
 
-use strom_media::rtp::{header, rtcp};
+use crate::rtp_source::RtpSource;
+use strom_media::rtp::rtcp;
 
 /// The static payload type of MPEG-TS (RFC 3551 6).
 pub const PAYLOAD_TYPE: u8 = 33;
@@ -15,14 +16,7 @@ pub const TS_PACKETS_PER_RTP: usize = 7;
 pub const MAX_PAYLOAD: usize = TS_PACKET * TS_PACKETS_PER_RTP;
 
 pub struct Mp2tSender {
-    ssrc: u32,
-    sequence: u16,
-    /// Random start of the RTP clock (RFC 3550 5.1).
-    timestamp_base: u32,
-    packets: u32,
-    octets: u32,
-    /// Whether anything was sent (sender reports only follow packets).
-    packets_sent: bool,
+    rtp: RtpSource,
 }
 
 impl Default for Mp2tSender {
@@ -33,60 +27,42 @@ impl Default for Mp2tSender {
 
 impl Mp2tSender {
     pub fn new() -> Self {
+        // VLC's SAT>IP client takes sequence number 0 as the first packet's duplicate and
+        // anything below its last one as out of order, even across the wrap: starting in
+        // the lower half, not at 0, keeps a wrap out of short sessions.
+        let first_sequence = (rand::random::<u16>() >> 1).max(1);
         Self {
-            ssrc: rand::random(),
-            // VLC's SAT>IP client takes sequence number 0 as the first packet's duplicate
-            // and anything below its last one as out of order, even across the wrap:
-            // starting in the lower half, not at 0, keeps a wrap out of short sessions.
-            sequence: (rand::random::<u16>() >> 1).max(1),
-            timestamp_base: rand::random(),
-            packets: 0,
-            octets: 0,
-            packets_sent: false,
+            rtp: RtpSource::new(90_000, first_sequence),
         }
-    }
-
-    fn rtp_time(&self, time_90khz: i64) -> u32 {
-        // The RTP clock wraps at 32 bits.
-        self.timestamp_base.wrapping_add(time_90khz as u32)
     }
 
     /// The next sequence number and the RTP time of `pts`, for `RTP-Info`.
     pub fn rtp_info(&self, pts: i64) -> (u16, u32) {
-        (self.sequence, self.rtp_time(pts))
+        self.rtp.rtp_info(pts)
     }
 
     /// Cuts `ts` (whole TS packets; a trailing partial one is left out) into RTP packets
     /// stamped with `time_90khz` and hands each to `emit` as header and payload.
     pub fn packetize(&mut self, ts: &[u8], time_90khz: i64, mut emit: impl FnMut(&[u8], &[u8])) {
         let whole = ts.len() - ts.len() % TS_PACKET;
-        let timestamp = self.rtp_time(time_90khz);
+        let timestamp = self.rtp.rtp_time(time_90khz);
         for payload in ts[..whole].chunks(MAX_PAYLOAD) {
             // RFC 2250 2.1: the marker bit carries nothing for MPEG-TS.
-            let head = header::write(false, PAYLOAD_TYPE, self.sequence, timestamp, self.ssrc);
+            let head = self
+                .rtp
+                .next_header(false, PAYLOAD_TYPE, timestamp, payload.len());
             emit(&head, payload);
-            self.sequence = self.sequence.wrapping_add(1);
-            self.packets = self.packets.wrapping_add(1);
-            self.octets = self.octets.wrapping_add(payload.len() as u32);
-            self.packets_sent = true;
         }
     }
 
     /// A sender report saying that stream time `pts` is wall-clock time `ntp`; `None`
     /// before the first packet.
     pub fn sender_report(&self, pts: i64, ntp: u64) -> Option<[u8; rtcp::SENDER_REPORT_LEN]> {
-        self.packets_sent.then_some(())?;
-        Some(rtcp::sender_report(
-            self.ssrc,
-            ntp,
-            self.rtp_time(pts),
-            self.packets,
-            self.octets,
-        ))
+        self.rtp.sender_report(pts, ntp)
     }
 
     pub fn ssrc(&self) -> u32 {
-        self.ssrc
+        self.rtp.ssrc()
     }
 }
 

@@ -4,6 +4,7 @@
 //! `connection::StreamClock`), so players synchronise audio and video from the reports.
 
 use crate::describe::TrackPlan;
+use crate::rtp_source::RtpSource;
 use crate::transport::Transport;
 use bytes::Bytes;
 use strom_media::avc::AvcDecoderConfig;
@@ -15,19 +16,11 @@ pub struct TrackSender {
     pub transport: Transport,
     codec: Codec,
     payload_type: u8,
-    clock_rate: u32,
-    ssrc: u32,
-    sequence: u16,
-    /// Random start of the RTP clock (RFC 3550 5.1).
-    timestamp_base: u32,
+    rtp: RtpSource,
     /// NAL length size and parameter sets of the current video configuration, put in
     /// front of every keyframe.
     nal_length_size: u8,
     parameter_sets: Vec<Bytes>,
-    packets: u32,
-    octets: u32,
-    /// Whether anything was sent (sender reports only follow packets).
-    packets_sent: bool,
     /// Video waits for a keyframe before it sends anything.
     started: bool,
 }
@@ -38,15 +31,9 @@ impl TrackSender {
             transport,
             codec: plan.codec,
             payload_type: plan.media.payload_type,
-            clock_rate: plan.media.clock_rate.max(1),
-            ssrc: rand::random(),
-            sequence: rand::random(),
-            timestamp_base: rand::random(),
+            rtp: RtpSource::new(plan.media.clock_rate, rand::random()),
             nal_length_size: 4,
             parameter_sets: Vec::new(),
-            packets: 0,
-            octets: 0,
-            packets_sent: false,
             started: plan.codec == Codec::Aac,
         };
         sender.configure(&plan.config);
@@ -55,13 +42,7 @@ impl TrackSender {
 
     /// The next sequence number and the RTP time of `pts`, for `RTP-Info`.
     pub fn rtp_info(&self, pts: i64) -> (u16, u32) {
-        (self.sequence, self.rtp_time(pts))
-    }
-
-    fn rtp_time(&self, pts: i64) -> u32 {
-        let ticks = i128::from(pts) * i128::from(self.clock_rate) / 90_000;
-        // The RTP clock wraps at 32 bits.
-        self.timestamp_base.wrapping_add(ticks as u32)
+        self.rtp.rtp_info(pts)
     }
 
     fn configure(&mut self, record: &Bytes) {
@@ -125,21 +106,16 @@ impl TrackSender {
             tracing::debug!(codec = ?self.codec, "frame RTP cannot carry skipped");
             return Vec::new();
         };
-        let timestamp = self.rtp_time(frame.pts);
-        self.packets_sent = true;
+        let timestamp = self.rtp.rtp_time(frame.pts);
         payloads
             .into_iter()
             .map(|payload| {
-                let head = header::write(
+                let head = self.rtp.next_header(
                     payload.marker,
                     self.payload_type,
-                    self.sequence,
                     timestamp,
-                    self.ssrc,
+                    payload.len(),
                 );
-                self.sequence = self.sequence.wrapping_add(1);
-                self.packets = self.packets.wrapping_add(1);
-                self.octets = self.octets.wrapping_add(payload.len() as u32);
                 let mut packet = Vec::with_capacity(header::LEN + payload.len());
                 packet.extend_from_slice(&head);
                 packet.extend_from_slice(payload.prefix.as_slice());
@@ -152,17 +128,10 @@ impl TrackSender {
     /// A sender report saying that the stream time `pts` is wall-clock time `ntp`;
     /// `None` before the first packet.
     pub fn sender_report(&self, pts: i64, ntp: u64) -> Option<[u8; rtcp::SENDER_REPORT_LEN]> {
-        self.packets_sent.then_some(())?;
-        Some(rtcp::sender_report(
-            self.ssrc,
-            ntp,
-            self.rtp_time(pts),
-            self.packets,
-            self.octets,
-        ))
+        self.rtp.sender_report(pts, ntp)
     }
 
     pub fn ssrc(&self) -> u32 {
-        self.ssrc
+        self.rtp.ssrc()
     }
 }
