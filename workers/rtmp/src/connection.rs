@@ -827,7 +827,7 @@ impl Connection {
             ));
         };
         let id = self.shared.ids.next_id();
-        let (frames, dropped) = self.shared.streams.subscribe(&key, id);
+        let (frames, dropped) = self.shared.streams.subscribe_cursor(&key, id);
         let entry = Arc::new(SessionEntry {
             id,
             role: Role::Player,

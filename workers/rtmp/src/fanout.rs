@@ -3,9 +3,10 @@
 //! The players of a stream are grouped (at most [`GROUP_MEMBERS`] per group, one task
 //! each, so a popular stream spreads over the runtime's cores). When the hub has handed
 //! a frame to every reader it signals the stream ([`strom_stream::Hub::watch_delivered`]);
-//! the group wakes once and writes, to each player whose socket is not full, everything
-//! that player's queue holds, with one system call ([`Sink::pump`]). Under light load
-//! that is every frame at once; under load the frames that arrived while a pass ran go
+//! the group wakes once and writes, to each player whose socket is not full, the frames
+//! that player has not had yet (read from the stream's ring through its cursor: nothing
+//! is queued per player), with one system call ([`Sink::pump`]). Under light load that
+//! is every frame at once; under load the frames that arrived while a pass ran go
 //! out together in the next one, so batching grows with load instead of adding a fixed
 //! delay. A player whose socket is full is skipped: its connection's flush loop writes
 //! for it until it caught up (see [`crate::sink`]).
@@ -64,7 +65,7 @@ impl FanOuts {
     }
 
     /// Adds a player (already a reader of `key`, its feed started) to a group of the
-    /// stream and writes what its queue holds now (the start of the stream).
+    /// stream and writes what it has to read now (the start of the stream).
     pub fn join(&self, key: &StreamKey, sink: &Arc<Sink>, coalesce: Duration) {
         let group_members = self.group_members.load(Ordering::Relaxed);
         {

@@ -4,8 +4,8 @@
 //! for its session packets, the stream's fan-out pass ([`crate::fanout`]) for media, at
 //! the moment a frame arrives. Nothing waits on a writable socket except the
 //! connection's [`flush_loop`], and only while the socket is full: then the pass skips
-//! the player, its frames wait in its bounded hub queue (which drops whole GOPs past its
-//! limit, never blocking the publisher), and the flush loop writes them all at once when
+//! the player, its frames wait in the stream's ring (where a player left too far behind
+//! loses whole GOPs, never blocking the publisher: [`strom_stream::Cursor`]), and the flush loop writes them all at once when
 //! the client reads again. So a player that keeps up costs no task wake-up, no timer and
 //! one system call per pass, and a pass under load carries every frame that arrived
 //! while the previous one ran.
@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use strom_stream::FrameReceiver;
+use strom_stream::Cursor;
 use strom_worker_runtime::WorkerCounters;
 use strom_worker_runtime::sync::locked;
 use tokio::io::Interest;
@@ -31,13 +31,13 @@ pub const BATCH: usize = 64;
 /// (the cached GOP) needs more calls.
 const IOV: usize = 16;
 /// Bytes a client may leave unread in the sink before it is disconnected: session
-/// packets and a partly written batch; media beyond that waits in the hub queue.
+/// packets and a partly written batch; media beyond that waits in the stream's ring.
 const MAX_PENDING_BYTES: usize = 4 * 1024 * 1024;
 
-/// The stream a player reads: its hub queue, the message stream its media goes out on,
-/// and the session the bytes are accounted to.
+/// The stream a player reads: its cursor in the stream's ring, the message stream its
+/// media goes out on, and the session the bytes are accounted to.
 pub struct MediaFeed {
-    pub frames: FrameReceiver,
+    pub frames: Cursor,
     pub stream_id: u32,
     pub session: Arc<SessionEntry>,
 }
@@ -127,12 +127,12 @@ impl Sink {
         locked(&self.state).media = Some(feed);
     }
 
-    /// Stops the media; frames still queued for it are dropped with its hub queue.
+    /// Stops the media; its cursor leaves the stream's ring.
     pub fn stop_media(&self) {
         locked(&self.state).media = None;
     }
 
-    /// Writes what is queued and then the media frames waiting in the hub queue, as
+    /// Writes what is queued and then the media frames its cursor has not had yet, as
     /// many per system call as there are (up to [`BATCH`] buffers), until everything is
     /// written or the socket is full. `scratch` is the caller's reusable batch.
     pub fn pump(&self, scratch: &mut Vec<Bytes>) -> Pumped {
@@ -157,18 +157,19 @@ impl Sink {
                 }
             }
             state.pending_bytes = state.pending.iter().map(Bytes::len).sum();
-            if take_media && let Some(feed) = state.media.as_mut() {
-                while scratch.len() < BATCH {
-                    match feed.frames.try_recv() {
-                        Ok(frame) => scratch.extend(frame.chunked_for(feed.stream_id)),
-                        Err(_) => break,
-                    }
-                }
+            if take_media
+                && let Some(feed) = state.media.as_mut()
+                && scratch.len() < BATCH
+            {
+                let stream_id = feed.stream_id;
+                feed.frames.take(BATCH - scratch.len(), |frame| {
+                    scratch.extend(frame.chunked_for(stream_id));
+                });
             }
             if scratch.is_empty() {
                 return Pumped::Done;
             }
-            let full = scratch.len() == BATCH;
+            let full = scratch.len() >= BATCH;
             match self.write_batch(scratch, &mut offset, path) {
                 Ok(written) => {
                     self.account(state, &written);

@@ -6,6 +6,7 @@
 //! of them. An optional announcer tells the world outside the worker (the supervisor's
 //! registry of live streams) about every publish and release, whoever ends it.
 
+use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
 use crate::publisher::{AlreadyPublishing, PublisherInfo, Publishing};
@@ -93,9 +94,20 @@ impl Hub {
     /// Adds reader `id` to `key` (created if needed), under the map lock for the same
     /// reason as [`Hub::claim`].
     pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, DropCounter) {
+        self.add_reader(key, |stream| stream.subscribe(id))
+    }
+
+    /// Adds cursor reader `id` to `key` (created if needed): a reader among many that read
+    /// the same frames ([`crate::Cursor`]); it leaves with [`Hub::leave`] like any reader.
+    pub fn subscribe_cursor(&self, key: &StreamKey, id: u64) -> (Cursor, DropCounter) {
+        self.add_reader(key, |stream| stream.subscribe_cursor(id))
+    }
+
+    /// Adds a reader to `key` with `subscribe`; the first reader is demand for the stream.
+    fn add_reader<R>(&self, key: &StreamKey, subscribe: impl FnOnce(&Arc<Stream>) -> R) -> R {
         let mut map = locked(&self.inner.map);
         let stream = self.entry(&mut map, key);
-        let subscribed = stream.subscribe(id);
+        let subscribed = subscribe(&stream);
         if stream.reader_count() == 1 {
             self.inner.events.send(HubEvent::Demand(key.clone()));
         }

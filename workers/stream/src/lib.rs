@@ -7,7 +7,9 @@
 //! through which it publishes neutral frames ([`strom_media::frame::Frame`]); the guard
 //! releases the stream when dropped. Readers (players, pushes, packagers, the bus
 //! producer serving other workers) get a bounded queue of [`SharedFrame`]s that starts
-//! at the last keyframe and drops whole GOPs when they fall behind, counting the drops.
+//! at the last keyframe and drops whole GOPs when they fall behind, counting the drops;
+//! readers that are many (the players of a fan-out) read the same frames through a
+//! [`Cursor`] over the stream's ring instead, with the same start and drops.
 //! [`HubEvents`] says when streams are published, released, demanded and their tracks
 //! known. The media [`bus`] links the hubs of different worker processes. Live MPEG-TS
 //! outputs read a stream through a [`TsFeed`]. SCTE-35 cues ([`cues`]) and stream
@@ -15,12 +17,16 @@
 
 pub mod bus;
 pub mod cues;
+pub mod cursor;
 pub mod demand;
 pub mod events;
 pub mod hub;
 pub mod key;
 pub mod publisher;
 pub mod reader;
+mod ring;
+#[cfg(test)]
+mod ring_tests;
 pub mod shared_frame;
 pub mod stream;
 #[cfg(test)]
@@ -31,6 +37,7 @@ pub mod ts_feed;
 mod ts_feed_tests;
 
 pub use cues::{Cue, CueError};
+pub use cursor::Cursor;
 pub use demand::{DemandWatch, Unwatched};
 pub use events::{HubEvent, HubEvents};
 pub use hub::{Announcer, Hub};

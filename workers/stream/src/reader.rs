@@ -11,7 +11,7 @@ use crate::key::StreamKey;
 use crate::shared_frame::SharedFrame;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use strom_media::frame::Track;
+use strom_media::frame::{Frame, Track};
 use tokio::sync::mpsc;
 
 /// Frames a reader may have queued: a few seconds of 60 fps video plus audio.
@@ -30,6 +30,16 @@ pub(crate) struct Reader {
     pub dropped: DropCounter,
 }
 
+/// Whether a reader that lost frames may resume at `frame`: a video keyframe, or in a
+/// stream without video (which has no keyframes) any audio frame.
+pub(crate) fn resumes_at(frame: &Frame, has_video: bool) -> bool {
+    match frame.track {
+        Track::Video => frame.keyframe,
+        Track::Audio => !has_video,
+        Track::Data => false,
+    }
+}
+
 /// Offers `frame` to one reader; `false` when the reader is gone.
 pub(crate) fn deliver(
     reader: &mut Reader,
@@ -38,12 +48,7 @@ pub(crate) fn deliver(
     has_video: bool,
     key: &StreamKey,
 ) -> bool {
-    // A stream without video has no keyframes: any audio frame is a place to resume.
-    let resumes_here = match frame.frame.track {
-        Track::Video => frame.frame.keyframe,
-        Track::Audio => !has_video,
-        Track::Data => false,
-    };
+    let resumes_here = resumes_at(&frame.frame, has_video);
     if reader.lagging {
         if !resumes_here || reader.queue.capacity() < headers.len() + 1 {
             reader.dropped.fetch_add(1, Ordering::Relaxed);

@@ -3,10 +3,12 @@
 //! configuration frames, and the measured ingest bandwidth.
 
 use crate::cues::{Cue, CueError, Cues};
+use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
 use crate::publisher::{AlreadyPublishing, PublisherInfo};
 use crate::reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES, Reader, deliver};
+use crate::ring::{CursorSlot, CursorState, Ring};
 use crate::shared_frame::SharedFrame;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -41,6 +43,9 @@ struct StreamState {
     gop: Vec<Arc<SharedFrame>>,
     gop_bytes: usize,
     readers: Vec<Reader>,
+    /// Cursor readers and the frames they read ([`crate::ring`]).
+    cursors: Vec<CursorSlot>,
+    ring: Ring,
     codecs: CodecInfo,
     generation: u32,
     /// Bytes received in the current rate window, and the last measured rate.
@@ -240,6 +245,11 @@ impl Stream {
         state
             .readers
             .retain_mut(|reader| deliver(reader, &frame, &headers, has_video, key));
+        if !state.cursors.is_empty() {
+            let resume = crate::reader::resumes_at(&frame.frame, has_video).then(|| headers.into());
+            let StreamState { ring, cursors, .. } = state;
+            ring.push(frame, resume, cursors, key);
+        }
         learned
     }
 
@@ -262,21 +272,70 @@ impl Stream {
         (rx, dropped)
     }
 
+    /// Adds cursor reader `id` ([`crate::cursor`]); like a queue reader it starts with
+    /// metadata, configuration frames and the current GOP, then reads every frame
+    /// published from now on.
+    pub(crate) fn subscribe_cursor(self: &Arc<Self>, id: u64) -> (Cursor, DropCounter) {
+        let mut state = locked(&self.state);
+        let start = state
+            .headers()
+            .into_iter()
+            .chain(state.gop.iter().cloned())
+            .collect();
+        let cursor = state.ring.new_cursor();
+        state.cursors.push(CursorSlot {
+            id,
+            state: Arc::clone(&cursor),
+        });
+        drop(state);
+        let dropped = Arc::clone(&cursor.dropped);
+        (Cursor::new(Arc::clone(self), id, start, cursor), dropped)
+    }
+
+    /// [`Cursor::take`]'s reading of the ring, under the stream's lock.
+    pub(crate) fn read_ring(
+        &self,
+        id: u64,
+        cursor: &CursorState,
+        max: usize,
+        each: &mut impl FnMut(&Arc<SharedFrame>),
+    ) -> usize {
+        locked(&self.state)
+            .ring
+            .read(id, cursor, max, &self.key, each)
+    }
+
+    /// Frames the ring holds for its cursors right now.
+    #[cfg(test)]
+    pub(crate) fn ring_len(&self) -> usize {
+        let state = locked(&self.state);
+        let ring = &state.ring;
+        usize::try_from(ring.end() - ring.base()).unwrap_or(usize::MAX)
+    }
+
     /// Every reader's id and dropped-frame count.
     pub fn reader_drops(&self) -> Vec<(u64, u64)> {
-        locked(&self.state)
-            .readers
-            .iter()
-            .map(|r| (r.id, r.dropped.load(Ordering::Relaxed)))
+        let state = locked(&self.state);
+        let queues = state.readers.iter().map(|r| (r.id, &r.dropped));
+        let cursors = state.cursors.iter().map(|c| (c.id, &c.state.dropped));
+        queues
+            .chain(cursors)
+            .map(|(id, dropped)| (id, dropped.load(Ordering::Relaxed)))
             .collect()
     }
 
     pub(crate) fn unsubscribe(&self, id: u64) {
-        locked(&self.state).readers.retain(|r| r.id != id);
+        let mut state = locked(&self.state);
+        state.readers.retain(|r| r.id != id);
+        state.cursors.retain(|c| c.id != id);
+        if state.cursors.is_empty() {
+            state.ring.clear();
+        }
     }
 
     pub(crate) fn reader_count(&self) -> usize {
-        locked(&self.state).readers.len()
+        let state = locked(&self.state);
+        state.readers.len() + state.cursors.len()
     }
 
     pub(crate) fn claim(&self, publisher: PublisherInfo) -> Result<(), AlreadyPublishing> {

@@ -11,7 +11,7 @@ fn key(stream: &str) -> StreamKey {
     StreamKey::new("live", stream)
 }
 
-fn publisher(session_id: u64) -> PublisherInfo {
+pub(crate) fn publisher(session_id: u64) -> PublisherInfo {
     PublisherInfo {
         session_id,
         ip: "127.0.0.1".into(),
@@ -22,7 +22,7 @@ fn publisher(session_id: u64) -> PublisherInfo {
     }
 }
 
-fn video(ms: i64, keyframe: bool) -> Frame {
+pub(crate) fn video(ms: i64, keyframe: bool) -> Frame {
     Frame {
         track: Track::Video,
         codec: Codec::H264,
@@ -36,7 +36,7 @@ fn video(ms: i64, keyframe: bool) -> Frame {
     }
 }
 
-fn video_config() -> Frame {
+pub(crate) fn video_config() -> Frame {
     Frame {
         config: true,
         keyframe: true,
