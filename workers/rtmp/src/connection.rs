@@ -248,7 +248,9 @@ impl Connection {
         if !leftover.is_empty() {
             self.input(&leftover).await?;
         }
-        let mut buffer = vec![0u8; READ_BUFFER];
+        // Filled by reads only, never zeroed: a player's pages past the few hundred bytes
+        // it sends stay untouched, so its read buffer costs no resident memory.
+        let mut buffer = Vec::with_capacity(READ_BUFFER);
         let limits = self.shared.rules().rtmp.limits;
         let idle_limit = Duration::from_secs(u64::from(limits.publisher_idle_timeout_secs));
         let kill = self.kill.clone();
@@ -266,11 +268,11 @@ impl Connection {
                     self.publisher_changed(live).await;
                     continue;
                 }
-                read = tokio::time::timeout(wait.max(Duration::from_millis(10)), reader.read(&mut buffer)) => read,
+                read = tokio::time::timeout(wait.max(Duration::from_millis(10)), read_some(reader, &mut buffer)) => read,
             };
             match read {
                 Ok(Ok(0)) => return Ok(()),
-                Ok(Ok(n)) => self.input(&buffer[..n]).await?,
+                Ok(Ok(_)) => self.input(&buffer).await?,
                 Ok(Err(e)) => return Err(e.into()),
                 Err(_) => {
                     if let Some(publishing) = &self.publishing {
@@ -331,10 +333,10 @@ impl Connection {
     /// After a refusal the client must get to read the reason: closing at once races with
     /// its next write (ffmpeg then reports a broken pipe instead of the reason). Wait for
     /// the client to hang up, a short while at most, ignoring what it sends.
-    async fn linger(&self, reader: &mut OwnedReadHalf, buffer: &mut [u8]) {
+    async fn linger(&self, reader: &mut OwnedReadHalf, buffer: &mut Vec<u8>) {
         let deadline = tokio::time::Instant::now() + LINGER;
         loop {
-            match tokio::time::timeout_at(deadline, reader.read(buffer)).await {
+            match tokio::time::timeout_at(deadline, read_some(reader, buffer)).await {
                 Ok(Ok(n)) if n > 0 => continue,
                 _ => return,
             }
@@ -939,4 +941,10 @@ async fn publisher_change(playing: Option<&mut Playing>) -> Option<bool> {
         Ok(()) => Some(*live.borrow_and_update()),
         Err(_) => None,
     }
+}
+
+/// Reads what the client sent into `buffer` (emptied first; at most its capacity).
+async fn read_some(reader: &mut OwnedReadHalf, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
+    buffer.clear();
+    reader.read_buf(buffer).await
 }
