@@ -17,6 +17,9 @@
 # "players served" is the largest passing step; "players per core" is that step divided by
 # the server's CPU fraction there (extrapolated to one full core). "RSS above idle" is the
 # server's RSS at the end of the window minus its RSS before the first step, per player.
+# "segments/player/s" and "bytes/segment" count the TCP data segments the server sent in the
+# window (the kernel's counters, through `ss -ti`): on loopback the kernel's work per segment
+# is most of a server's CPU per player.
 # Traffic goes to 127.0.0.1 only; nothing is installed; results go to stdout (markdown).
 #
 # With --only rtsp, strom's RTSP play fan-out (TCP interleaved, `strom_rtsp`) is measured
@@ -100,6 +103,7 @@ need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian pac
 need nginx nginx
 need ffmpeg ffmpeg
 need taskset util-linux
+need ss iproute2
 [[ -f /usr/lib/nginx/modules/ngx_rtmp_module.so ]] ||
     die "/usr/lib/nginx/modules/ngx_rtmp_module.so not found: install the Debian package libnginx-mod-rtmp"
 (($(nproc) >= 2)) || die "needs 2 cores (server on core 0, publisher and players on core 1)"
@@ -262,7 +266,7 @@ measure() {
     [[ -n $IDLE_RSS ]] || IDLE_RSS=$(jget "$out" server_rss_base_kb)
     rss=$(awk -v e="$(jget "$out" server_rss_end_kb)" -v i="$IDLE_RSS" -v n="$conn" \
         'BEGIN { if (n > 0 && e != "null") printf "%.1f", (e - i) / n }')
-    ROW="| $step | $conn | $full | $cpu | $(jget "$out" ksoftirqd_cpu_pct) | $(jget "$out" server_cpu_ms_per_player_sec) | $rss | $(jget "$out" delay_p50_ms) | $(jget "$out" delay_p99_ms) | $kbps | $gen | $core0 / $core1 | $RES$NOISY |"
+    ROW="| $step | $conn | $full | $cpu | $(jget "$out" ksoftirqd_cpu_pct) | $(jget "$out" server_cpu_ms_per_player_sec) | $(jget "$out" server_data_segs_per_player_sec) | $(jget "$out" server_bytes_per_seg) | $rss | $(jget "$out" delay_p50_ms) | $(jget "$out" delay_p99_ms) | $kbps | $gen | $core0 / $core1 | $RES$NOISY |"
     PASS_CELLS="$(jget "$out" server_cpu_ms_per_player_sec) | $rss | $(jget "$out" delay_p50_ms) | $(jget "$out" delay_p99_ms)"
     PASS_CPU=$cpu
 }
@@ -270,8 +274,8 @@ measure() {
 # run_server NAME: fills TABLE_<NAME>, SUMMARY_<NAME>, PPC_<NAME> and SERVED_<NAME>.
 run_server() {
     local name=$1 port step try pass=0 pass_cpu="" pass_row=" |  |  | " reason="all steps passed" ppc=0
-    local rows="| players | connected | full rate | server CPU % | of it ksoftirqd/0 % | CPU ms/player/s | RSS KiB/player above idle | delay p50 ms | delay p99 ms | median kbps | generator CPU % | core 0/1 busy % | result |"
-    rows+=$'\n'"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    local rows="| players | connected | full rate | server CPU % | of it ksoftirqd/0 % | CPU ms/player/s | segments/player/s | bytes/segment | RSS KiB/player above idle | delay p50 ms | delay p99 ms | median kbps | generator CPU % | core 0/1 busy % | result |"
+    rows+=$'\n'"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     FAIL="" PUB_PID="" SERVER_PID="" IDLE_RSS="" EXPECTED=$EXPECTED_KBPS
     [[ $name == nginx ]] && port=$NGINX_PORT || port=$STROM_PORT
     log "$name: starting"

@@ -18,6 +18,14 @@
 //! at the end. `--ksoftirqd-core N` adds `ksoftirqd/N`, where the kernel moves network work
 //! of the server's core under load. Per-player figures divide by the connected players.
 //!
+//! Server segments. At both ends of the window `ss -ti` (iproute2) sums the kernel's
+//! `data_segs_out` and `bytes_sent` over the server's established connections (local port
+//! of `--url`; the end sample one second early, before the players hang up):
+//! `server_data_segs_per_player_sec` and `server_bytes_per_seg`. On loopback
+//! most of a server's CPU per player is the kernel's work per segment (sending, and the
+//! players' receive and ACKs, which run on the server's core), so this is the figure that
+//! explains CPU per player-second: servers that send as many segments pay about as much.
+//!
 //! Delivery delay. For every audio/video message that arrives inside the window a probe
 //! player records `offset = arrival wall clock − (publisher start + RTMP timestamp)`.
 //! Within one player, a constant part of that offset (the clock offset between publisher
@@ -425,6 +433,48 @@ fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
 
+/// The window's segments are counted this long before its end, while every player is
+/// still connected (`--measure-secs` is at least 10).
+const SEGMENTS_BEFORE_END: Duration = Duration::from_secs(1);
+
+/// TCP data segments and payload bytes the server sent on its established connections.
+struct SentSegments {
+    segments: u64,
+    bytes: u64,
+}
+
+/// [`SentSegments`] so far on the connections from local `port`, summed from the kernel's
+/// per-socket counters as `ss -ti` shows them (`data_segs_out`, `bytes_sent`); `None`
+/// without `ss` (Debian package iproute2), which the report then shows as null.
+fn sent_segments(port: u16) -> Option<SentSegments> {
+    let filter = format!("( sport = :{port} )");
+    let output = match std::process::Command::new("ss")
+        .args(["-tinH", "state", "established", &filter])
+        .output()
+    {
+        Ok(output) if output.status.success() => output,
+        _ => {
+            eprintln!(
+                "rtmp-fanout: `ss` failed (install the Debian package iproute2): no segment counts"
+            );
+            return None;
+        }
+    };
+    let mut sent = SentSegments {
+        segments: 0,
+        bytes: 0,
+    };
+    for field in String::from_utf8_lossy(&output.stdout).split_whitespace() {
+        let counter = |name: &str| field.strip_prefix(name).and_then(|v| v.parse::<u64>().ok());
+        if let Some(segments) = counter("data_segs_out:") {
+            sent.segments += segments;
+        } else if let Some(bytes) = counter("bytes_sent:") {
+            sent.bytes += bytes;
+        }
+    }
+    Some(sent)
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -463,13 +513,22 @@ async fn main() -> Result<()> {
         })
         .collect();
 
+    let server_port = target
+        .addr
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse::<u16>().ok());
     sleep_until(window.start).await;
+    let segments_start = tokio::task::spawn_blocking(move || server_port.and_then(sent_segments));
     let (k1, s1, g1, c1) = (
         softirq_ticks(),
         sample_tree(&args.server_pid),
         sample_tree(&me),
         core_ticks(),
     );
+    // The players hang up at the window's end: count their segments just before.
+    sleep_until(window.end - SEGMENTS_BEFORE_END).await;
+    let segments_end = tokio::task::spawn_blocking(move || server_port.and_then(sent_segments));
     sleep_until(window.end).await;
     let (k2, s2, g2, c2) = (
         softirq_ticks(),
@@ -477,6 +536,13 @@ async fn main() -> Result<()> {
         sample_tree(&me),
         core_ticks(),
     );
+    let segments = match (segments_start.await, segments_end.await) {
+        (Ok(Some(start)), Ok(Some(end))) => Some(SentSegments {
+            segments: end.segments.saturating_sub(start.segments),
+            bytes: end.bytes.saturating_sub(start.bytes),
+        }),
+        _ => None,
+    };
 
     let mut players = Vec::with_capacity(tasks.len());
     for task in tasks {
@@ -490,6 +556,7 @@ async fn main() -> Result<()> {
     }
 
     let secs = args.measure_secs as f64;
+    let segment_secs = (secs - SEGMENTS_BEFORE_END.as_secs_f64()).max(1.0);
     let connected: Vec<&Stats> = players.iter().filter(|p| p.connected).collect();
     let mut window_bytes: Vec<u64> = connected.iter().map(|p| p.bytes_window).collect();
     window_bytes.sort_unstable();
@@ -558,6 +625,8 @@ async fn main() -> Result<()> {
         "server_cpu_pct": sampled.then(|| round1(cpu_secs / secs * 100.0)),
         "ksoftirqd_cpu_pct": softirq_pid.map(|_| round1(softirq_secs / secs * 100.0)),
         "server_cpu_ms_per_player_sec": per_player(cpu_secs * 1000.0 / secs).map(|v| (v * 1000.0).round() / 1000.0),
+        "server_data_segs_per_player_sec": segments.as_ref().and_then(|s| per_player(s.segments as f64 / segment_secs)).map(round1),
+        "server_bytes_per_seg": segments.as_ref().filter(|s| s.segments > 0).map(|s| s.bytes / s.segments),
         "server_rss_base_kb": sampled.then_some(base.rss_kb),
         "server_rss_end_kb": sampled.then_some(s2.rss_kb),
         "server_rss_per_player_kb": per_player(s2.rss_kb as f64 - base.rss_kb as f64).map(round1),
@@ -600,5 +669,33 @@ mod tests {
         assert_eq!(percentile(&[1000, 2000, 3000, 4000], 1.0), Some(4.0));
         let me = sample_tree(&[std::process::id()]);
         assert!(me.procs >= 1 && me.rss_kb > 0);
+    }
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn segments_sent_from_a_port_are_counted() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let before = sent_segments(port).expect("ss (iproute2) runs");
+        for _ in 0..5 {
+            server.write_all(&[7; 1000]).unwrap();
+            let mut buf = [0; 1000];
+            client.read_exact(&mut buf).unwrap();
+        }
+        let after = sent_segments(port).unwrap();
+        assert!(
+            after.segments >= before.segments + 5,
+            "{} -> {}",
+            before.segments,
+            after.segments
+        );
+        assert_eq!(after.bytes - before.bytes, 5000);
     }
 }
