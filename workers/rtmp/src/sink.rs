@@ -5,10 +5,10 @@
 //! the moment a frame arrives. Nothing waits on a writable socket except the
 //! connection's [`flush_loop`], and only while the socket is full: then the pass skips
 //! the player, its frames wait in the stream's ring (where a player left too far behind
-//! loses whole GOPs, never blocking the publisher: [`strom_stream::Cursor`]), and the flush loop writes them all at once when
-//! the client reads again. So a player that keeps up costs no task wake-up, no timer and
-//! one system call per pass, and a pass under load carries every frame that arrived
-//! while the previous one ran.
+//! loses whole GOPs, never blocking the publisher: [`strom_stream::Cursor`]), and the
+//! flush loop writes them all at once when the client reads again. So a player that
+//! keeps up costs no task wake-up, no timer and one system call per pass, and a pass
+//! under load carries every frame that arrived while the previous one ran.
 
 use crate::frame::RtmpFrame;
 use crate::sessions::SessionEntry;
