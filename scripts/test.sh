@@ -50,6 +50,9 @@ if ! target/pytools/bin/python3 -c 'import threefive, schemathesis' 2>/dev/null;
     threefive==3.1.5 schemathesis==4.32.5
 fi
 
+# A one-shot build gains nothing from incremental state, which is a third of target/debug.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 cargo fmt --all -- --check
 # The packager decides what to package from the delivery settings only, never from the
 # RTMP listener settings, and reads neutral frames from its hub, never FLV (stream core).
