@@ -1044,3 +1044,28 @@ async fn on_cue_points_become_scte35_markers() {
     assert!(insert.out_of_network);
     assert_eq!(insert.break_duration.map(|d| d.duration), Some(15 * 90_000));
 }
+
+/// Every connection keeps its task's allocation for its whole life, the size of the
+/// `serve` future: with thousands of players it is most of a player's memory. It was
+/// 7.5 KiB while the handshake's read buffer lived in it.
+#[tokio::test]
+async fn a_connection_task_stays_under_4_kib() {
+    let (shared, _events) = Shared::for_tests(Rules::default());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (stream, peer) = listener.accept().await.unwrap();
+    let guard = shared.counters.open_connection();
+    let serving = crate::connection::serve(
+        stream,
+        peer,
+        Arc::clone(&shared),
+        guard,
+        CancellationToken::new(),
+    );
+    let size = std::mem::size_of_val(&serving);
+    assert!(size <= 4096, "the connection future is {size} bytes");
+    drop(serving);
+    drop(client);
+}

@@ -35,6 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Time a client has to send its first command after the handshake.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection's read buffer to start with: the handshake and a player's commands fit.
+const FIRST_READ_BUFFER: usize = 4 * 1024;
+/// What it grows to once a read fills it (a publisher).
 const READ_BUFFER: usize = 16 * 1024;
 /// How long a refused client gets to read the refusal and hang up.
 const LINGER: Duration = Duration::from_secs(3);
@@ -144,9 +147,16 @@ pub async fn serve(
     };
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
+    // The connection's one read buffer, from the handshake on: on the heap, not in the
+    // connection's task, and small until a client sends enough to fill it (a player
+    // sends a few KiB in all), see `read_some`.
+    let mut buffer = Vec::with_capacity(FIRST_READ_BUFFER);
     let handshake_limit = Duration::from_secs(u64::from(limits.handshake_timeout_secs));
-    let leftover = match tokio::time::timeout(handshake_limit, handshake(&mut reader, &mut writer))
-        .await
+    let leftover = match tokio::time::timeout(
+        handshake_limit,
+        handshake(&mut reader, &mut writer, &mut buffer),
+    )
+    .await
     {
         Ok(Ok(leftover)) => leftover,
         Ok(Err(e)) => {
@@ -191,7 +201,9 @@ pub async fn serve(
         closing: false,
         _ip_place: ip_place,
     };
-    let result = connection.run(&mut reader, initial, leftover).await;
+    let result = connection
+        .run(&mut reader, &mut buffer, initial, leftover)
+        .await;
     match &result {
         Ok(()) => tracing::debug!(%peer, "rtmp connection closed"),
         Err(e) => limited_log!(info, 20, LOG_WINDOW; %peer, error = %e, "rtmp connection dropped"),
@@ -211,11 +223,11 @@ pub async fn serve(
 async fn handshake(
     reader: &mut OwnedReadHalf,
     writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    buffer: &mut Vec<u8>,
 ) -> Result<Vec<u8>, ConnectionError> {
     let mut handshake = Handshake::new(PeerType::Server);
-    let mut buffer = [0u8; 4096];
     loop {
-        let read = reader.read(&mut buffer).await?;
+        let read = read_some(reader, buffer).await?;
         if read == 0 {
             return Err(ConnectionError::Handshake(
                 "closed during handshake".to_owned(),
@@ -241,6 +253,7 @@ impl Connection {
     async fn run(
         &mut self,
         reader: &mut OwnedReadHalf,
+        buffer: &mut Vec<u8>,
         initial: Vec<ServerSessionResult>,
         leftover: Vec<u8>,
     ) -> Result<(), ConnectionError> {
@@ -248,9 +261,6 @@ impl Connection {
         if !leftover.is_empty() {
             self.input(&leftover).await?;
         }
-        // Filled by reads only, never zeroed: a player's pages past the few hundred bytes
-        // it sends stay untouched, so its read buffer costs no resident memory.
-        let mut buffer = Vec::with_capacity(READ_BUFFER);
         let limits = self.shared.rules().rtmp.limits;
         let idle_limit = Duration::from_secs(u64::from(limits.publisher_idle_timeout_secs));
         let kill = self.kill.clone();
@@ -268,11 +278,11 @@ impl Connection {
                     self.publisher_changed(live).await;
                     continue;
                 }
-                read = tokio::time::timeout(wait.max(Duration::from_millis(10)), read_some(reader, &mut buffer)) => read,
+                read = tokio::time::timeout(wait.max(Duration::from_millis(10)), read_some(reader, buffer)) => read,
             };
             match read {
                 Ok(Ok(0)) => return Ok(()),
-                Ok(Ok(_)) => self.input(&buffer).await?,
+                Ok(Ok(_)) => self.input(buffer).await?,
                 Ok(Err(e)) => return Err(e.into()),
                 Err(_) => {
                     if let Some(publishing) = &self.publishing {
@@ -296,7 +306,7 @@ impl Connection {
                 }
             }
         }
-        self.linger(reader, &mut buffer).await;
+        self.linger(reader, buffer).await;
         Ok(())
     }
 
@@ -943,8 +953,57 @@ async fn publisher_change(playing: Option<&mut Playing>) -> Option<bool> {
     }
 }
 
-/// Reads what the client sent into `buffer` (emptied first; at most its capacity).
+/// Reads what the client sent into `buffer` (emptied first; at most its capacity). A
+/// buffer the previous read filled grows to [`READ_BUFFER`] first. Filled by reads only,
+/// never zeroed, so pages no read reached cost no resident memory.
 async fn read_some(reader: &mut OwnedReadHalf, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
+    let filled = buffer.len() == buffer.capacity();
     buffer.clear();
+    if filled {
+        buffer.reserve_exact(READ_BUFFER);
+    }
     reader.read_buf(buffer).await
+}
+
+#[cfg(test)]
+mod read_buffer_tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
+    #[tokio::test]
+    async fn the_read_buffer_stays_small_for_a_player_and_grows_for_a_publisher() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (mut reader, _writer) = server.into_split();
+        let mut buffer = Vec::with_capacity(FIRST_READ_BUFFER);
+
+        client.write_all(&[7u8; 300]).await.unwrap();
+        assert_eq!(read_some(&mut reader, &mut buffer).await.unwrap(), 300);
+        assert_eq!(buffer, vec![7u8; 300]);
+        assert_eq!(
+            buffer.capacity(),
+            FIRST_READ_BUFFER,
+            "a few bytes keep it small"
+        );
+
+        let sent = 3 * READ_BUFFER;
+        client.write_all(&vec![9u8; sent]).await.unwrap();
+        let (mut received, mut largest) = (0, 0);
+        while received < sent {
+            let read = read_some(&mut reader, &mut buffer).await.unwrap();
+            assert!(read > 0 && buffer.iter().all(|&byte| byte == 9));
+            received += read;
+            largest = largest.max(read);
+        }
+        assert_eq!(received, sent);
+        assert!(buffer.capacity() >= READ_BUFFER, "{}", buffer.capacity());
+        assert!(
+            largest > FIRST_READ_BUFFER,
+            "reads use the grown buffer: {largest}"
+        );
+    }
 }
