@@ -100,15 +100,18 @@ pub enum ProtectedProtocol {
     Rtmp,
     Srt,
     Icecast,
+    /// RTSP players (appended: bincode encodes the variant index).
+    Rtsp,
 }
 
 impl ProtectedProtocol {
-    pub const ALL: [ProtectedProtocol; 5] = [
+    pub const ALL: [ProtectedProtocol; 6] = [
         ProtectedProtocol::Hls,
         ProtectedProtocol::MpegTs,
         ProtectedProtocol::Rtmp,
         ProtectedProtocol::Srt,
         ProtectedProtocol::Icecast,
+        ProtectedProtocol::Rtsp,
     ];
 
     /// The name in `rules.conf`.
@@ -119,6 +122,7 @@ impl ProtectedProtocol {
             ProtectedProtocol::Rtmp => "RTMP",
             ProtectedProtocol::Srt => "SRT",
             ProtectedProtocol::Icecast => "ICECAST",
+            ProtectedProtocol::Rtsp => "RTSP",
         }
     }
 }

@@ -235,7 +235,14 @@ impl SupervisorHooks for SupervisorState {
             }
             WorkerEvent::StreamUnpublished { app, stream } => {
                 tracing::info!(worker = %kind, %app, %stream, "stream unpublished");
-                locked(&self.registry).remove(&(app, stream));
+                // Only the producer's own end removes it: the names' owners are exclusive
+                // (the workers' gates), but the release of a previous owner may arrive
+                // after the next owner's publish.
+                let mut registry = locked(&self.registry);
+                let key = (app, stream);
+                if registry.get(&key).is_some_and(|l| l.producer == kind) {
+                    registry.remove(&key);
+                }
             }
         }
         self.registry_changed();

@@ -9,9 +9,7 @@
 
 mod common;
 
-use base64::Engine;
 use common::Server;
-use md5::{Digest, Md5};
 use std::process::Command;
 use strom_media::dvr::{ArchiveWriter, testing};
 
@@ -219,42 +217,8 @@ const KEY: &str = "dvr-key";
 /// A `wmsAuthSign` for 127.0.0.1 signed now, valid 20 minutes (`M/D/YYYY h:mm:ss AM|PM`
 /// server time, UTC).
 fn signature() -> String {
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-        - 5;
-    let (days, seconds) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let (h12, meridiem) = match hour {
-        0 => (12, "AM"),
-        1..=11 => (hour, "AM"),
-        12 => (12, "PM"),
-        _ => (hour - 12, "PM"),
-    };
-    let time = format!("{month}/{day}/{year} {h12}:{minute:02}:{second:02} {meridiem}");
-    let mut md5 = Md5::new();
-    md5.update(format!("127.0.0.1{KEY}{time}20"));
-    let hash = base64::engine::general_purpose::STANDARD.encode(md5.finalize());
-    let text = format!("server_time={time}&hash_value={hash}&validminutes=20");
-    base64::engine::general_purpose::STANDARD
-        .encode(text)
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    let signed_at = common::signing::now() - 5;
+    common::signing::url_encoded(&common::signing::signature("127.0.0.1", KEY, signed_at, 20))
 }
 
 #[test]

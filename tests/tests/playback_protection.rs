@@ -10,43 +10,14 @@ mod common;
 
 use base64::Engine;
 use common::media::{ffprobe, probe_streams, publish, rtmp_url, wait_live};
+use common::signing::{now, server_time, url_encoded};
 use common::{Server, free_port, wait_for};
 use md5::{Digest, Md5};
 use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(40);
 const KEY: &str = "defaultpassword";
-
-/// `M/D/YYYY h:mm:ss AM|PM` of Unix time `unix` (UTC).
-fn server_time(unix: i64) -> String {
-    let (days, seconds) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let (h12, meridiem) = match hour {
-        0 => (12, "AM"),
-        1..=11 => (hour, "AM"),
-        12 => (12, "PM"),
-        _ => (hour - 12, "PM"),
-    };
-    format!("{month}/{day}/{year} {h12}:{minute:02}:{second:02} {meridiem}")
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 /// A `wmsAuthSign` for `subject` (address or id), optionally with an `id` field.
 fn signature(
@@ -66,15 +37,6 @@ fn signature(
         text.push_str(&format!("&id={id}"));
     }
     base64::engine::general_purpose::STANDARD.encode(text)
-}
-
-fn url_encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn status_of(url: &str) -> u16 {

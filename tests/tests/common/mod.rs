@@ -389,3 +389,4 @@ pub fn process_alive(pid: i32) -> bool {
 
 pub mod media;
 pub mod raw_rtmp;
+pub mod signing;

@@ -51,7 +51,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
             context.listeners.len()
         ));
     }
-    let hub = Hub::announcing_to(context.events.clone());
+    let hub = Hub::for_worker(context.events.clone(), &context.hello.settings.run_dir)
+        .map_err(|e| format!("stream name claims in the run directory: {e}"))?;
     strom_stream::bus::producer::start(
         &context.hello.settings.run_dir,
         WorkerKind::Ingest,
@@ -60,14 +61,17 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         context.shutdown.clone(),
     )?;
     let shared = Arc::new(IngestShared {
-        hub,
+        hub: hub.clone(),
         ids: context.session_ids,
         counters: context.counters,
         status: Mutex::default(),
         srt: Default::default(),
         outputs: Default::default(),
-        rules: Mutex::new(Arc::new(context.hello.rules.clone())),
-        denied: Mutex::new(context.hello.denied_publishers.iter().cloned().collect()),
+        gate: Arc::new(strom_stream::Gate::new(
+            hub.clone(),
+            Arc::new(context.hello.rules.clone()),
+            context.hello.denied_publishers.clone(),
+        )),
     });
     let relays = Relays::start_with_unlisted(
         shared.hub.clone(),
@@ -158,6 +162,9 @@ impl IngestWorker {
 
 impl WorkerService for IngestWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
+        if let Some(reply) = self.shared.gate.answer(&request) {
+            return reply;
+        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
@@ -183,7 +190,7 @@ impl WorkerService for IngestWorker {
             }
             WorkerRequest::ListPublishers => WorkerReply::Publishers(self.shared.srt.publishers()),
             WorkerRequest::DenyPublishers(ids) => {
-                locked(&self.shared.denied).extend(ids.iter().cloned());
+                self.shared.gate.deny(&ids);
                 let closed = self.shared.srt.close_publishers(&ids);
                 let viewers = self.shared.outputs.close_ppv(&ids);
                 tracing::info!(
@@ -198,16 +205,6 @@ impl WorkerService for IngestWorker {
                 self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
-            WorkerRequest::Scte35 { app, stream, cue } => {
-                let rules = self.shared.rules();
-                strom_stream::cues::answer(&self.shared.hub, &rules, &app, &stream, cue)
-            }
-            WorkerRequest::IcecastMetadata {
-                app,
-                stream,
-                title,
-                url,
-            } => strom_stream::titles::answer(&self.shared.hub, &app, &stream, &title, &url),
             WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {
@@ -231,7 +228,8 @@ impl WorkerService for IngestWorker {
                     "rules applied"
                 );
                 let rules: Arc<Rules> = Arc::from(rules);
-                let old = std::mem::replace(&mut *locked(&self.shared.rules), Arc::clone(&rules));
+                let old = self.shared.rules();
+                self.shared.gate.set_rules(Arc::clone(&rules));
                 // Inputs and outputs restart only when they changed (an ad-insertion
                 // change alone must not interrupt them).
                 if old.cameras != rules.cameras || old.ts_outputs != rules.ts_outputs {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use strom_ipc::rules::CameraSettings;
 use strom_ipc::status::SessionInfo;
-use strom_stream::StreamKey;
+use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
@@ -195,10 +195,13 @@ pub fn listen(
                     return;
                 }
             };
-            let control_id = match publish_control(&shared, &key, &stream_id, peer) {
-                Ok(id) => id,
-                Err(why) => {
-                    tracing::warn!(input = %camera.id, %peer, stream = %key, %why, "SRT publisher refused");
+            let access = Access::new(Protocol::Srt, key.clone(), peer.ip())
+                .with_credentials(credentials(&options, &stream_id))
+                .with_signature(crate::srt::stream_id::value(&stream_id, "publishsign"));
+            let control_id = match shared.gate.admit_publisher(&access) {
+                Ok(admission) => admission.control_id,
+                Err(refusal) => {
+                    tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");
                     return;
                 }
             };
@@ -206,44 +209,50 @@ pub fn listen(
                 tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
                 return;
             }
-            spawn_connection(&shared, &camera, key, socket, peer, &stop, control_id);
+            // The name is claimed at connect, not at the first media: a caller of a name
+            // another producer holds (in any worker, over any protocol) is refused now.
+            let session_id = shared.ids.next_id();
+            let info = PublisherInfo {
+                session_id,
+                ip: peer.ip().to_string(),
+                publish_time: unix_now(),
+                query: String::new(),
+                source_url: None,
+                relayed_from: None,
+            };
+            let publishing = match shared.gate.claim(&access, info) {
+                Ok(publishing) => publishing,
+                Err(refusal) => {
+                    tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");
+                    return;
+                }
+            };
+            let caller = Caller {
+                key,
+                socket,
+                peer,
+                session_id,
+                control_id,
+                publishing: Some(publishing),
+            };
+            spawn_connection(&shared, &camera, caller, &stop);
         },
     );
 }
 
-/// The publish-control check of an SRT publisher, the same as RTMP's for its app
-/// (`RtmpSettings.apps[].publish_control`): a `publishsign` key in the streamid, verified
-/// and checked against the deny list. `Ok(None)` when the app has no publish control.
-/// The approval handler (`handler_url`) is RTMP's only.
-fn publish_control(
-    shared: &IngestShared,
-    key: &StreamKey,
-    stream_id: &str,
-    peer: SocketAddr,
-) -> Result<Option<String>, String> {
-    let rules = shared.rules();
-    let Some(control) = rules
-        .rtmp
-        .apps
-        .iter()
-        .find(|a| a.app == key.app)
-        .and_then(|a| a.publish_control.as_ref())
-    else {
-        return Ok(None);
-    };
-    let sign = crate::srt::stream_id::value(stream_id, "publishsign");
-    let id = strom_worker_runtime::publish_sign::verify(
-        sign.as_deref(),
-        &key.app,
-        &key.stream,
-        &control.password,
-        &peer.ip().to_string(),
-    )
-    .map_err(|e| e.to_string())?;
-    if shared.is_denied(&id) {
-        return Err(format!("publisher id {id} is denied"));
+/// What an SRT caller showed as publisher credentials: `u=`/`s=` in its streamid (the
+/// convention mediamtx and hardware encoders use), else the input's passphrase when it
+/// has one (the caller could not have connected without it), else nothing.
+fn credentials(options: &SrtOptions, stream_id: &str) -> Credentials {
+    let value = |key| crate::srt::stream_id::value(stream_id, key);
+    match (value("u"), value("s")) {
+        (Some(login), password) => Credentials::Login {
+            login,
+            password: password.unwrap_or_default(),
+        },
+        (None, _) if options.passphrase.is_some() => Credentials::Proven,
+        (None, _) => Credentials::None,
     }
-    Ok(Some(id))
 }
 
 /// The local address of a `rendezvous` input: `local_ip` (required by validation) and
@@ -294,8 +303,16 @@ pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: Cancellatio
             Ok(socket) => {
                 backoff = FIRST_BACKOFF;
                 tracing::info!(input = %camera.id, %remote, "SRT connected");
-                let connection = connection(&shared, &camera, key.clone(), socket, remote, None);
-                receive(&shared, &connection, &stop);
+                let caller = Caller {
+                    key: key.clone(),
+                    socket,
+                    peer: remote,
+                    session_id: shared.ids.next_id(),
+                    control_id: None,
+                    publishing: None,
+                };
+                let (connection, _) = connection(&shared, &camera, caller);
+                receive(&shared, &connection, None, &stop);
                 tracing::info!(input = %camera.id, %remote, "SRT connection ended");
             }
             Err(e) => {
@@ -310,43 +327,50 @@ pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: Cancellatio
     }
 }
 
-fn connection(
-    shared: &Arc<IngestShared>,
-    camera: &CameraSettings,
+/// An accepted (or dialled) SRT connection before its thread starts.
+struct Caller {
     key: StreamKey,
     socket: SrtSocket,
     peer: SocketAddr,
+    session_id: u64,
     control_id: Option<String>,
-) -> Arc<Connection> {
+    /// The stream, claimed at connect for listener callers; dialled inputs claim it at
+    /// their first media (a silent source is not live).
+    publishing: Option<Publishing>,
+}
+
+fn connection(
+    shared: &Arc<IngestShared>,
+    camera: &CameraSettings,
+    caller: Caller,
+) -> (Arc<Connection>, Option<Publishing>) {
     let connection = Arc::new(Connection {
-        session_id: shared.ids.next_id(),
+        session_id: caller.session_id,
         camera: camera.id.clone(),
-        key,
-        peer,
+        key: caller.key,
+        peer: caller.peer,
         created: unix_now(),
-        socket: Arc::new(socket),
-        control_id,
+        socket: Arc::new(caller.socket),
+        control_id: caller.control_id,
     });
     shared.srt.add(Arc::clone(&connection));
-    connection
+    (connection, caller.publishing)
 }
 
 fn spawn_connection(
     shared: &Arc<IngestShared>,
     camera: &CameraSettings,
-    key: StreamKey,
-    socket: SrtSocket,
-    peer: SocketAddr,
+    caller: Caller,
     stop: &CancellationToken,
-    control_id: Option<String>,
 ) {
-    let connection = connection(shared, camera, key, socket, peer, control_id);
+    let peer = caller.peer;
+    let (connection, publishing) = connection(shared, camera, caller);
     tracing::info!(input = %camera.id, %peer, stream = %connection.key, session = connection.session_id, "SRT caller connected");
     let (shared, stop) = (Arc::clone(shared), stop.clone());
     let spawned = std::thread::Builder::new()
         .name("srt-connection".into())
         .spawn(move || {
-            receive(&shared, &connection, &stop);
+            receive(&shared, &connection, publishing, &stop);
             tracing::info!(peer = %connection.peer, stream = %connection.key, "SRT caller gone");
         });
     if let Err(e) = spawned {
@@ -355,7 +379,12 @@ fn spawn_connection(
 }
 
 /// Feeds what `connection` receives into its stream until it ends or `stop`.
-fn receive(shared: &Arc<IngestShared>, connection: &Arc<Connection>, stop: &CancellationToken) {
+fn receive(
+    shared: &Arc<IngestShared>,
+    connection: &Arc<Connection>,
+    publishing: Option<Publishing>,
+    stop: &CancellationToken,
+) {
     let mut input = TsInput::new(
         connection.camera.clone(),
         connection.key.clone(),
@@ -363,7 +392,8 @@ fn receive(shared: &Arc<IngestShared>, connection: &Arc<Connection>, stop: &Canc
         shared.status_of(&connection.camera),
         shared.hub.clone(),
         Arc::clone(&shared.ids),
-    );
+    )
+    .with_claim(publishing);
     let mut buffer = vec![0u8; MESSAGE_BUFFER];
     while !stop.is_cancelled() {
         match connection.socket.recv(&mut buffer, POLL) {

@@ -49,6 +49,12 @@ impl TsInput {
         }
     }
 
+    /// Starts with the stream already claimed (an SRT caller, claimed at connect).
+    pub fn with_claim(mut self, claim: Option<Publishing>) -> Self {
+        self.claim = claim;
+        self
+    }
+
     /// Feeds one datagram (or any run of TS bytes) from `sender`.
     pub fn feed(&mut self, bytes: &[u8], sender: SocketAddr) {
         let ts = ts_demux::strip_rtp(bytes);

@@ -38,19 +38,14 @@ pub struct IngestShared {
     pub srt: crate::srt_input::Connections,
     /// SRT connections and RIST stats of the TS outputs.
     pub outputs: crate::outputs::OutputState,
-    /// The rules in force.
-    pub rules: Mutex<Arc<Rules>>,
-    /// Publish-control ids denied through the API (the supervisor's list).
-    pub denied: Mutex<std::collections::BTreeSet<String>>,
+    /// The front door (over `hub`): who may publish and play, the rules in force and
+    /// the deny list.
+    pub gate: Arc<strom_stream::Gate>,
 }
 
 impl IngestShared {
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&locked(&self.rules))
-    }
-
-    pub fn is_denied(&self, id: &str) -> bool {
-        locked(&self.denied).contains(id)
+        self.gate.rules()
     }
 
     /// The status of input `id`, created on first use.
@@ -275,15 +270,19 @@ mod tests {
     }
 
     fn shared() -> Arc<IngestShared> {
+        let hub = Hub::default();
         Arc::new(IngestShared {
-            hub: Hub::default(),
+            gate: Arc::new(strom_stream::Gate::new(
+                hub.clone(),
+                Arc::default(),
+                Vec::new(),
+            )),
+            hub,
             ids: Arc::new(SessionIds::new(1)),
             counters: Arc::new(WorkerCounters::default()),
             status: Mutex::default(),
             srt: Default::default(),
             outputs: Default::default(),
-            rules: Mutex::default(),
-            denied: Mutex::default(),
         })
     }
 

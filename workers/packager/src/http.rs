@@ -40,10 +40,11 @@ use std::time::Duration;
 use strom_ipc::messages::{ListenerRole, ListenerSpec};
 use strom_ipc::rules::ProtectedProtocol;
 use strom_media::icy_request::SourceMethod;
+use strom_stream::{Access, Protocol};
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::counters::{ConnectionGuard, WorkerCounters};
-use strom_worker_runtime::play_signature::{check_playback, from_query};
+use strom_worker_runtime::play_signature::from_query;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
@@ -72,8 +73,8 @@ pub struct Delivery {
     pub ts_viewers: Arc<TsViewers>,
     /// Icecast titles (`icecast_metadata`).
     pub titles: Arc<Titles>,
-    /// Denied pay-per-view ids.
-    pub denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// The front door: playback protection and denied pay-per-view ids.
+    pub gate: Arc<strom_stream::Gate>,
     /// `Access-Control-Allow-Origin` on every answer.
     pub cors_origin: HeaderValue,
     /// Icecast sources (`PUT`/`SOURCE`) and their `/admin/metadata`.
@@ -167,7 +168,7 @@ impl Delivery {
             viewers: Arc::clone(&self.viewers),
             ts_viewers: Arc::clone(&self.ts_viewers),
             titles: Arc::clone(&self.titles),
-            denied: Arc::clone(&self.denied),
+            gate: Arc::clone(&self.gate),
             cors_origin: self.cors_origin.clone(),
             sources: Arc::clone(&self.sources),
             dvr: Arc::clone(&self.dvr),
@@ -216,7 +217,7 @@ struct Context {
     viewers: Arc<Viewers>,
     ts_viewers: Arc<TsViewers>,
     titles: Arc<Titles>,
-    denied: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    gate: Arc<strom_stream::Gate>,
     cors_origin: HeaderValue,
     sources: Arc<Sources>,
     dvr: Arc<crate::dvr_playback::DvrPlayback>,
@@ -555,30 +556,22 @@ impl Context {
         stream: &str,
         protocol: ProtectedProtocol,
     ) -> Result<Option<String>, ()> {
+        let _ = rules;
         let signature = request.uri().query().and_then(from_query);
-        let peer = self.peer.ip();
-        let signed = check_playback(rules, app, stream, protocol, signature.as_deref(), peer)
-            .map_err(|why| {
-                tracing::warn!(%peer, %app, %stream, protocol = protocol.as_str(), reason = %why, "playback refused");
-            })?;
-        let ppv_id = signed.and_then(|s| s.ppv_id);
-        if let Some(id) = &ppv_id
-            && strom_worker_runtime::sync::locked(&self.denied).contains(id)
-        {
-            tracing::warn!(%peer, %app, %stream, ppv_id = %id, "playback refused: pay-per-view id denied");
-            return Err(());
-        }
-        let limit = rules
-            .protection_for(app, stream, protocol)
-            .and_then(|p| p.ppv_max_sessions);
-        if let (Some(id), Some(max)) = (&ppv_id, limit) {
-            let open = self.viewers.ppv_sessions(id) + self.ts_viewers.ppv_sessions(id);
-            if open >= max as usize {
-                tracing::warn!(%peer, %app, %stream, ppv_id = %id, max, "playback refused: pay-per-view limit");
-                return Err(());
-            }
-        }
-        Ok(ppv_id)
+        let protocol = match protocol {
+            ProtectedProtocol::MpegTs => Protocol::MpegTs,
+            ProtectedProtocol::Icecast => Protocol::Icecast,
+            _ => Protocol::Hls,
+        };
+        let key = strom_stream::StreamKey::new(app, stream);
+        let access = Access::new(protocol, key, self.peer.ip()).with_signature(signature);
+        let (viewers, ts_viewers) = (&self.viewers, &self.ts_viewers);
+        self.gate
+            .admit_reader(&access, |id| {
+                viewers.ppv_sessions(id) + ts_viewers.ppv_sessions(id)
+            })
+            .map(|reading| reading.ppv_id)
+            .map_err(|_| ())
     }
 
     fn master(

@@ -36,8 +36,8 @@ pub struct PackagerWorker {
     ts_viewers: Arc<TsViewers>,
     /// Icecast titles (`icecast_metadata`).
     titles: Arc<Titles>,
-    /// Denied pay-per-view ids (`publish_control/deny`).
-    denied: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// The front door (playback protection, Icecast sources, the deny list).
+    gate: Arc<strom_stream::Gate>,
     drm: Mutex<Option<DrmSettings>>,
     /// The last registry, re-evaluated when the rules change which apps get HLS; Icecast
     /// sources read it too (a mount another worker publishes is in use).
@@ -70,7 +70,13 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     store.restore_all();
     // Icecast sources publish into this hub: it announces them to the supervisor and
     // serves them on the media bus like the rtmp and ingest workers' hubs.
-    let hub = strom_stream::Hub::announcing_to(context.events.clone());
+    let hub = strom_stream::Hub::for_worker(context.events.clone(), &settings.run_dir)
+        .map_err(|e| format!("stream name claims in the run directory: {e}"))?;
+    let gate = Arc::new(strom_stream::Gate::new(
+        hub.clone(),
+        Arc::new(context.hello.rules.clone()),
+        context.hello.denied_publishers.clone(),
+    ));
     strom_stream::bus::producer::start(
         &settings.run_dir,
         WorkerKind::Packager,
@@ -101,10 +107,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let titles = Arc::new(Titles::with_hub(packaging.hub().clone()));
     let registry = Arc::new(Mutex::new(Vec::new()));
     let sources = Arc::new(Sources::new(
-        packaging.hub().clone(),
+        Arc::clone(&gate),
         Arc::clone(&context.session_ids),
         Arc::clone(&context.counters),
-        Arc::clone(&registry),
     ));
     let pushes = crate::icecast_push::IcecastPushes::new(
         packaging.hub().clone(),
@@ -113,9 +118,6 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         context.shutdown.clone(),
     );
     pushes.apply(&context.hello.rules);
-    let denied = Arc::new(Mutex::new(
-        context.hello.denied_publishers.iter().cloned().collect(),
-    ));
     let dvr = Arc::new(crate::dvr_playback::DvrPlayback::new(
         settings.data_dir.clone(),
     ));
@@ -131,7 +133,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         viewers: Arc::clone(&viewers),
         ts_viewers: Arc::clone(&ts_viewers),
         titles: Arc::clone(&titles),
-        denied: Arc::clone(&denied),
+        gate: Arc::clone(&gate),
         cors_origin,
         sources: Arc::clone(&sources),
         caps: {
@@ -165,7 +167,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         viewers,
         ts_viewers,
         titles,
-        denied,
+        gate,
         drm: Mutex::new(context.hello.drm),
         registry,
         sources,
@@ -256,6 +258,13 @@ impl PackagerWorker {
 
 impl WorkerService for PackagerWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
+        // Titles of streams relayed here also reach this worker's own listeners and
+        // pushes (below); every other stream-scoped request is the gate's.
+        if !matches!(request, WorkerRequest::IcecastMetadata { .. })
+            && let Some(reply) = self.gate.answer(&request)
+        {
+            return reply;
+        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
@@ -279,7 +288,7 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::SessionsDeleted(ended)
             }
             WorkerRequest::DenyPublishers(ids) => {
-                locked(&self.denied).extend(ids.iter().cloned());
+                self.gate.deny(&ids);
                 let mut ended = self.viewers.revoke_ppv(&ids);
                 ended.extend(self.ts_viewers.end_ppv(&ids));
                 tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
@@ -344,9 +353,6 @@ impl WorkerService for PackagerWorker {
                     None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
                 }
             }
-            WorkerRequest::Scte35 { .. } => {
-                WorkerReply::error(FailureKind::NotFound, "no such stream")
-            }
             WorkerRequest::StreamRegistry(locations) => {
                 self.dvr.apply_registry(&locations);
                 *locked(&self.registry) = locations.clone();
@@ -373,6 +379,7 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::Done
             }
             WorkerRequest::ApplyRules(rules) => {
+                self.gate.set_rules(Arc::new((*rules).clone()));
                 self.packaging.set_rules(*rules);
                 self.pushes.apply(&self.packaging.rules());
                 self.edge

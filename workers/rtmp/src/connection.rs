@@ -23,10 +23,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
-use strom_stream::{PublisherInfo, StreamKey};
+use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
-use strom_worker_runtime::publish_sign;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
@@ -469,15 +468,6 @@ impl Connection {
         }
     }
 
-    fn credentials(&self) -> (String, String) {
-        let rules = self.shared.rules();
-        let app = rules.rtmp.apps.iter().find(|a| a.app == self.app);
-        match app {
-            Some(app) if !app.login.is_empty() => (app.login.clone(), app.password.clone()),
-            _ => (rules.rtmp.login.clone(), rules.rtmp.password.clone()),
-        }
-    }
-
     async fn on_connect(&mut self, request_id: u32, app_name: &str) -> Result<(), ConnectionError> {
         let (app, params) = split_query(app_name);
         if let Err(e) = names::check_app(app) {
@@ -492,9 +482,9 @@ impl Connection {
         }
         self.app = app.to_owned();
         self.app_params = params;
-        let (login, password) = self.credentials();
-        if !login.is_empty()
-            && (self.connect.publisher || param(&self.app_params, "authmod").is_some())
+        let login = self.shared.gate.publisher_login(&self.app);
+        if let Some((login, password)) =
+            login.filter(|_| self.connect.publisher || param(&self.app_params, "authmod").is_some())
         {
             match self.shared.adobe.check(&self.app_params, &login, &password) {
                 Verdict::Accept => {
@@ -542,16 +532,6 @@ impl Connection {
         let stream_name = stream_name.to_owned();
         // The message stream id the client publishes on (ffmpeg and OBS: 1).
         let stream_id = 1;
-        let (login, _) = self.credentials();
-        if !login.is_empty() && !self.authenticated {
-            return self
-                .refuse_publish(
-                    stream_id,
-                    "NetStream.Publish.BadAuth",
-                    "publishing requires credentials",
-                )
-                .await;
-        }
         if let Some(publishing) = &self.publishing {
             // One connection publishes one stream: a second claim would outlive the
             // session the API can end.
@@ -582,59 +562,45 @@ impl Connection {
             stream: stream_name.clone(),
         };
         let peer_ip = self.peer.ip().to_string();
-        let rules = self.shared.rules();
-        let control = rules
-            .rtmp
-            .apps
-            .iter()
-            .find(|a| a.app == self.app)
-            .and_then(|a| a.publish_control.clone());
-        let mut control_id = None;
-        if let Some(control) = control {
-            let sign = param(&self.app_params, "publishsign")
-                .or_else(|| param(&stream_params, "publishsign"));
-            let id = match publish_sign::verify(
-                sign,
-                &key.app,
-                &key.stream,
-                &control.password,
-                &peer_ip,
-            ) {
-                Ok(id) => id,
-                Err(e) => {
-                    return self
-                        .refuse_publish(stream_id, "NetStream.Publish.Rejected", &e.to_string())
-                        .await;
-                }
-            };
-            if self.shared.is_denied(&id) {
+        let access = Access::new(Protocol::Rtmp, key.clone(), self.peer.ip())
+            .with_credentials(if self.authenticated {
+                Credentials::Proven
+            } else {
+                Credentials::None
+            })
+            .with_signature(
+                param(&self.app_params, "publishsign")
+                    .or_else(|| param(&stream_params, "publishsign"))
+                    .map(str::to_owned),
+            );
+        let admission = match self.shared.gate.admit_publisher(&access) {
+            Ok(admission) => admission,
+            Err(refusal) => {
+                let code = match refusal {
+                    Refusal::BadAuth => "NetStream.Publish.BadAuth",
+                    _ => "NetStream.Publish.Rejected",
+                };
                 return self
-                    .refuse_publish(
-                        stream_id,
-                        "NetStream.Publish.Rejected",
-                        &format!("publisher id {id} is denied"),
-                    )
+                    .refuse_publish(stream_id, code, &refusal.to_string())
                     .await;
             }
-            if let Some(url) = &control.handler_url {
-                let timeout = Duration::from_millis(u64::from(control.handler_timeout_ms));
-                if let Err(why) = handler::approve(
-                    &self.shared.http,
-                    url,
-                    timeout,
-                    &id,
-                    &peer_ip,
-                    &key.to_string(),
-                )
-                .await
-                {
-                    return self
-                        .refuse_publish(stream_id, "NetStream.Publish.Rejected", &why)
-                        .await;
-                }
-            }
-            control_id = Some(id);
+        };
+        if let (Some(id), Some(approval)) = (&admission.control_id, &admission.handler)
+            && let Err(why) = handler::approve(
+                &self.shared.http,
+                &approval.url,
+                approval.timeout,
+                id,
+                &peer_ip,
+                &key.to_string(),
+            )
+            .await
+        {
+            return self
+                .refuse_publish(stream_id, "NetStream.Publish.Rejected", &why)
+                .await;
         }
+        let control_id = admission.control_id;
         let session_id = self.shared.ids.next_id();
         let info = PublisherInfo {
             session_id,
@@ -647,15 +613,11 @@ impl Connection {
             source_url: None,
             relayed_from: None,
         };
-        let claim = match self.shared.streams.claim(&key, info) {
+        let claim = match self.shared.gate.claim(&access, info) {
             Ok(claim) => claim,
-            Err(_) => {
+            Err(refusal) => {
                 return self
-                    .refuse_publish(
-                        stream_id,
-                        "NetStream.Publish.BadName",
-                        &format!("{key} is already being published"),
-                    )
+                    .refuse_publish(stream_id, "NetStream.Publish.BadName", &refusal.to_string())
                     .await;
             }
         };
@@ -741,38 +703,20 @@ impl Connection {
     /// the pay-per-view id when it may play, the reason (for the log) when not.
     fn play_signature(
         &self,
-        rules: &strom_ipc::rules::Rules,
         key: &StreamKey,
         stream_params: &[(String, String)],
     ) -> Result<Option<String>, String> {
-        let protocol = strom_ipc::rules::ProtectedProtocol::Rtmp;
         let signature = param(stream_params, "wmsAuthSign")
             .or_else(|| param(&self.app_params, "wmsAuthSign"))
             .map(strom_worker_runtime::play_signature::percent_decode);
-        let signed = strom_worker_runtime::play_signature::check_playback(
-            rules,
-            &key.app,
-            &key.stream,
-            protocol,
-            signature.as_deref(),
-            self.peer.ip(),
-        )
-        .map_err(|why| format!("playback refused: {why}"))?;
-        let ppv_id = signed.and_then(|s| s.ppv_id);
-        if let Some(id) = ppv_id.as_ref().filter(|id| self.shared.is_denied(id)) {
-            return Err(format!("playback refused: pay-per-view id {id} is denied"));
-        }
-        let limit = rules
-            .protection_for(&key.app, &key.stream, protocol)
-            .and_then(|p| p.ppv_max_sessions);
-        if let (Some(id), Some(max)) = (&ppv_id, limit)
-            && self.shared.sessions.ppv_sessions(id) >= max as usize
-        {
-            return Err(format!(
-                "playback refused: pay-per-view id {id} has {max} sessions"
-            ));
-        }
-        Ok(ppv_id)
+        let access =
+            Access::new(Protocol::Rtmp, key.clone(), self.peer.ip()).with_signature(signature);
+        let sessions = &self.shared.sessions;
+        self.shared
+            .gate
+            .admit_reader(&access, |id| sessions.ppv_sessions(id))
+            .map(|reading| reading.ppv_id)
+            .map_err(|refusal| refusal.to_string())
     }
 
     async fn on_play(
@@ -799,7 +743,7 @@ impl Connection {
                 "NetStream.Play.Failed",
                 "the server is draining: play from another server".to_owned(),
             )),
-            Ok(()) => match self.play_signature(&rules, &key, &stream_params) {
+            Ok(()) => match self.play_signature(&key, &stream_params) {
                 Ok(id) => {
                     ppv_id = id;
                     None

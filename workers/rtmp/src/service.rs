@@ -57,12 +57,15 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         .map_err(|e| format!("http client: {e}"))?;
     let republish_rules = context.hello.rules.republish.clone();
     let pull_sources = context.hello.rules.pull_sources.clone();
+    let hub =
+        strom_stream::Hub::for_worker(context.events.clone(), &context.hello.settings.run_dir)
+            .map_err(|e| format!("stream name claims in the run directory: {e}"))?;
     let shared = Arc::new(Shared::new(
         context.hello.rules,
         context.hello.denied_publishers,
         Arc::clone(&context.counters),
         Arc::clone(&context.session_ids),
-        context.events.clone(),
+        hub,
         http,
     ));
     let accept = AcceptLoops::new(
@@ -160,6 +163,9 @@ impl RtmpWorker {
 
 impl WorkerService for RtmpWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
+        if let Some(reply) = self.shared.gate.answer(&request) {
+            return reply;
+        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.players()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
@@ -211,19 +217,6 @@ impl WorkerService for RtmpWorker {
                 }
                 WorkerReply::Done
             }
-            WorkerRequest::Scte35 { app, stream, cue } => strom_stream::cues::answer(
-                &self.shared.streams,
-                &self.shared.rules(),
-                &app,
-                &stream,
-                cue,
-            ),
-            WorkerRequest::IcecastMetadata {
-                app,
-                stream,
-                title,
-                url,
-            } => strom_stream::titles::answer(&self.shared.streams, &app, &stream, &title, &url),
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the rtmp worker does not handle {other:?}"),

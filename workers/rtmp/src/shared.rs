@@ -5,17 +5,18 @@
 
 use crate::auth::adobe::AdobeAuth;
 use crate::sessions::SessionTable;
-use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use strom_ipc::rules::Rules;
-use strom_stream::Hub;
-use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{EventSender, SessionIds, WorkerCounters};
+use strom_stream::{Gate, Hub};
+use strom_worker_runtime::{SessionIds, WorkerCounters};
 
 /// What every connection of the worker shares.
 pub struct Shared {
-    /// The worker's live streams; publishes and releases are announced to the supervisor.
+    /// The front door: who may publish and play, the rules in force, the deny list.
+    pub gate: Arc<Gate>,
+    /// The worker's live streams (the gate's hub); publishes and releases are announced
+    /// to the supervisor.
     pub streams: Hub,
     /// Writes the streams' frames to their players as they arrive.
     pub fanouts: crate::fanout::FanOuts,
@@ -26,8 +27,6 @@ pub struct Shared {
     pub ids: Arc<SessionIds>,
     /// For publish-control handler requests.
     pub http: reqwest::Client,
-    rules: Mutex<Arc<Rules>>,
-    denied: Mutex<BTreeSet<String>>,
     /// Draining for a rolling upgrade (`SetDraining`): new plays are refused.
     draining: AtomicBool,
 }
@@ -38,11 +37,16 @@ impl Shared {
         denied_publishers: Vec<String>,
         counters: Arc<WorkerCounters>,
         ids: Arc<SessionIds>,
-        events: EventSender,
+        streams: Hub,
         http: reqwest::Client,
     ) -> Self {
-        let streams = Hub::announcing_to(events);
+        let gate = Arc::new(Gate::new(
+            streams.clone(),
+            Arc::new(rules),
+            denied_publishers,
+        ));
         Self {
+            gate,
             fanouts: crate::fanout::FanOuts::new(streams.clone()),
             streams,
             admission: Arc::default(),
@@ -51,8 +55,6 @@ impl Shared {
             counters,
             ids,
             http,
-            rules: Mutex::new(Arc::new(rules)),
-            denied: Mutex::new(denied_publishers.into_iter().collect()),
             draining: AtomicBool::new(false),
         }
     }
@@ -68,29 +70,25 @@ impl Shared {
     ) {
         // `strom worker` installs the provider before starting a worker.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let (events, received) = EventSender::detached();
+        let (events, received) = strom_worker_runtime::EventSender::detached();
         let shared = Self::new(
             rules,
             Vec::new(),
             Arc::new(WorkerCounters::default()),
             Arc::new(SessionIds::new(1)),
-            events,
+            Hub::announcing_to(events),
             reqwest::Client::new(),
         );
         (Arc::new(shared), received)
     }
 
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&locked(&self.rules))
-    }
-
-    pub fn is_denied(&self, id: &str) -> bool {
-        locked(&self.denied).contains(id)
+        self.gate.rules()
     }
 
     /// Rules from `ApplyRules`; connections read them through [`Shared::rules`].
     pub(crate) fn set_rules(&self, rules: Arc<Rules>) {
-        *locked(&self.rules) = rules;
+        self.gate.set_rules(rules);
     }
 
     /// Whether new plays are refused (draining).
@@ -105,6 +103,6 @@ impl Shared {
 
     /// Refuses these publisher ids from now on (publish control).
     pub(crate) fn deny(&self, ids: &[String]) {
-        locked(&self.denied).extend(ids.iter().cloned());
+        self.gate.deny(ids);
     }
 }

@@ -74,7 +74,8 @@ pub struct RtspWorker {
 
 /// Builds the worker from the hello and starts accepting.
 pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
-    let hub = Hub::announcing_to(context.events.clone());
+    let hub = Hub::for_worker(context.events.clone(), &context.hello.settings.run_dir)
+        .map_err(|e| format!("stream name claims in the run directory: {e}"))?;
     let pull_sources = context.hello.rules.pull_sources.clone();
     let shared = Arc::new(Shared::new(
         hub,
@@ -119,6 +120,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
 
 impl WorkerService for RtspWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
+        if let Some(reply) = self.shared.gate.answer(&request) {
+            return reply;
+        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.players.list()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {

@@ -18,6 +18,8 @@ pub struct PlayerEntry {
     pub publisher: bool,
     /// Publish-control id of a signed publisher.
     pub control_id: Option<String>,
+    /// Pay-per-view id of a signed player (`PlaybackProtection`).
+    pub ppv_id: Option<String>,
     pub app: String,
     pub stream: String,
     pub client_ip: String,
@@ -45,7 +47,7 @@ impl PlayerEntry {
             last_access: self.last_access.load(Ordering::Relaxed),
             client_ip: self.client_ip.clone(),
             user_agent: self.user_agent.clone(),
-            ppv_id: None,
+            ppv_id: self.ppv_id.clone(),
             dropped_frames: self.dropped.as_ref().map(|d| d.load(Ordering::Relaxed)),
         }
     }
@@ -99,12 +101,26 @@ impl PlayerTable {
         publishers
     }
 
-    /// Closes publishers whose publish-control id is in `ids`; returns how many.
+    /// Players open under pay-per-view id `id`.
+    pub fn ppv_sessions(&self, id: &str) -> usize {
+        locked(&self.entries)
+            .values()
+            .filter(|e| e.ppv_id.as_deref() == Some(id))
+            .count()
+    }
+
+    /// Closes publishers whose publish-control id and players whose pay-per-view id is
+    /// in `ids`; returns how many.
     pub fn kill_publishers(&self, ids: &[String]) -> usize {
         let entries = locked(&self.entries);
         let mut killed = 0;
-        for entry in entries.values().filter(|e| e.publisher) {
-            if entry.control_id.as_ref().is_some_and(|id| ids.contains(id)) {
+        for entry in entries.values() {
+            let id = if entry.publisher {
+                &entry.control_id
+            } else {
+                &entry.ppv_id
+            };
+            if id.as_ref().is_some_and(|id| ids.contains(id)) {
                 entry.kill.cancel();
                 killed += 1;
             }

@@ -2,29 +2,27 @@
 //! rules in force and the connection caps they set.
 
 use crate::sessions::PlayerTable;
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_ipc::rules::Rules;
-use strom_stream::Hub;
+use strom_stream::{Gate, Hub};
 use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{SessionIds, WorkerCounters};
 
 pub struct Shared {
+    /// The front door: who may publish and play, the rules in force, the deny list.
+    pub gate: Arc<Gate>,
+    /// The gate's hub.
     pub hub: Hub,
     pub players: PlayerTable,
     pub counters: Arc<WorkerCounters>,
     pub ids: Arc<SessionIds>,
-    rules: Mutex<Arc<Rules>>,
     /// Caps of the limits in force; replaced when they change (open connections keep
     /// their places in the old one).
     caps: Mutex<(RtspLimits, Arc<ConnectionCaps>)>,
     draining: AtomicBool,
-    /// Publish-control ids `publish_control/deny` blocked (the supervisor keeps the list
-    /// and hands it over at start).
-    denied: Mutex<BTreeSet<String>>,
 }
 
 fn caps_of(limits: &RtspLimits) -> Arc<ConnectionCaps> {
@@ -44,24 +42,23 @@ impl Shared {
     ) -> Self {
         let limits = rules.rtsp.limits;
         Self {
+            gate: Arc::new(Gate::new(hub.clone(), Arc::new(rules), denied)),
             hub,
             players: PlayerTable::default(),
             counters,
             ids,
-            rules: Mutex::new(Arc::new(rules)),
             caps: Mutex::new((limits, caps_of(&limits))),
             draining: AtomicBool::new(false),
-            denied: Mutex::new(denied.into_iter().collect()),
         }
     }
 
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&locked(&self.rules))
+        self.gate.rules()
     }
 
     pub fn set_rules(&self, rules: Arc<Rules>) {
         let limits = rules.rtsp.limits;
-        *locked(&self.rules) = rules;
+        self.gate.set_rules(rules);
         let mut caps = locked(&self.caps);
         if caps.0 != limits {
             *caps = (limits, caps_of(&limits));
@@ -72,12 +69,8 @@ impl Shared {
         Arc::clone(&locked(&self.caps).1)
     }
 
-    pub fn is_denied(&self, id: &str) -> bool {
-        locked(&self.denied).contains(id)
-    }
-
     pub fn deny(&self, ids: &[String]) {
-        locked(&self.denied).extend(ids.iter().cloned());
+        self.gate.deny(ids);
     }
 
     pub fn is_draining(&self) -> bool {

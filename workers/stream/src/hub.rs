@@ -4,10 +4,13 @@
 //!
 //! A stream exists while it has a publisher or a reader and leaves the map with the last
 //! of them. An optional announcer tells the world outside the worker (the supervisor's
-//! registry of live streams) about every publish and release, whoever ends it.
+//! registry of live streams) about every publish and release, whoever ends it. A worker's
+//! hub also holds every announced claim's name across the server's workers
+//! ([`crate::gate::ownership`]), so a name has one producer whatever protocol asks.
 
 use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
+use crate::gate::ownership::{ClaimError, NameClaims};
 use crate::key::StreamKey;
 use crate::publisher::{AlreadyPublishing, PublisherInfo, Publishing};
 use crate::reader::{DropCounter, FrameReceiver};
@@ -26,6 +29,8 @@ struct Inner {
     map: Mutex<HashMap<StreamKey, Arc<Stream>>>,
     events: HubEvents,
     announcer: Option<Announcer>,
+    /// The server's name claims: set in worker processes, absent in tests of one hub.
+    claims: Option<NameClaims>,
 }
 
 /// Every live stream of the worker; cheap to clone (a handle).
@@ -59,6 +64,22 @@ impl Hub {
         }))
     }
 
+    /// The hub of a worker process: it announces publishes to the supervisor and owns
+    /// the names it publishes across every worker of the server, through the claims in
+    /// `run_dir`. A run directory that cannot hold claims is an error: without it a name
+    /// could have two producers.
+    pub fn for_worker(
+        events: strom_worker_runtime::EventSender,
+        run_dir: &std::path::Path,
+    ) -> std::io::Result<Self> {
+        let claims = NameClaims::in_run_dir(run_dir)?;
+        let mut hub = Self::announcing_to(events);
+        if let Some(inner) = Arc::get_mut(&mut hub.inner) {
+            inner.claims = Some(claims);
+        }
+        Ok(hub)
+    }
+
     pub fn events(&self) -> &HubEvents {
         &self.inner.events
     }
@@ -80,15 +101,39 @@ impl Hub {
     ) -> Result<Publishing, AlreadyPublishing> {
         let session_id = publisher.session_id;
         let announced = publisher.relayed_from.is_none();
+        // The server-wide claim first (a relay's producer holds it already): a name taken
+        // in another worker is refused before this hub changes.
+        let name = match self.inner.claims.as_ref().filter(|_| announced) {
+            Some(claims) => match claims.claim(key) {
+                Ok(name) => Some(name),
+                Err(ClaimError::Busy) => return Err(AlreadyPublishing),
+                Err(ClaimError::Io(e)) => {
+                    tracing::error!(stream = %key, error = %e, "stream name claim failed: publish refused");
+                    return Err(AlreadyPublishing);
+                }
+            },
+            None => None,
+        };
         let mut map = locked(&self.inner.map);
         let stream = self.entry(&mut map, key);
-        stream.claim(publisher)?;
+        if let Err(busy) = stream.claim(publisher) {
+            if stream.is_idle() {
+                map.remove(key);
+            }
+            return Err(busy);
+        }
         drop(map);
         self.inner.events.send(HubEvent::Published(key.clone()));
         if let Some(announce) = self.inner.announcer.as_ref().filter(|_| announced) {
             announce(key, true);
         }
-        Ok(Publishing::new(self.clone(), stream, session_id, announced))
+        Ok(Publishing::new(
+            self.clone(),
+            stream,
+            session_id,
+            announced,
+            name,
+        ))
     }
 
     /// Adds reader `id` to `key` (created if needed), under the map lock for the same

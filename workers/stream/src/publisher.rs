@@ -5,6 +5,7 @@
 //! panics) releases the stream and announces the release, so no stream is left claimed
 //! by a task that is gone.
 
+use crate::gate::ownership::NameClaim;
 use crate::hub::Hub;
 use crate::key::StreamKey;
 use crate::stream::Stream;
@@ -40,16 +41,25 @@ pub struct Publishing {
     session_id: u64,
     /// Whether the hub's announcer was told of this publish (not for relays).
     announced: bool,
+    /// The name held across the server's workers; let go right after the release.
+    name: std::sync::Mutex<Option<NameClaim>>,
     released: AtomicBool,
 }
 
 impl Publishing {
-    pub(crate) fn new(hub: Hub, stream: Arc<Stream>, session_id: u64, announced: bool) -> Self {
+    pub(crate) fn new(
+        hub: Hub,
+        stream: Arc<Stream>,
+        session_id: u64,
+        announced: bool,
+        name: Option<NameClaim>,
+    ) -> Self {
         Self {
             hub,
             stream,
             session_id,
             announced,
+            name: std::sync::Mutex::new(name),
             released: AtomicBool::new(false),
         }
     }
@@ -86,8 +96,13 @@ impl Publishing {
         if self.released.swap(true, Ordering::AcqRel) {
             return false;
         }
-        self.hub
-            .release(&self.stream.key, self.session_id, self.announced)
+        let released = self
+            .hub
+            .release(&self.stream.key, self.session_id, self.announced);
+        // After the hub let go and announced it: the next owner's publish is announced
+        // after this release.
+        drop(strom_worker_runtime::sync::locked(&self.name).take());
+        released
     }
 }
 

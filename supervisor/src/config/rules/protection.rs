@@ -63,7 +63,9 @@ impl RawProtection {
                         .ok_or_else(|| {
                             FieldError::new(
                                 format!("protocols[{i}]"),
-                                format!("expected HLS, MPEGTS, RTMP, SRT or ICECAST, got {name:?}"),
+                                format!(
+                                    "expected HLS, MPEGTS, RTMP, SRT, ICECAST or RTSP, got {name:?}"
+                                ),
                             )
                         })
                 })

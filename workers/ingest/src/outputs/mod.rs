@@ -135,6 +135,14 @@ impl OutputState {
             .collect()
     }
 
+    /// SRT viewers open under pay-per-view id `id` (its `ppv_max_sessions`).
+    pub fn ppv_sessions(&self, id: &str) -> usize {
+        locked(&self.srt)
+            .values()
+            .filter(|sender| sender.ppv_id.as_deref() == Some(id))
+            .count()
+    }
+
     /// Ends the output connections of pay-per-view ids in `ids`; how many.
     pub fn close_ppv(&self, ids: &[String]) -> usize {
         let senders = locked(&self.srt);

@@ -86,29 +86,18 @@ pub fn listen(
                     return;
                 }
             };
-            let rules = shared.rules();
             let signature = crate::srt::stream_id::value(&stream_id, "s");
-            let signed = strom_worker_runtime::play_signature::check_playback(
-                &rules,
-                &key.app,
-                &key.stream,
-                strom_ipc::rules::ProtectedProtocol::Srt,
-                signature.as_deref(),
-                peer.ip(),
-            );
-            let ppv_id = match signed {
-                Ok(Some(signed))
-                    if signed
-                        .ppv_id
-                        .as_ref()
-                        .is_some_and(|id| shared.is_denied(id)) =>
-                {
-                    tracing::warn!(output = %output.id, %peer, stream = %key, "SRT viewer refused: pay-per-view id denied");
-                    return;
-                }
-                Ok(signed) => signed.and_then(|s| s.ppv_id),
-                Err(why) => {
-                    tracing::warn!(output = %output.id, %peer, stream = %key, reason = %why, "SRT viewer refused: playback signature");
+            let access =
+                strom_stream::Access::new(strom_stream::Protocol::Srt, key.clone(), peer.ip())
+                    .with_signature(signature);
+            let outputs = &shared.outputs;
+            let ppv_id = match shared
+                .gate
+                .admit_reader(&access, |id| outputs.ppv_sessions(id))
+            {
+                Ok(reading) => reading.ppv_id,
+                Err(refusal) => {
+                    tracing::warn!(output = %output.id, %peer, stream = %key, %refusal, "SRT viewer refused");
                     return;
                 }
             };

@@ -24,12 +24,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::Rules;
 use strom_ipc::status::SessionInfo;
 use strom_media::audio_stream::{AudioDeframer, AudioFormat};
 use strom_media::icy_request::{HeadError, MAX_HEAD, SourceRequest, parse_head};
-use strom_stream::{Hub, PublisherInfo, StreamKey};
+use strom_stream::{Access, Credentials, Gate, Protocol, PublisherInfo, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{SessionIds, WorkerCounters};
@@ -63,26 +62,19 @@ pub struct ActiveSource {
 }
 
 pub struct Sources {
-    hub: Hub,
+    /// The front door: publish control and one owner per name across workers.
+    gate: Arc<Gate>,
     ids: Arc<SessionIds>,
     counters: Arc<WorkerCounters>,
-    /// Streams other workers produce: a mount that one of them publishes is in use.
-    registry: Arc<Mutex<Vec<StreamLocation>>>,
     active: Mutex<HashMap<u64, Arc<ActiveSource>>>,
 }
 
 impl Sources {
-    pub fn new(
-        hub: Hub,
-        ids: Arc<SessionIds>,
-        counters: Arc<WorkerCounters>,
-        registry: Arc<Mutex<Vec<StreamLocation>>>,
-    ) -> Self {
+    pub fn new(gate: Arc<Gate>, ids: Arc<SessionIds>, counters: Arc<WorkerCounters>) -> Self {
         Self {
-            hub,
+            gate,
             ids,
             counters,
-            registry,
             active: Mutex::default(),
         }
     }
@@ -195,13 +187,19 @@ impl Sources {
                 .ok_or(Refusal::ContentTypeNotSupported)?,
         };
         let transfer = Transfer::of(request).map_err(|e| Refusal::BadRequest(e.to_string()))?;
-        let produced_elsewhere = locked(&self.registry).iter().any(|l| {
-            l.producer != strom_ipc::WorkerKind::Packager
-                && l.app == key.app
-                && l.stream == key.stream
-        });
-        if produced_elsewhere {
-            return Err(Refusal::MountInUse);
+        // The mount's password is Icecast's credential form; publish control (a
+        // `publishsign` in the query) and the deny list are the gate's, as for RTMP.
+        let sign = request
+            .query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("publishsign="))
+            .map(str::to_owned);
+        let access = Access::new(Protocol::Icecast, key.clone(), client.ip())
+            .with_credentials(Credentials::Proven)
+            .with_signature(sign);
+        if let Err(refusal) = self.gate.admit_publisher(&access) {
+            tracing::warn!(%client, stream = %key, %refusal, "icecast source refused");
+            return Err(Refusal::Unauthorized);
         }
         let mut active = locked(&self.active);
         let from_client = active
@@ -213,9 +211,9 @@ impl Sources {
         }
         let id = self.ids.next_id();
         let publishing = self
-            .hub
+            .gate
             .claim(
-                &key,
+                &access,
                 PublisherInfo {
                     session_id: id,
                     ip: client.ip().to_string(),

@@ -5,6 +5,7 @@
 //! connection. A SETUP of the stream's URL without DESCRIBE plays it as MPEG-TS
 //! ([`mp2t`]); one of a track without DESCRIBE describes first ([`undescribed`]).
 
+mod admit;
 mod mp2t;
 mod record;
 mod undescribed;
@@ -128,6 +129,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         kill: CancellationToken::new(),
         user_agent: String::new(),
         described: None,
+        admitted: None,
+        ppv_id: None,
         session_id: None,
         tracks: Vec::new(),
         player: None,
@@ -192,6 +195,9 @@ struct Connection {
     udp_in: mpsc::Sender<(usize, Bytes)>,
     /// A player of the whole stream as MPEG-TS (a SETUP without DESCRIBE).
     mp2t: Option<mp2t::Mp2tTrack>,
+    /// The stream the gate let this connection read, and the pay-per-view id it showed.
+    admitted: Option<StreamKey>,
+    ppv_id: Option<String>,
 }
 
 impl Connection {
@@ -404,6 +410,9 @@ impl Connection {
         };
         self.leave_described();
         let key = StreamKey::new(target.app, target.stream);
+        if !self.admit_player(request, &key) {
+            return;
+        }
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
         let reader_id = self.shared.ids.next_id();
         let Some(described) =
@@ -558,6 +567,7 @@ impl Connection {
             id,
             publisher: false,
             control_id: None,
+            ppv_id: self.ppv_id.clone(),
             app: key.app.clone(),
             stream: key.stream.clone(),
             client_ip: self.peer.ip().to_string(),

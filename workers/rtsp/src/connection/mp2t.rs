@@ -80,6 +80,9 @@ impl Connection {
             if self.shared.is_draining() {
                 return self.reply(503, request, &[], b"");
             }
+            if !self.admit_player(request, &key) {
+                return;
+            }
             let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
             let reader_id = self.shared.ids.next_id();
             let Some((described, configs)) =

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 use strom_media::rtp::announce::{self, AnnouncedTrack};
-use strom_stream::{PublisherInfo, Publishing, StreamKey};
+use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
-use strom_worker_runtime::publish_sign;
 use tokio::sync::mpsc;
 
 /// RTP packets received over UDP waiting for the connection's task; past this many,
@@ -37,16 +36,6 @@ pub struct Announced {
 }
 
 impl Connection {
-    /// The login and password publishers of `app` must give: the app's, else the
-    /// global `RtmpSettings` ones; an empty login means none.
-    fn credentials(&self, app: &str) -> (String, String) {
-        let rules = self.shared.rules();
-        match rules.rtmp.apps.iter().find(|a| a.app == app) {
-            Some(app) if !app.login.is_empty() => (app.login.clone(), app.password.clone()),
-            _ => (rules.rtmp.login.clone(), rules.rtmp.password.clone()),
-        }
-    }
-
     pub(super) fn announce(&mut self, request: &Request) {
         if self.described.is_some() || self.announced.is_some() {
             return self.reply(455, request, &[], b"");
@@ -54,31 +43,40 @@ impl Connection {
         let Some(target) = transport::target(&request.uri).filter(|t| t.track.is_none()) else {
             return self.reply(404, request, &[], b"");
         };
-        let (login, password) = self.credentials(&target.app);
-        if !login.is_empty()
-            && !auth::check(
-                request.header("Authorization"),
-                &request.method,
-                &self.nonce,
-                &login,
-                &password,
-            )
-        {
-            if request.header("Authorization").is_some() {
-                tracing::warn!(peer = %self.peer, app = %target.app, "rtsp publisher authentication failed");
+        let key = StreamKey::new(target.app, target.stream);
+        // Digest is RTSP's credential form: checked here against the app's login, and
+        // only its outcome goes to the gate.
+        let login = self.shared.gate.publisher_login(&key.app);
+        let credentials = match login {
+            None => Credentials::None,
+            Some((login, password)) => {
+                let header = request.header("Authorization");
+                if !auth::check(header, &request.method, &self.nonce, &login, &password) {
+                    if header.is_some() {
+                        tracing::warn!(peer = %self.peer, app = %key.app, "rtsp publisher authentication failed");
+                    }
+                    let challenges = auth::challenges(&self.nonce);
+                    return self.reply(401, request, &challenges, b"");
+                }
+                Credentials::Proven
             }
-            let challenges = auth::challenges(&self.nonce);
-            return self.reply(401, request, &challenges, b"");
-        }
+        };
         let query = request
             .uri
             .split_once('?')
             .map(|(_, q)| q.to_owned())
             .unwrap_or_default();
-        let control_id = match self.publish_control(&target.app, &target.stream, &query) {
-            Ok(id) => id,
-            Err(why) => {
-                tracing::warn!(peer = %self.peer, stream = %format!("{}/{}", target.app, target.stream), reason = %why, "rtsp publish refused");
+        let sign = query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("publishsign="))
+            .map(str::to_owned);
+        let access = Access::new(Protocol::Rtsp, key.clone(), self.peer.ip())
+            .with_credentials(credentials)
+            .with_signature(sign);
+        let control_id = match self.shared.gate.admit_publisher(&access) {
+            Ok(admission) => admission.control_id,
+            Err(refusal) => {
+                tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");
                 return self.reply(403, request, &[], b"");
             }
         };
@@ -91,7 +89,7 @@ impl Connection {
             }
         };
         self.announced = Some(Announced {
-            key: StreamKey::new(target.app, target.stream),
+            key,
             query,
             receivers: tracks.iter().map(|_| None).collect(),
             tracks,
@@ -100,41 +98,6 @@ impl Connection {
             started: Instant::now(),
         });
         self.reply(200, request, &[], b"");
-    }
-
-    /// The publish-control id of the publisher when its app has publish control
-    /// (`publishsign` in the URI query, as for RTMP); `Err` says why it is refused.
-    fn publish_control(
-        &self,
-        app: &str,
-        stream: &str,
-        query: &str,
-    ) -> Result<Option<String>, String> {
-        let rules = self.shared.rules();
-        let Some(control) = rules
-            .rtmp
-            .apps
-            .iter()
-            .find(|a| a.app == app)
-            .and_then(|a| a.publish_control.as_ref())
-        else {
-            return Ok(None);
-        };
-        let sign = query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("publishsign="));
-        let id = publish_sign::verify(
-            sign,
-            app,
-            stream,
-            &control.password,
-            &self.peer.ip().to_string(),
-        )
-        .map_err(|e| e.to_string())?;
-        if self.shared.is_denied(&id) {
-            return Err(format!("publisher id {id} is denied"));
-        }
-        Ok(Some(id))
     }
 
     pub(super) async fn setup_record(&mut self, request: &Request) {
@@ -274,10 +237,11 @@ impl Connection {
             source_url: None,
             relayed_from: None,
         };
-        let publishing = match self.shared.hub.claim(&key, info) {
+        let access = Access::new(Protocol::Rtsp, key.clone(), self.peer.ip());
+        let publishing = match self.shared.gate.claim(&access, info) {
             Ok(publishing) => publishing,
-            Err(_) => {
-                tracing::warn!(peer = %self.peer, stream = %key, "rtsp publish refused: already published");
+            Err(refusal) => {
+                tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");
                 return self.reply(455, request, &[], b"");
             }
         };
@@ -287,6 +251,7 @@ impl Connection {
             id,
             publisher: true,
             control_id: announced.control_id.clone(),
+            ppv_id: None,
             app: key.app.clone(),
             stream: key.stream.clone(),
             client_ip: self.peer.ip().to_string(),

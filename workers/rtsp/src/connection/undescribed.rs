@@ -26,6 +26,9 @@ impl Connection {
             return self.reply(404, request, &[], b"");
         };
         let key = StreamKey::new(target.app, target.stream);
+        if !self.admit_player(request, &key) {
+            return;
+        }
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
         let reader_id = self.shared.ids.next_id();
         let Some(described) =

@@ -1,0 +1,40 @@
+//! The RTSP side of the gate: a player's signature travels in the query of the URL it
+//! asks for (`rtsp://host/app/stream?wmsAuthSign=...`, as on RTMP and HLS URLs), and a
+//! refusal is `403 Forbidden`.
+
+use super::Connection;
+use crate::message::Request;
+use strom_stream::{Access, Protocol, StreamKey};
+use strom_worker_runtime::play_signature::from_query;
+
+impl Connection {
+    /// The gate's playback check of a player of `key`: `true` when it may read (its
+    /// pay-per-view id kept for its session), `false` when refused (answered 403). A
+    /// connection admitted to `key` is not asked again for the same stream (a SETUP URL
+    /// built from the Content-Base carries no query).
+    pub(super) fn admit_player(&mut self, request: &Request, key: &StreamKey) -> bool {
+        if self.admitted.as_ref() == Some(key) {
+            return true;
+        }
+        let signature = request.uri.split_once('?').and_then(|(_, q)| from_query(q));
+        let access =
+            Access::new(Protocol::Rtsp, key.clone(), self.peer.ip()).with_signature(signature);
+        let players = &self.shared.players;
+        match self
+            .shared
+            .gate
+            .admit_reader(&access, |id| players.ppv_sessions(id))
+        {
+            Ok(reading) => {
+                self.ppv_id = reading.ppv_id;
+                self.admitted = Some(key.clone());
+                true
+            }
+            Err(refusal) => {
+                tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp play refused");
+                self.reply(403, request, &[], b"");
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The gate: the stream core's front door, in every worker, for every protocol.
+//!
+//! Protocol adapters turn what a client showed into an [`Access`] and ask the gate; the
+//! gate decides, in one place for every protocol:
+//! - who may publish a name: the app's publisher credentials and publish control
+//!   (`publishsign`, the deny list) ([`Gate::admit_publisher`]), and one owner per name
+//!   across every worker process ([`ownership`], enforced by [`Gate::publish`] and by
+//!   every other claim of an announcing hub);
+//! - who may read: playback protection (`wmsAuthSign`), the deny list of pay-per-view
+//!   ids and their session limit ([`Gate::admit_reader`]);
+//! - the stream-scoped management requests (SCTE-35 cues, stream titles), answered by
+//!   the same code in every worker ([`Gate::answer`]).
+//!
+//! The gate also holds the worker's rules in force and the deny list, so no worker keeps
+//! its own copy of either.
+
+pub mod access;
+pub mod ownership;
+mod publisher;
+mod reader;
+mod requests;
+#[cfg(test)]
+mod tests;
+
+pub use access::{Access, Credentials, Protocol, Refusal};
+pub use ownership::{ClaimError, NameClaim, NameClaims};
+
+use crate::hub::Hub;
+use crate::publisher::{PublisherInfo, Publishing};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use strom_ipc::rules::Rules;
+use strom_worker_runtime::sync::locked;
+
+/// Deny-list entries a worker holds at most (the supervisor bounds the list it keeps
+/// the same way; this only guards against a runaway sender).
+const MAX_DENIED: usize = 100_000;
+
+/// A worker's front door; share it as `Arc<Gate>`.
+pub struct Gate {
+    hub: Hub,
+    rules: Mutex<Arc<Rules>>,
+    /// Publisher and pay-per-view ids refused (`publish_control/deny`); the supervisor
+    /// keeps the list and hands it over at start, so a restarted worker keeps refusing.
+    denied: Mutex<BTreeSet<String>>,
+}
+
+/// What an admitted publisher brings along.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// The publish-control id of a signed publisher (`publish_control/status`).
+    pub control_id: Option<String>,
+    /// The app's approval handler, which a protocol with an HTTP client asks next.
+    pub handler: Option<Handler>,
+}
+
+/// A publish-control approval handler (`handler_url`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handler {
+    pub url: String,
+    pub timeout: std::time::Duration,
+}
+
+impl Gate {
+    pub fn new(hub: Hub, rules: Arc<Rules>, denied: Vec<String>) -> Self {
+        Self {
+            hub,
+            rules: Mutex::new(rules),
+            denied: Mutex::new(denied.into_iter().collect()),
+        }
+    }
+
+    /// The hub behind the gate.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// The rules in force.
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&locked(&self.rules))
+    }
+
+    /// Rules from `ApplyRules`; every later decision reads them.
+    pub fn set_rules(&self, rules: Arc<Rules>) {
+        *locked(&self.rules) = rules;
+    }
+
+    /// Whether `id` (a publisher or pay-per-view id) is denied.
+    pub fn is_denied(&self, id: &str) -> bool {
+        locked(&self.denied).contains(id)
+    }
+
+    /// Refuses these ids from now on (`DenyPublishers`).
+    pub fn deny(&self, ids: &[String]) {
+        let mut denied = locked(&self.denied);
+        for id in ids {
+            if denied.len() >= MAX_DENIED {
+                tracing::warn!(max = MAX_DENIED, "deny list full: further ids not added");
+                break;
+            }
+            denied.insert(id.clone());
+        }
+    }
+
+    /// Checks a publisher and claims its stream: [`Gate::admit_publisher`], then the
+    /// claim of the name in the hub (and across workers). The handler of the admission,
+    /// if any, is the caller's to ask before it claims; protocols without an HTTP
+    /// client call [`Gate::claim`] after [`Gate::admit_publisher`] instead.
+    pub fn publish(
+        &self,
+        access: &Access,
+        info: PublisherInfo,
+    ) -> Result<(Publishing, Admission), Refusal> {
+        let admission = self.admit_publisher(access)?;
+        let publishing = self.claim(access, info)?;
+        Ok((publishing, admission))
+    }
+
+    /// Claims `access.key` for an admitted publisher; `Busy` when any producer of any
+    /// worker holds it.
+    pub fn claim(&self, access: &Access, info: PublisherInfo) -> Result<Publishing, Refusal> {
+        self.hub.claim(&access.key, info).map_err(|_| {
+            tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), "publish refused: the name is taken");
+            Refusal::Busy(access.key.clone())
+        })
+    }
+}

@@ -1,0 +1,65 @@
+//! Who may read: playback protection (`PlaybackProtection`, a `wmsAuthSign` signature
+//! checked for the reader's protocol), the deny list of pay-per-view ids and their limit
+//! of open sessions, the same for every delivery protocol, RTSP included.
+
+use super::{Access, Gate, Refusal};
+use strom_worker_runtime::play_signature::check_playback;
+
+/// What an admitted reader brings along.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// The pay-per-view id the signature carried, for `ppv_id` in sessions and
+    /// `publish_control/deny`.
+    pub ppv_id: Option<String>,
+    /// Whether playback of the stream is protected for this protocol (HLS binds its
+    /// viewer sessions to the signature then).
+    pub protected: bool,
+}
+
+impl Gate {
+    /// Checks a reader of `access.key`. `open_sessions(id)` counts the sessions this
+    /// worker has open for a pay-per-view id (each worker knows its own viewers).
+    pub fn admit_reader(
+        &self,
+        access: &Access,
+        open_sessions: impl Fn(&str) -> usize,
+    ) -> Result<Reading, Refusal> {
+        let rules = self.rules();
+        let protocol = access.protocol.protected_as();
+        let (app, stream) = (&access.key.app, &access.key.stream);
+        let signed = check_playback(
+            &rules,
+            app,
+            stream,
+            protocol,
+            access.signature.as_deref(),
+            access.peer,
+        )
+        .map_err(|why| {
+            tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), reason = %why, "playback refused");
+            Refusal::Denied(format!("playback refused: {why}"))
+        })?;
+        let protection = rules.protection_for(app, stream, protocol);
+        let ppv_id = signed.and_then(|s| s.ppv_id);
+        if let Some(id) = &ppv_id {
+            if self.is_denied(id) {
+                tracing::warn!(stream = %access.key, peer = %access.peer, ppv_id = %id, "playback refused: pay-per-view id denied");
+                return Err(Refusal::Denied(format!(
+                    "playback refused: pay-per-view id {id} is denied"
+                )));
+            }
+            if let Some(max) = protection.and_then(|p| p.ppv_max_sessions)
+                && open_sessions(id) >= max as usize
+            {
+                tracing::warn!(stream = %access.key, peer = %access.peer, ppv_id = %id, max, "playback refused: pay-per-view limit");
+                return Err(Refusal::Limit(format!(
+                    "playback refused: pay-per-view id {id} has {max} sessions"
+                )));
+            }
+        }
+        Ok(Reading {
+            ppv_id,
+            protected: protection.is_some(),
+        })
+    }
+}

@@ -1,0 +1,229 @@
+//! The gate's decisions, one protocol-neutral table: credentials, publish control,
+//! playback protection, the deny list and one owner per name across hubs.
+
+use super::*;
+use crate::key::StreamKey;
+use std::net::{IpAddr, Ipv4Addr};
+use strom_ipc::rules::{AppSettings, PlaybackProtection, ProtectedProtocol, PublishControl};
+use strom_worker_runtime::{EventSender, play_signature, publish_sign};
+
+const PEER: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+
+fn rules() -> Rules {
+    let mut rules = Rules::default();
+    rules.rtmp.apps.push(AppSettings {
+        app: "secure".into(),
+        login: "alice".into(),
+        password: "wonder".into(),
+        duration: None,
+        protocols: None,
+        publish_control: None,
+    });
+    rules.rtmp.apps.push(AppSettings {
+        app: "signed".into(),
+        login: String::new(),
+        password: String::new(),
+        duration: None,
+        protocols: None,
+        publish_control: Some(PublishControl {
+            password: "pw".into(),
+            handler_url: None,
+            handler_timeout_ms: 1000,
+        }),
+    });
+    rules.protection.push(PlaybackProtection {
+        app: "paid".into(),
+        stream: String::new(),
+        keys: vec!["k".into()],
+        protocols: ProtectedProtocol::ALL.to_vec(),
+        ppv_max_sessions: Some(1),
+        skew_secs: 60,
+    });
+    rules
+}
+
+fn gate() -> Gate {
+    Gate::new(Hub::default(), Arc::new(rules()), Vec::new())
+}
+
+fn info(session_id: u64) -> PublisherInfo {
+    PublisherInfo {
+        session_id,
+        ip: PEER.to_string(),
+        publish_time: 0,
+        query: String::new(),
+        source_url: None,
+        relayed_from: None,
+    }
+}
+
+fn access(protocol: Protocol, app: &str, stream: &str) -> Access {
+    Access::new(protocol, StreamKey::new(app, stream), PEER)
+}
+
+#[test]
+fn an_app_login_applies_to_every_protocol() {
+    let gate = gate();
+    for protocol in [
+        Protocol::Rtmp,
+        Protocol::Srt,
+        Protocol::Rtsp,
+        Protocol::Icecast,
+    ] {
+        let bare = access(protocol, "secure", "x");
+        assert_eq!(gate.admit_publisher(&bare), Err(Refusal::BadAuth));
+        let wrong = bare.clone().with_credentials(Credentials::Login {
+            login: "alice".into(),
+            password: "guess".into(),
+        });
+        assert_eq!(gate.admit_publisher(&wrong), Err(Refusal::BadAuth));
+        let right = bare.clone().with_credentials(Credentials::Login {
+            login: "alice".into(),
+            password: "wonder".into(),
+        });
+        assert!(gate.admit_publisher(&right).is_ok());
+        let proven = bare.with_credentials(Credentials::Proven);
+        assert!(gate.admit_publisher(&proven).is_ok());
+    }
+    assert!(
+        gate.admit_publisher(&access(Protocol::Srt, "live", "x"))
+            .is_ok()
+    );
+    assert_eq!(
+        gate.publisher_login("secure"),
+        Some(("alice".into(), "wonder".into()))
+    );
+    assert_eq!(gate.publisher_login("live"), None);
+}
+
+#[test]
+fn publish_control_signs_and_denies_for_every_protocol() {
+    let gate = gate();
+    let sign = {
+        let s = publish_sign::signature("cam1", "signed", "x", "pw", "");
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!("id=cam1&sign={s}"))
+    };
+    let unsigned = access(Protocol::Rtsp, "signed", "x");
+    assert!(matches!(
+        gate.admit_publisher(&unsigned),
+        Err(Refusal::Denied(_))
+    ));
+    let signed = unsigned.with_signature(Some(sign));
+    let admission = gate.admit_publisher(&signed).unwrap();
+    assert_eq!(admission.control_id.as_deref(), Some("cam1"));
+    gate.deny(&["cam1".into()]);
+    assert!(matches!(
+        gate.admit_publisher(&signed),
+        Err(Refusal::Denied(_))
+    ));
+}
+
+#[test]
+fn protected_playback_needs_a_signature_over_rtsp_too() {
+    let gate = gate();
+    for protocol in [Protocol::Rtsp, Protocol::Hls, Protocol::Rtmp, Protocol::Srt] {
+        let bare = access(protocol, "paid", "x");
+        assert!(matches!(
+            gate.admit_reader(&bare, |_| 0),
+            Err(Refusal::Denied(_))
+        ));
+    }
+    // Signed in 2020 and valid for two centuries: the gate reads the wall clock.
+    let (time, minutes) = ("1/1/2020 12:00:00 AM", "100000000");
+    let hash = play_signature::hash("ppv-1", "k", time, minutes, "");
+    let signature = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!(
+            "server_time={time}&hash_value={hash}&validminutes={minutes}&id=ppv-1"
+        ))
+    };
+    let signed = access(Protocol::Rtsp, "paid", "x").with_signature(Some(signature));
+    let reading = gate.admit_reader(&signed, |_| 0).unwrap();
+    assert_eq!(reading.ppv_id.as_deref(), Some("ppv-1"));
+    assert!(reading.protected);
+    assert!(matches!(
+        gate.admit_reader(&signed, |_| 1),
+        Err(Refusal::Limit(_))
+    ));
+    gate.deny(&["ppv-1".into()]);
+    assert!(matches!(
+        gate.admit_reader(&signed, |_| 0),
+        Err(Refusal::Denied(_))
+    ));
+    let open = gate
+        .admit_reader(&access(Protocol::Rtsp, "live", "x"), |_| 0)
+        .unwrap();
+    assert!(!open.protected);
+}
+
+#[test]
+fn one_owner_per_name_across_the_hubs_of_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _received) = EventSender::detached();
+    let rtmp = Gate::new(
+        Hub::for_worker(events.clone(), dir.path()).unwrap(),
+        Arc::new(rules()),
+        Vec::new(),
+    );
+    let rtsp = Gate::new(
+        Hub::for_worker(events, dir.path()).unwrap(),
+        Arc::new(rules()),
+        Vec::new(),
+    );
+    let owner = access(Protocol::Rtmp, "live", "tv");
+    let intruder = access(Protocol::Rtsp, "live", "tv");
+    let (publishing, _) = rtmp.publish(&owner, info(1)).unwrap();
+    assert_eq!(
+        rtsp.publish(&intruder, info(2)).err(),
+        Some(Refusal::Busy(StreamKey::new("live", "tv")))
+    );
+    assert_eq!(
+        Refusal::Busy(StreamKey::new("live", "tv")).to_string(),
+        "live/tv is already being published",
+        "the wording RTMP publishers have always got"
+    );
+    assert!(
+        rtsp.hub().get(&intruder.key).is_none(),
+        "the refusal left no trace"
+    );
+    // A relay of the owner's stream into the other worker is not a claim of the name.
+    let mut relay = info(3);
+    relay.relayed_from = Some("rtmp".into());
+    let relayed = rtsp.hub().claim(&intruder.key, relay).unwrap();
+    drop(relayed);
+    drop(publishing);
+    assert!(
+        rtsp.publish(&intruder, info(4)).is_ok(),
+        "free once released"
+    );
+}
+
+#[test]
+fn stream_requests_are_answered_by_the_gate() {
+    let gate = gate();
+    let reply = gate.answer(&strom_ipc::messages::WorkerRequest::IcecastMetadata {
+        app: "live".into(),
+        stream: "absent".into(),
+        title: "t".into(),
+        url: String::new(),
+    });
+    assert!(matches!(
+        reply.and_then(|r| r.failure().map(|(kind, _)| kind)),
+        Some(strom_ipc::FailureKind::NotFound)
+    ));
+    let (_publishing, _) = gate
+        .publish(&access(Protocol::Rtsp, "live", "on"), info(1))
+        .unwrap();
+    let reply = gate.answer(&strom_ipc::messages::WorkerRequest::IcecastMetadata {
+        app: "live".into(),
+        stream: "on".into(),
+        title: "t".into(),
+        url: String::new(),
+    });
+    assert_eq!(reply, Some(strom_ipc::messages::WorkerReply::Done));
+    assert_eq!(
+        gate.answer(&strom_ipc::messages::WorkerRequest::ListStreams),
+        None
+    );
+}
