@@ -64,6 +64,13 @@ if grep -rniE 'flv' workers/packager/src; then
   echo "workers/packager parses FLV; it must read neutral frames (strom_stream)" >&2
   exit 1
 fi
+# Who may publish and who may play is decided by the gate (workers/stream/src/gate), the
+# stream core's front door, never by a protocol's own copy of the checks.
+if grep -rnE 'rtmp\s*\.\s*apps\b|check_playback|protection_for\(' workers --include='*.rs' \
+  | grep -vE '^workers/(stream/src/gate/|runtime/src/play_signature\.rs)'; then
+  echo "publisher or playback checks outside the gate; use strom_stream::Gate" >&2
+  exit 1
+fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --all-targets --locked
 # The Debian package, built once here (a release build), so that its test (which installs

@@ -17,68 +17,13 @@ use bytes::{Bytes, BytesMut};
 
 use crate::ParseError;
 use crate::flv::{AudioCodec, AudioTag, VideoCodec, VideoPacket, VideoTag};
+pub use crate::flv_form::FlvForm;
+use crate::flv_form::PREFIX_MAX;
 use crate::frame::{Codec, Frame, SourceForm, Track};
 
-/// The longest FLV header kept: Enhanced RTMP byte and FourCC.
-const PREFIX_MAX: usize = 5;
 /// The longest tag header written: Enhanced RTMP byte, FourCC, composition time.
 const HEADER_MAX: usize = PREFIX_MAX + 3;
 const MS: i64 = 90;
-
-/// The FLV tag header bytes of one frame, up to (not including) the composition time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlvForm {
-    prefix: [u8; PREFIX_MAX],
-    len: u8,
-    /// A 24-bit composition time (from `pts - dts`) follows the prefix.
-    cts: bool,
-}
-
-impl FlvForm {
-    fn new(body: &[u8], len: usize, cts: bool) -> Self {
-        let mut prefix = [0; PREFIX_MAX];
-        let len = len.min(PREFIX_MAX).min(body.len());
-        prefix[..len].copy_from_slice(&body[..len]);
-        Self {
-            prefix,
-            len: len as u8,
-            cts,
-        }
-    }
-
-    /// The header bytes before the composition time.
-    pub fn prefix(&self) -> &[u8] {
-        &self.prefix[..usize::from(self.len)]
-    }
-
-    /// Whether a composition time follows the prefix.
-    pub fn has_composition_time(&self) -> bool {
-        self.cts
-    }
-
-    /// A fixed 6-byte encoding (for a bus header): length and composition flag, prefix.
-    pub fn to_bytes(&self) -> [u8; 6] {
-        let mut out = [0; 6];
-        out[0] = self.len | (u8::from(self.cts) << 7);
-        out[1..].copy_from_slice(&self.prefix);
-        out
-    }
-
-    /// Inverse of [`FlvForm::to_bytes`].
-    pub fn from_bytes(bytes: [u8; 6]) -> Result<Self, ParseError> {
-        let len = bytes[0] & 0x7f;
-        if usize::from(len) > PREFIX_MAX {
-            return Err(ParseError::Invalid("FLV form length"));
-        }
-        let mut prefix = [0; PREFIX_MAX];
-        prefix.copy_from_slice(&bytes[1..]);
-        Ok(Self {
-            prefix,
-            len,
-            cts: bytes[0] & 0x80 != 0,
-        })
-    }
-}
 
 /// An FLV tag header built for a frame: write it, then the frame's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@
 
 use bytes::Bytes;
 
-use crate::flv_adapter::FlvForm;
+use crate::flv_form::FlvForm;
 
 /// 90 kHz, the clock of every [`Frame`] (same as [`crate::sample::TIMESCALE`]).
 pub const CLOCK_HZ: u32 = 90_000;

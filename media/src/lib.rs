@@ -38,6 +38,7 @@ pub mod dvr;
 mod error;
 pub mod flv;
 pub mod flv_adapter;
+pub mod flv_form;
 pub mod fmp4;
 pub mod frame;
 pub mod hevc;

@@ -311,3 +311,59 @@ fn stream_requests_on_an_rtsp_published_stream_are_answered() {
     let (status, _) = server.post("/manage/advertizer/scte35_out/live/absent?duration=10", "");
     assert_eq!(status, 404);
 }
+
+/// A server whose camera `cams/door` is an on-demand RTSP pull from `source`'s RTSP
+/// listener, packaged as HLS.
+fn on_demand_server(source_rtsp: u16) -> Server {
+    let mut server = Server::prepare("");
+    let rules = format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "RtmpPullSources": [{{"app": "cams", "stream": "door", "mode": "on_demand", "idle_grace_secs": 2,
+      "url": "rtsp://127.0.0.1:{source_rtsp}/live/src"}}]}}"#,
+        server.ports.rtmp
+    );
+    std::fs::write(server.path("rules.conf"), rules).unwrap();
+    server.spawn();
+    server.wait_ready();
+    server
+}
+
+#[test]
+fn rtmp_players_and_hls_requests_start_an_rtsp_on_demand_pull() {
+    let (source, source_ports) = start();
+    let _camera = publisher(Ingest::Rtmp, &source, &source_ports, "live/src", "320x240");
+    wait_live(&source, "live", "src", LIVE).unwrap_or_else(|| panic!("{}", source.log()));
+
+    // An RTMP player asks first: the rtsp worker's pull starts for it.
+    let server = on_demand_server(source_ports.rtsp);
+    assert!(
+        !common::media::is_live(&server, "cams", "door"),
+        "pulled before any demand"
+    );
+    let played = probe_streams(&rtmp_url(&server, "cams/door"));
+    assert!(
+        played.iter().any(|s| s.contains(",video")),
+        "an RTMP player did not get the on-demand RTSP pull: {played:?}\n{}",
+        server.log()
+    );
+    drop(server);
+
+    // An HLS request asks first on a fresh server.
+    let server = on_demand_server(source_ports.rtsp);
+    let streams = wait_for(LIVE, "HLS of the on-demand pull", || {
+        hls_streams(&server, "cams/door", true)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "HLS did not start the on-demand RTSP pull\n{}",
+            server.log()
+        )
+    });
+    assert!(streams.iter().any(|s| s.contains("320,240")), "{streams:?}");
+    assert!(
+        server.log().contains("RTSP pull connected"),
+        "{}",
+        server.log()
+    );
+}

@@ -243,3 +243,39 @@ fn a_circle_is_found() {
         ]
     );
 }
+
+/// Every crate of the workspace, read from its `members` (so a new crate is covered
+/// without anyone remembering to add it here).
+#[test]
+fn no_crate_of_the_workspace_has_import_circles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = manifest
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list)
+        .unwrap();
+    let crates: Vec<&str> = members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert!(crates.len() >= 10, "{crates:?}");
+    let mut cycles = Vec::new();
+    for member in crates {
+        let src = root.join(member).join("src");
+        if !src.exists() {
+            continue;
+        }
+        let graph = dependencies(&src, 2);
+        if let Some(cycle) = find_cycle(&graph) {
+            let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+            cycles.push(format!("{member}: {}", names.join(" -> ")));
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "module import cycles (move what both use into a leaf module):\n{}",
+        cycles.join("\n")
+    );
+}

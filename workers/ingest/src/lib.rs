@@ -78,10 +78,13 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         Arc::clone(&shared.ids),
         WorkerKind::Ingest,
         Box::new(|_| false),
-        Some(outputs::edge_source(
-            Arc::clone(&shared),
-            strom_worker_runtime::bus::bus_path(&context.hello.settings.run_dir, WorkerKind::Rtmp),
-        )),
+        Some({
+            let gate = Arc::clone(&shared.gate);
+            strom_stream::gate::on_demand::unlisted(
+                move || gate.rules(),
+                context.hello.settings.run_dir.clone(),
+            )
+        }),
         context.shutdown.clone(),
     );
     let playouts = playout::Playouts::start(

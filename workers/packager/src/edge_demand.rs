@@ -1,5 +1,6 @@
-//! Edge mode in the packager: an HLS viewer asking for a stream of an `Edge` app that is
-//! not live here makes the demand known by packaging it anyway. The packaging task's bus
+//! Demand in the packager: an HLS viewer asking for a stream that is not live but that
+//! another worker starts on demand (an `Edge` app's pull, an on-demand RTSP or RTMP pull:
+//! [`strom_stream::gate::on_demand`]) makes the demand known by packaging it anyway. The packaging task's bus
 //! subscription to the rtmp worker is a reader there, which starts the rtmp worker's
 //! on-demand pull from the origins (`strom_rtmp::pull::edge`); the stream then flows back
 //! over that same subscription, and the viewer's playlist request waits for the first
@@ -15,8 +16,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
+use strom_stream::StreamKey;
+use strom_stream::gate::on_demand::{location_on_demand, producer_on_demand};
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 
@@ -29,8 +31,8 @@ const WAIT_STEP: Duration = Duration::from_millis(100);
 
 pub struct EdgeDemand {
     packaging: Arc<Packaging>,
-    /// The rtmp worker's media bus socket: edge streams are pulled there.
-    rtmp_bus: PathBuf,
+    /// The server's run directory, where the workers' media bus sockets are.
+    run_dir: PathBuf,
     /// Edge streams HLS viewers asked for, and when they last did.
     demanded: Mutex<HashMap<(String, String), Instant>>,
     /// The supervisor's last registry of live streams.
@@ -40,10 +42,10 @@ pub struct EdgeDemand {
 }
 
 impl EdgeDemand {
-    pub fn new(packaging: Arc<Packaging>, rtmp_bus: PathBuf, idle: Duration) -> Self {
+    pub fn new(packaging: Arc<Packaging>, run_dir: PathBuf, idle: Duration) -> Self {
         Self {
             packaging,
-            rtmp_bus,
+            run_dir,
             demanded: Mutex::default(),
             registry: Mutex::default(),
             idle,
@@ -68,21 +70,20 @@ impl EdgeDemand {
     fn with_demand(&self, mut locations: Vec<StreamLocation>) -> Vec<StreamLocation> {
         let rules = self.packaging.rules();
         let demanded = locked(&self.demanded);
+        // A stream started on demand is packaged only while asked for: packaging it for
+        // good would be a reader that keeps its pull running for good.
         locations.retain(|l| {
-            rules.edge_for(&l.app).is_none()
+            let key = StreamKey::new(l.app.clone(), l.stream.clone());
+            producer_on_demand(&rules, &key).is_none()
                 || demanded.contains_key(&(l.app.clone(), l.stream.clone()))
         });
         for (app, stream) in demanded.keys() {
             let listed = locations
                 .iter()
                 .any(|l| &l.app == app && &l.stream == stream);
-            if !listed && rules.edge_for(app).is_some() {
-                locations.push(StreamLocation {
-                    app: app.clone(),
-                    stream: stream.clone(),
-                    producer: WorkerKind::Rtmp,
-                    bus_path: self.rtmp_bus.clone(),
-                });
+            let key = StreamKey::new(app.clone(), stream.clone());
+            if !listed && let Some(location) = location_on_demand(&rules, &self.run_dir, &key) {
+                locations.push(location);
             }
         }
         locations
@@ -94,7 +95,8 @@ impl EdgeDemand {
     /// packaging task and a pull from the origins: past [`MAX_DEMANDED_STREAMS`] new
     /// names are refused (logged) until demand expires.
     pub fn demand(&self, app: &str, stream: &str) -> bool {
-        if self.packaging.rules().edge_for(app).is_none() {
+        let key = StreamKey::new(app, stream);
+        if producer_on_demand(&self.packaging.rules(), &key).is_none() {
             return false;
         }
         let key = (app.to_owned(), stream.to_owned());
@@ -139,7 +141,7 @@ impl EdgeDemand {
     /// Waits (at most [`EDGE_WAIT`]) until the demanded edge stream `app/stream` has
     /// segments; at once for streams of other apps.
     pub async fn wait_for_segments(&self, app: &str, stream: &str, shutdown: &CancellationToken) {
-        if self.packaging.rules().edge_for(app).is_none() {
+        if producer_on_demand(&self.packaging.rules(), &StreamKey::new(app, stream)).is_none() {
             return;
         }
         self.wait_until(shutdown, || {
@@ -154,7 +156,7 @@ impl EdgeDemand {
     /// Waits (at most [`EDGE_WAIT`]) until the demanded edge stream `app/stream` is live
     /// in the packager (`mpegts.stream`, `icecast.stream` listeners).
     pub async fn wait_for_live(&self, app: &str, stream: &str, shutdown: &CancellationToken) {
-        if self.packaging.rules().edge_for(app).is_none() {
+        if producer_on_demand(&self.packaging.rules(), &StreamKey::new(app, stream)).is_none() {
             return;
         }
         let key = strom_stream::StreamKey::new(app, stream);
@@ -198,6 +200,7 @@ mod tests {
 
     use super::*;
     use crate::store::{Limits, Store};
+    use strom_ipc::WorkerKind;
     use strom_ipc::rules::{EdgeRule, Rules};
     use strom_stream::Hub;
     use strom_worker_runtime::SessionIds;
@@ -251,9 +254,13 @@ mod tests {
             Arc::new(SessionIds::new(1)),
             shutdown.clone(),
         ));
-        let rtmp_bus = dir.path().join("rtmp.sock");
+        let rtmp_bus = strom_ipc::contract::bus_path(dir.path(), WorkerKind::Rtmp);
         let other_bus = dir.path().join("ingest.sock");
-        let edge = EdgeDemand::new(Arc::clone(&packaging), rtmp_bus.clone(), Duration::ZERO);
+        let edge = EdgeDemand::new(
+            Arc::clone(&packaging),
+            dir.path().to_path_buf(),
+            Duration::ZERO,
+        );
         let registry = vec![
             location("live", "a", WorkerKind::Rtmp, &rtmp_bus),
             location("other", "b", WorkerKind::Ingest, &other_bus),

@@ -525,9 +525,9 @@ impl Context {
                 };
                 // A protected stream's media needs the session its signed master opened.
                 let rules = self.packaging.rules();
-                let protected = rules
-                    .protection_for(app, stream, ProtectedProtocol::Hls)
-                    .is_some();
+                let protected = self
+                    .gate
+                    .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
                 let covers = |v: &Arc<Viewer>| {
                     (v.app == app && v.stream == stream)
                         || rules
@@ -587,9 +587,9 @@ impl Context {
             Ok(signed) => signed,
             Err(()) => return error(StatusCode::FORBIDDEN, "forbidden"),
         };
-        let protected = rules
-            .protection_for(app, stream, ProtectedProtocol::Hls)
-            .is_some();
+        let protected = self
+            .gate
+            .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
         let abr = rules.delivery.abr_group(app, stream);
         let store = &self.packaging.store;
         let members: Vec<_> = match abr {

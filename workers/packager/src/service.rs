@@ -94,7 +94,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     let idle = Duration::from_secs(u64::from(context.hello.settings.hls_session_timeout_secs));
     let edge = Arc::new(EdgeDemand::new(
         Arc::clone(&packaging),
-        strom_worker_runtime::bus::bus_path(&settings.run_dir, WorkerKind::Rtmp),
+        settings.run_dir.clone(),
         idle,
     ));
     tokio::spawn(crate::edge_demand::expire_loop(

@@ -24,7 +24,10 @@ use strom_ipc::names::{self, NameError};
 use strom_media::hls::playlist::{SegmentEntry, Variant, master_playlist, media_playlist};
 use strom_worker_runtime::sync::locked;
 
+mod exercise;
 mod low_latency;
+
+pub use exercise::exercise_restore;
 pub use low_latency::LlPosition;
 
 /// Segments listed in a live playlist.
@@ -897,72 +900,6 @@ pub fn parse_index(bytes: &[u8]) -> std::io::Result<StreamMeta> {
         )));
     }
     Ok(meta)
-}
-
-/// Restores a stream from `index` (every file it names holding `file`), serves its
-/// playlists and segments, and packages on past the playlist window as a live stream
-/// does; nothing touches the disk. For the fuzz target `hls_index`.
-#[doc(hidden)]
-pub fn exercise_restore(index: &[u8], file: &[u8]) {
-    let hls = HlsStream::new("app", "stream", PathBuf::new(), Duration::from_secs(15));
-    locked(&hls.disk).removed = true;
-    let bytes = Bytes::copy_from_slice(file);
-    if hls.restore_from(index, |_| Ok(bytes.clone())).is_err() {
-        return;
-    }
-    let serve = |hls: &HlsStream| {
-        for fmp4 in [false, true] {
-            let _ = (hls.master(fmp4, Some(1)), hls.variant("../", fmp4, None));
-            let _ = (hls.media(fmp4, Some(u64::MAX)), hls.media(fmp4, None));
-        }
-        let listed: Vec<(u64, u64)> = locked(&hls.state)
-            .segments
-            .iter()
-            .map(|s| (s.entry.sequence, s.entry.init_id))
-            .collect();
-        for (sequence, init_id) in listed {
-            let _ = (hls.segment(sequence, false), hls.segment(sequence, true));
-            let _ = hls.init(init_id);
-            let _ = (hls.dash_init(init_id, false), hls.dash_init(init_id, true));
-            let _ = (
-                hls.dash_segment(sequence, false),
-                hls.dash_segment(sequence, true),
-            );
-        }
-    };
-    serve(&hls);
-    let rendition = crate::dash::Rendition {
-        listing: hls.dash_listing(),
-        prefix: String::new(),
-    };
-    let _ = crate::dash::manifest(&[rendition], Some(1), 0);
-    for n in 0..=(PLAYLIST_WINDOW + GRACE_SEGMENTS) {
-        let facts = SegmentFacts {
-            codecs: String::from("avc1.64001f"),
-            width: 1280,
-            height: 720,
-            frame_rate: Some(25.0),
-            independent: n % 2 == 0,
-            dash: Some(DashParts {
-                video: Some(DashTrack {
-                    start: 0,
-                    duration: 540_000,
-                    timescale: 90_000,
-                    offset: 0,
-                    len: u32::MAX,
-                }),
-                audio: None,
-                period_ms: 0,
-                period_time: 0,
-            }),
-        };
-        hls.add_segment(6.0, 0, 0, bytes.clone(), bytes.clone(), facts, Vec::new());
-        if n == 0 {
-            serve(&hls);
-        }
-    }
-    hls.evict_front(MIN_LIVE_SEGMENTS);
-    serve(&hls);
 }
 
 /// What the store may hold.

@@ -90,7 +90,11 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
     let edges = Edges::start(Arc::clone(&shared), context.shutdown.clone());
-    let relays = relays(&shared, context.shutdown.clone());
+    let relays = relays(
+        &shared,
+        Some(context.hello.settings.run_dir.clone()),
+        context.shutdown.clone(),
+    );
     Ok(Arc::new(RtmpWorker {
         shared,
         accept,
@@ -102,10 +106,18 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
 }
 
 /// Relays of other workers' streams into the hub: while they have players here, or a
-/// re-publishing rule wants them.
-fn relays(shared: &Arc<Shared>, shutdown: CancellationToken) -> Arc<Relays> {
+/// re-publishing rule wants them; with the server's `run_dir`, also streams another
+/// worker starts on demand (an RTSP camera's on-demand pull) for players here.
+fn relays(
+    shared: &Arc<Shared>,
+    run_dir: Option<std::path::PathBuf>,
+    shutdown: CancellationToken,
+) -> Arc<Relays> {
     let rules_of = Arc::clone(shared);
-    Relays::start(
+    let gate = Arc::clone(&shared.gate);
+    let on_demand =
+        run_dir.map(|dir| strom_stream::gate::on_demand::unlisted(move || gate.rules(), dir));
+    Relays::start_with_unlisted(
         shared.streams.clone(),
         Arc::clone(&shared.ids),
         strom_ipc::WorkerKind::Rtmp,
@@ -116,6 +128,7 @@ fn relays(shared: &Arc<Shared>, shutdown: CancellationToken) -> Arc<Relays> {
                 .iter()
                 .any(|rule| crate::republish::matches(rule, key))
         }),
+        on_demand,
         shutdown,
     )
 }
@@ -140,7 +153,7 @@ impl RtmpWorker {
         );
         let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
         let edges = Edges::start(Arc::clone(&shared), shutdown.clone());
-        let relays = relays(&shared, shutdown);
+        let relays = relays(&shared, None, shutdown);
         Self {
             shared,
             accept,

@@ -101,11 +101,18 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
         Arc::clone(&shared.ids),
         context.shutdown.clone(),
     )?;
-    let relays = Relays::start(
+    // Streams other workers start on demand (edge pulls, RTMP on-demand pulls) are read
+    // from them as soon as RTSP players ask.
+    let gate = Arc::clone(&shared.gate);
+    let relays = Relays::start_with_unlisted(
         shared.hub.clone(),
         Arc::clone(&shared.ids),
         WorkerKind::Rtsp,
         Box::new(|_| false),
+        Some(strom_stream::gate::on_demand::unlisted(
+            move || gate.rules(),
+            context.hello.settings.run_dir.clone(),
+        )),
         context.shutdown.clone(),
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());

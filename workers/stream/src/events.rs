@@ -56,7 +56,7 @@ impl HubEvents {
 mod tests {
     use super::*;
     use crate::hub::Hub;
-    use crate::publisher::PublisherInfo;
+    use crate::publisher_info::PublisherInfo;
 
     #[test]
     fn publishes_and_the_first_and_last_player_are_announced() {

@@ -8,13 +8,16 @@
 //! hub also holds every announced claim's name across the server's workers
 //! ([`crate::gate::ownership`]), so a name has one producer whatever protocol asks.
 
+pub mod publishing;
+
 use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
 use crate::gate::ownership::{ClaimError, NameClaims};
 use crate::key::StreamKey;
-use crate::publisher::{AlreadyPublishing, PublisherInfo, Publishing};
+use crate::publisher_info::{AlreadyPublishing, PublisherInfo};
 use crate::reader::{DropCounter, FrameReceiver};
 use crate::stream::Stream;
+pub use publishing::Publishing;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use strom_worker_runtime::sync::locked;
@@ -145,7 +148,11 @@ impl Hub {
     /// Adds cursor reader `id` to `key` (created if needed): a reader among many that read
     /// the same frames ([`crate::Cursor`]); it leaves with [`Hub::leave`] like any reader.
     pub fn subscribe_cursor(&self, key: &StreamKey, id: u64) -> (Cursor, DropCounter) {
-        self.add_reader(key, |stream| stream.subscribe_cursor(id))
+        self.add_reader(key, |stream| {
+            let (start, state) = stream.subscribe_cursor(id);
+            let dropped = Arc::clone(&state.dropped);
+            (Cursor::new(Arc::clone(stream), id, start, state), dropped)
+        })
     }
 
     /// Adds a reader to `key` with `subscribe`; the first reader is demand for the stream.

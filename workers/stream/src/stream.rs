@@ -3,10 +3,9 @@
 //! configuration frames, and the measured ingest bandwidth.
 
 use crate::cues::{Cue, CueError, Cues};
-use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
-use crate::publisher::{AlreadyPublishing, PublisherInfo};
+use crate::publisher_info::{AlreadyPublishing, PublisherInfo};
 use crate::reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES, Reader, deliver};
 use crate::ring::{CursorSlot, CursorState, Ring};
 use crate::shared_frame::SharedFrame;
@@ -275,7 +274,15 @@ impl Stream {
     /// Adds cursor reader `id` ([`crate::cursor`]); like a queue reader it starts with
     /// metadata, configuration frames and the current GOP, then reads every frame
     /// published from now on.
-    pub(crate) fn subscribe_cursor(self: &Arc<Self>, id: u64) -> (Cursor, DropCounter) {
+    /// Returns what the reader starts with and its place in the ring; the hub wraps them
+    /// in a [`crate::Cursor`].
+    pub(crate) fn subscribe_cursor(
+        &self,
+        id: u64,
+    ) -> (
+        std::collections::VecDeque<Arc<SharedFrame>>,
+        Arc<CursorState>,
+    ) {
         let mut state = locked(&self.state);
         let start = state
             .headers()
@@ -288,11 +295,10 @@ impl Stream {
             state: Arc::clone(&cursor),
         });
         drop(state);
-        let dropped = Arc::clone(&cursor.dropped);
-        (Cursor::new(Arc::clone(self), id, start, cursor), dropped)
+        (start, cursor)
     }
 
-    /// [`Cursor::take`]'s reading of the ring, under the stream's lock.
+    /// [`crate::Cursor::take`]'s reading of the ring, under the stream's lock.
     pub(crate) fn read_ring(
         &self,
         id: u64,

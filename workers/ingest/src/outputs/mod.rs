@@ -24,16 +24,12 @@ use crate::srt::SrtSocket;
 use crate::udp::IngestShared;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use strom_ipc::WorkerKind;
-use strom_ipc::bus::StreamLocation;
 use strom_ipc::messages::ListenerRole;
 use strom_ipc::rules::{Rules, TsOutputSettings};
 use strom_ipc::status::SessionInfo;
 use strom_stream::StreamKey;
-use strom_stream::bus::relays::Unlisted;
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
@@ -169,24 +165,6 @@ impl OutputState {
             })
             .collect()
     }
-}
-
-/// Where the relays read streams of edge apps that the registry does not list (yet): the
-/// rtmp worker's bus at `rtmp_bus`, where the subscription starts the on-demand pull.
-pub fn edge_source(shared: Arc<IngestShared>, rtmp_bus: PathBuf) -> Unlisted {
-    Box::new(move |key: &StreamKey| {
-        if shared.rules().edge_for(&key.app).is_none()
-            || strom_ipc::names::check_pair(&key.app, &key.stream).is_err()
-        {
-            return None;
-        }
-        Some(StreamLocation {
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            producer: WorkerKind::Rtmp,
-            bus_path: rtmp_bus.clone(),
-        })
-    })
 }
 
 /// The stream an output sends: its `app/stream`.

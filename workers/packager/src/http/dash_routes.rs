@@ -15,6 +15,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use std::sync::atomic::Ordering;
 use strom_ipc::rules::ProtectedProtocol;
+use strom_stream::gate::Protocol;
 
 impl Context {
     /// `manifest.mpd` of `app/stream`, for session `sid` (a new session without one).
@@ -76,7 +77,11 @@ impl Context {
                 let viewer =
                     self.viewers
                         .open_as("DASH", app, stream, self.peer.ip(), user_agent, ppv_id);
-                if viewer.is_none() && rules.protection_for(app, stream, protocol).is_some() {
+                if viewer.is_none()
+                    && self
+                        .gate
+                        .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Dash)
+                {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 }
                 viewer

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use strom_ipc::rules::{ProtectedProtocol, Rules};
 use strom_media::dvr::SegmentEntry;
+use strom_stream::gate::Protocol;
 
 /// Archive segments do not change under their URL while the archive exists.
 const SEGMENT_CACHE: &str = "public, max-age=3600";
@@ -80,9 +81,9 @@ impl Context {
             Some(Lookup::Live(viewer)) => Some(viewer),
             Some(Lookup::Unknown) | None => None,
         };
-        let protected = rules
-            .protection_for(app, stream, ProtectedProtocol::Hls)
-            .is_some();
+        let protected = self
+            .gate
+            .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
         let covers = |v: &Arc<Viewer>| v.app == app && v.stream == stream;
         if protected && !viewer.as_ref().is_some_and(covers) {
             tracing::warn!(peer = %self.peer, %app, %stream, "DVR request refused: no signed session");
@@ -180,9 +181,9 @@ impl Context {
         let viewer = self
             .viewers
             .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id);
-        let protected = rules
-            .protection_for(app, stream, ProtectedProtocol::Hls)
-            .is_some();
+        let protected = self
+            .gate
+            .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
         if protected && viewer.is_none() {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }

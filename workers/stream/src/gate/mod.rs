@@ -8,6 +8,8 @@
 //!   every other claim of an announcing hub);
 //! - who may read: playback protection (`wmsAuthSign`), the deny list of pay-per-view
 //!   ids and their session limit ([`Gate::admit_reader`]);
+//! - what reading an absent stream starts: the worker with an on-demand pull or an edge
+//!   pull for it ([`on_demand`]), whatever the reader's protocol;
 //! - the stream-scoped management requests (SCTE-35 cues, stream titles), answered by
 //!   the same code in every worker ([`Gate::answer`]).
 //!
@@ -15,6 +17,7 @@
 //! its own copy of either.
 
 pub mod access;
+pub mod on_demand;
 pub mod ownership;
 mod publisher;
 mod reader;
@@ -25,8 +28,8 @@ mod tests;
 pub use access::{Access, Credentials, Protocol, Refusal};
 pub use ownership::{ClaimError, NameClaim, NameClaims};
 
-use crate::hub::Hub;
-use crate::publisher::{PublisherInfo, Publishing};
+use crate::hub::{Hub, Publishing};
+use crate::publisher_info::PublisherInfo;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use strom_ipc::rules::Rules;

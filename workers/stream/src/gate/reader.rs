@@ -17,6 +17,14 @@ pub struct Reading {
 }
 
 impl Gate {
+    /// Whether playback of `key` over `protocol` needs a signature (HLS binds its viewer
+    /// sessions to the signed master playlist then).
+    pub fn protects(&self, key: &crate::StreamKey, protocol: super::Protocol) -> bool {
+        self.rules()
+            .protection_for(&key.app, &key.stream, protocol.protected_as())
+            .is_some()
+    }
+
     /// Checks a reader of `access.key`. `open_sessions(id)` counts the sessions this
     /// worker has open for a pay-per-view id (each worker knows its own viewers).
     pub fn admit_reader(

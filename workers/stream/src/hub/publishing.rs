@@ -1,4 +1,4 @@
-//! Who publishes a stream, and the guard a publisher holds while it does.
+//! The guard a publisher holds while it publishes (who it is: [`crate::PublisherInfo`]).
 //!
 //! [`crate::Hub::claim`] hands out a [`Publishing`]; the stream stays claimed exactly as
 //! long as the guard lives. Dropping it (a publisher that ends, errors or whose task
@@ -12,27 +12,6 @@ use crate::stream::Stream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strom_media::frame::Frame;
-
-/// Facts about the publisher that status queries report.
-#[derive(Debug, Clone)]
-pub struct PublisherInfo {
-    pub session_id: u64,
-    /// The pushing client's address; empty for a pulled source.
-    pub ip: String,
-    pub publish_time: i64,
-    /// The query of the publisher's stream name (`cam?a=1` → `a=1`), which re-publishing
-    /// rules with `keep_src_stream_params` carry over.
-    pub query: String,
-    /// Set when the stream is pulled from another server.
-    pub source_url: Option<String>,
-    /// Set when the stream is relayed over the bus from the named producer worker: the
-    /// producer reports and announces it, this worker only serves it.
-    pub relayed_from: Option<String>,
-}
-
-/// Why a publisher could not take a stream.
-#[derive(Debug, PartialEq, Eq)]
-pub struct AlreadyPublishing;
 
 /// A publisher's hold on its stream; releases it when dropped.
 pub struct Publishing {
