@@ -1,15 +1,16 @@
 //! Hostile SRT clients (issue 31): callers of an SRT output asking for made-up names and
 //! then killed leave no session behind and free their place under `max_callers` for a real
 //! viewer; a caller that stays waits at most `player_wait_timeout_secs` for a stream that
-//! is not live.
+//! is not live. Silent callers of an SRT input are dropped after its no-data timeout and
+//! leave room for a real publisher.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use common::media::{Proc, play, publish, rtmp_url, wait_live};
-use common::{Server, free_port, wait_for};
-use std::process::Command;
+use common::media::{Proc, play, publish, publish_as, rtmp_url, wait_live};
+use common::{Server, free_port, require_tool, wait_for};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Generous bound for anything the server should do "soon" (libsrt notices a vanished
@@ -112,4 +113,57 @@ fn srt_output_callers_of_made_up_names_are_released() {
         (!srt_sessions_of(&server, "never").contains(&first)).then_some(())
     })
     .unwrap_or_else(|| panic!("the waiting caller stays; log:\n{}", server.log()));
+}
+
+/// An SRT caller that connects to `url` and never sends a byte: `srt-live-transmit`
+/// relaying a UDP port nobody sends to, without reconnecting once it is closed.
+fn silent_caller(url: &str) -> Proc {
+    require_tool("srt-live-transmit", "srt-tools");
+    let input = format!("udp://127.0.0.1:{}", free_port());
+    Proc(
+        Command::new("srt-live-transmit")
+            .args(["-a:no", &input, url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn silent_srt_input_callers_are_dropped() {
+    let port = free_port();
+    let server = Server::start("");
+    // No `idle_timeout_secs`: the default (10 s) must bound them.
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": []}},
+ "Cameras": [{{"id": "in", "ip": "127.0.0.1", "port": {port}, "protocol": "srt", "receive_mode": "listen",
+   "app": "live", "stream": "default", "parameters": [{{"name": "max_callers", "value": "2"}}]}}]}}"#,
+        server.ports.rtmp
+    ));
+    let caller =
+        |stream: &str| format!("srt://127.0.0.1:{port}?streamid=#!::r=live/{stream},m=publish");
+    let _squatters = [
+        silent_caller(&caller("quiet1")),
+        silent_caller(&caller("quiet2")),
+    ];
+    wait_for(SOON, "both silent callers connected", || {
+        (srt_sessions_of(&server, "quiet1").len() == 1
+            && srt_sessions_of(&server, "quiet2").len() == 1)
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("silent callers not listed; log:\n{}", server.log()));
+    wait_for(SOON, "the silent callers dropped", || {
+        (srt_sessions_of(&server, "quiet1").is_empty()
+            && srt_sessions_of(&server, "quiet2").is_empty())
+        .then_some(())
+    })
+    .unwrap_or_else(|| panic!("silent callers stay; log:\n{}", server.log()));
+
+    // A real publisher gets in.
+    let _publisher = publish_as(&caller("real"), "mpegts");
+    wait_live(&server, "live", "real", LIVE)
+        .unwrap_or_else(|| panic!("the real publisher is not live; log:\n{}", server.log()));
 }
