@@ -2,6 +2,7 @@
 //! rules in force and the connection caps they set.
 
 use crate::sessions::PlayerTable;
+use crate::udp_budget::UdpBudget;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,8 @@ pub struct Shared {
     /// Publish-control ids `publish_control/deny` blocked (the supervisor keeps the list
     /// and hands it over at start).
     denied: Mutex<BTreeSet<String>>,
+    /// UDP port pairs all connections hold (`max_udp_pairs`).
+    pub udp_budget: UdpBudget,
 }
 
 fn caps_of(limits: &RtspLimits) -> Arc<ConnectionCaps> {
@@ -52,6 +55,7 @@ impl Shared {
             caps: Mutex::new((limits, caps_of(&limits))),
             draining: AtomicBool::new(false),
             denied: Mutex::new(denied.into_iter().collect()),
+            udp_budget: UdpBudget::default(),
         }
     }
 

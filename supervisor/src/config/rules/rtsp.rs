@@ -56,6 +56,7 @@ struct RawRtspLimits {
     session_timeout_secs: Option<u32>,
     max_request_bytes: Option<u32>,
     player_wait_timeout_secs: Option<u32>,
+    max_udp_pairs: Option<u32>,
 }
 
 impl RawRtspSettings {
@@ -139,6 +140,12 @@ impl RawRtspLimits {
                 self.player_wait_timeout_secs,
                 defaults.player_wait_timeout_secs,
                 1..=300,
+            )?,
+            max_udp_pairs: limit(
+                "max_udp_pairs",
+                self.max_udp_pairs,
+                defaults.max_udp_pairs,
+                0..=1_000_000,
             )?,
         })
     }
