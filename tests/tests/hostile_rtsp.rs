@@ -1,5 +1,7 @@
-//! Hostile RTSP clients (issue 31): UDP SETUPs for RECORD without RECORD bind one port
-//! pair per announced track at most, and all connections together at most
+//! Hostile RTSP clients (issue 31): connections that trickle a request byte by byte are
+//! closed once the request timeout passes, so they cannot hold every place under
+//! `max_connections` against a real OPTIONS; UDP SETUPs for RECORD without RECORD bind
+//! one port pair per announced track at most, and all connections together at most
 //! `max_udp_pairs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +11,9 @@ mod common;
 use common::{Server, free_port, wait_for};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Generous bound for what the server should do "soon".
 const SOON: Duration = Duration::from_secs(40);
@@ -27,6 +31,102 @@ fn start(rtsp_port: u16, limits: &str) -> Server {
     server.spawn();
     server.wait_ready();
     server
+}
+
+/// Sends `bytes` on a new connection and reads what comes back until it closes.
+fn exchange(port: u16, bytes: &[u8]) -> String {
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = socket.write_all(bytes);
+    let mut answer = Vec::new();
+    let _ = socket.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A connection that sends a long OPTIONS one byte every 200 ms (each byte is activity)
+/// until the server closes it or 90 s pass; counts itself in `closed` when closed.
+fn trickle(
+    port: u16,
+    connected: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+) {
+    let request = format!(
+        "OPTIONS rtsp://127.0.0.1/live/x RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: {}\r\n\r\n",
+        "a".repeat(1000)
+    );
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    connected.fetch_add(1, Ordering::SeqCst);
+    let started = Instant::now();
+    for byte in request.as_bytes() {
+        if stop.load(Ordering::SeqCst) || started.elapsed() > Duration::from_secs(90) {
+            return;
+        }
+        if socket.write_all(&[*byte]).is_err() {
+            break;
+        }
+        // The read doubles as the pace: 200 ms, or the server's close (0 bytes, error).
+        let mut scratch = [0u8; 64];
+        match socket.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    closed.fetch_add(1, Ordering::SeqCst);
+}
+
+#[test]
+fn trickled_requests_cannot_hold_every_rtsp_connection() {
+    let port = free_port();
+    // The default request timeout (10 s) is what must free the places; the session
+    // timeout (60 s) alone would not, as every byte counts as activity.
+    let server = start(port, r#""max_connections": 4"#);
+    let (connected, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tricklers: Vec<_> = (0..4)
+        .map(|_| {
+            let (connected, closed, stop) = (
+                Arc::clone(&connected),
+                Arc::clone(&closed),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || trickle(port, connected, closed, stop))
+        })
+        .collect();
+    // The tricklers hold every place: a real OPTIONS is closed unanswered.
+    wait_for(SOON, "the tricklers fill max_connections", || {
+        (connected.load(Ordering::SeqCst) == 4
+            && exchange(port, b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n").is_empty())
+        .then_some(())
+    })
+    .unwrap_or_else(|| panic!("the cap never filled; log:\n{}", server.log()));
+    // They are closed in time, and a real OPTIONS is answered.
+    let answered = wait_for(SOON, "a real OPTIONS answered", || {
+        let answer = exchange(port, b"OPTIONS * RTSP/1.0\r\nCSeq: 2\r\n\r\n");
+        answer.contains("CSeq: 2").then_some(answer)
+    });
+    let closed_now = closed.load(Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
+    for trickler in tricklers {
+        trickler.join().unwrap();
+    }
+    assert!(
+        answered.is_some(),
+        "tricklers hold the RTSP server ({closed_now} of 4 closed); log:\n{}",
+        server.log()
+    );
+    assert!(closed_now >= 1, "no trickler was closed");
 }
 
 /// An ANNOUNCE of one H.264 track, `control` `streamid=0`.

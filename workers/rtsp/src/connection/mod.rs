@@ -208,6 +208,12 @@ impl Connection {
         let mut buffer = BytesMut::with_capacity(4096);
         let max_request = self.limits.max_request_bytes as usize;
         let idle_limit = Duration::from_secs(u64::from(self.limits.session_timeout_secs));
+        let request_limit = Duration::from_secs(u64::from(self.limits.request_timeout_secs));
+        // Since when a request is awaited and not complete: from the connection's start,
+        // then from the first byte of each request (or the end of the one before it, when
+        // its bytes came together). Only completing a request moves it, so a client that
+        // trickles bytes (each of which counts as activity) cannot hold its connection.
+        let mut pending_since = Some(Instant::now());
         let kill = self.kill.clone();
         let mut frames: Option<FrameReceiver> = None;
         let mut live: Option<watch::Receiver<bool>> = None;
@@ -224,7 +230,9 @@ impl Connection {
                         return Ok(());
                     }
                     self.touch(n);
+                    let mut progressed = false;
                     while let Some(incoming) = message::parse(&mut buffer, max_request)? {
+                        progressed = true;
                         match incoming {
                             Incoming::Request(request) => self.handle(request).await,
                             // A publisher's RTP (a player's RTCP reports are activity only).
@@ -235,6 +243,11 @@ impl Connection {
                         if self.closing {
                             break;
                         }
+                    }
+                    if progressed {
+                        pending_since = (!buffer.is_empty()).then(Instant::now);
+                    } else if pending_since.is_none() {
+                        pending_since = Some(Instant::now());
                     }
                     if let Some((receiver, watch)) = self.start_frames.take() {
                         frames = Some(receiver);
@@ -263,6 +276,13 @@ impl Connection {
                         && self.mp2t.as_ref().is_none_or(|t| t.interleaved());
                     if idle > idle_limit && !tcp_player {
                         tracing::info!(peer = %self.peer, "rtsp session timed out");
+                        return Ok(());
+                    }
+                    // Interleaved media being received is no request (its frames are
+                    // bounded by `max_request_bytes` like requests).
+                    let awaited = pending_since.filter(|_| !buffer.starts_with(b"$"));
+                    if awaited.is_some_and(|since| since.elapsed() > request_limit) {
+                        strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); peer = %self.peer, "rtsp connection closed: no complete request in time");
                         return Ok(());
                     }
                     if let Some(live) = &live {
