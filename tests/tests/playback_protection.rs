@@ -356,3 +356,46 @@ fn hls_sessions_of_a_protected_stream_cannot_be_guessed_or_borrowed() {
         200
     );
 }
+
+/// Issue 31 item 9: a signature bound to one address, with `&id=<that address>`
+/// appended (the hash input cannot tell an address from a pay-per-view id), is refused
+/// from another address, over HLS and RTMP.
+#[test]
+fn an_address_bound_signature_cannot_be_borrowed_by_naming_the_address_as_id() {
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "PlaybackProtection": [{{"app": "live", "keys": ["{KEY}"]}}]}}"#,
+        server.ports.rtmp
+    ));
+    let _publisher = publish(&rtmp_url(&server, "live/tv"));
+    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let hls = format!(
+        "http://127.0.0.1:{}/live/tv/playlist.m3u8",
+        server.ports.http
+    );
+    let bound = url_encoded(&signature("127.0.0.1", now() - 5, 20, None, false));
+    wait_for(LIVE, "the owner plays", || {
+        (fetch_from("127.0.0.1", &format!("{hls}?wmsAuthSign={bound}")).0 == 200).then_some(())
+    })
+    .unwrap_or_else(|| panic!("signed HLS never answered; log:\n{}", server.log()));
+    // The same hash with the owner's address as `id`, from another address.
+    let borrowed = url_encoded(&signature(
+        "127.0.0.1",
+        now() - 5,
+        20,
+        Some("127.0.0.1"),
+        false,
+    ));
+    let (status, body) = fetch_from("127.0.0.2", &format!("{hls}?wmsAuthSign={borrowed}"));
+    assert_eq!(status, 403, "borrowed signature played: {body}");
+    assert!(
+        probe_streams(&format!(
+            "{}?wmsAuthSign={borrowed}",
+            rtmp_url(&server, "live/tv")
+        ))
+        .is_empty(),
+        "RTMP with an address as id is refused"
+    );
+}
