@@ -29,6 +29,12 @@ pub struct RtspLimits {
     pub max_request_bytes: u32,
     /// How long a player's DESCRIBE waits for a stream that is not live yet.
     pub player_wait_timeout_secs: u32,
+    /// A request (head and body) must be complete this long after the connection opened
+    /// or after its first byte, whichever is later: bytes trickled in do not extend it.
+    pub request_timeout_secs: u32,
+    /// UDP port pairs (two descriptors each) that all connections together may have
+    /// bound; past it a UDP SETUP gets 461 (clients fall back to TCP).
+    pub max_udp_pairs: u32,
 }
 
 impl Default for RtspLimits {
@@ -39,6 +45,8 @@ impl Default for RtspLimits {
             session_timeout_secs: 60,
             max_request_bytes: 16 * 1024,
             player_wait_timeout_secs: 10,
+            request_timeout_secs: 10,
+            max_udp_pairs: 4096,
         }
     }
 }

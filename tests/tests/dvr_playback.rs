@@ -188,7 +188,18 @@ fn the_archive_plays_as_hls_in_every_window_with_sessions() {
     // The session is an HLS session; deleted, its next requests get 403.
     let (_, master) = get(&http(&server, "live/cam/playlist_dvr.m3u8"));
     let chunks = chunklist(&master);
-    let id: u64 = chunks.rsplit_once("sid=").unwrap().1.parse().unwrap();
+    assert!(chunks.contains("sid="), "{chunks}");
+    // The newest HLS session of live/cam (the `sid` is a token, not the API's id).
+    let id: u64 = server
+        .get("/manage/sessions")
+        .1
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "HLS" && s["stream"] == "cam")
+        .filter_map(|s| s["id"].as_u64())
+        .max()
+        .unwrap();
     let (_, media) = get(&http(&server, &format!("live/cam/{chunks}")));
     let segment = media
         .lines()

@@ -193,9 +193,21 @@ fn deleting_an_hls_session_gets_403_while_others_continue() {
         .iter()
         .filter(|s| s["type"] == "HLS")
         .collect();
-    let id: u64 = first.rsplit_once("sid=").unwrap().1.parse().unwrap();
-    let other_id: u64 = second.rsplit_once("sid=").unwrap().1.parse().unwrap();
-    assert!(hls.iter().any(|s| s["id"] == other_id), "{sessions}");
+    // The `sid` is an unguessable token, not the API's id: the two viewers' sessions are
+    // the two newest, the first viewer's the older of them.
+    let mut ids: Vec<u64> = hls
+        .iter()
+        .filter(|s| s["stream"] == "v")
+        .filter_map(|s| s["id"].as_u64())
+        .collect();
+    ids.sort_unstable();
+    assert!(ids.len() >= 2, "{sessions}");
+    let id = ids[ids.len() - 2];
+    for sid in [&first, &second] {
+        let token = sid.rsplit_once("sid=").unwrap().1;
+        assert!(token.len() > 20 && token.parse::<u128>().is_ok(), "{sid}");
+        assert!(ids.iter().all(|id| token != id.to_string()), "{sid}");
+    }
     assert!(hls.iter().any(|s| s["id"] == id
         && s["app"] == "live"
         && s["stream"] == "v"
@@ -399,14 +411,15 @@ fn idle_hls_sessions_expire_after_the_configured_time() {
     let _publisher = publish(&common::media::rtmp_url(&server, "live/e"));
     wait_playlist(&server, "e", 1);
     let (_, master) = text(&http(&server, "live/e/playlist.m3u8"));
-    let id: u64 = master
-        .lines()
-        .find(|l| l.starts_with("chunks"))
-        .unwrap()
-        .rsplit_once("sid=")
-        .unwrap()
+    assert!(master.contains("?sid="), "{master}");
+    let id: u64 = server
+        .get("/manage/sessions")
         .1
-        .parse()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "HLS" && s["stream"] == "e")
+        .and_then(|s| s["id"].as_u64())
         .unwrap();
     let listed = |server: &Server| {
         server

@@ -176,7 +176,21 @@ fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
         Some("customer-7"),
         false,
     ));
-    assert_eq!(status_of(&format!("{hls}?wmsAuthSign={ppv}")), 200);
+    let master = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            &format!("{hls}?wmsAuthSign={ppv}"),
+        ])
+        .output()
+        .unwrap();
+    let master = String::from_utf8_lossy(&master.stdout).into_owned();
+    let ppv_chunklist = master
+        .lines()
+        .find(|l| l.starts_with("chunks"))
+        .unwrap_or_else(|| panic!("no chunklist in {master:?}"))
+        .to_owned();
     let (_, sessions) = server.get("/manage/sessions");
     let ppv_session = sessions
         .as_array()
@@ -191,17 +205,19 @@ fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
         "the per-id limit"
     );
 
+    // A pay-per-view session works from any address (its token is the capability).
+    let chunklist = format!(
+        "http://127.0.0.1:{}/live/tv/{ppv_chunklist}",
+        server.ports.http
+    );
+    assert_eq!(status_of(&chunklist), 200);
+
     // Denying the id ends its playback and refuses it from then on.
-    let sid = ppv_session["id"].as_u64().unwrap();
     let (code, _) = server.post(
         "/manage/publish_control/deny",
         r#"{"PublishControlDenyRequest": ["customer-7"]}"#,
     );
     assert_eq!(code, 200);
-    let chunklist = format!(
-        "http://127.0.0.1:{}/live/tv/chunks.m3u8?sid={sid}",
-        server.ports.http
-    );
     assert_eq!(status_of(&chunklist), 403, "the denied id's session ended");
     let (_, sessions) = server.get("/manage/sessions");
     assert!(
@@ -216,5 +232,132 @@ fn signed_playback_over_hls_rtmp_and_srt_with_pay_per_view() {
         status_of(&format!("{hls}?wmsAuthSign={ppv}")),
         403,
         "a denied id"
+    );
+}
+
+/// The body and status of `url` fetched by curl from `source` (a local address).
+fn fetch_from(source: &str, url: &str) -> (u16, String) {
+    let output = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "--interface", source])
+        .args(["-w", "\n%{http_code}", url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// Issue 31 item 4: a signed viewer's session id can neither be guessed (it is no
+/// counter: the ids beside the API's session ids open nothing) nor used from another
+/// address when the signature was bound to the viewer's.
+#[test]
+fn hls_sessions_of_a_protected_stream_cannot_be_guessed_or_borrowed() {
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "PlaybackProtection": [{{"app": "live", "keys": ["{KEY}"]}}]}}"#,
+        server.ports.rtmp
+    ));
+    let _publisher = publish(&rtmp_url(&server, "live/tv"));
+    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let base = format!("http://127.0.0.1:{}/live/tv", server.ports.http);
+    let signed = url_encoded(&signature("127.0.0.1", now() - 5, 20, None, false));
+    let master = wait_for(LIVE, "the signed master playlist", || {
+        let (status, body) = fetch_from(
+            "127.0.0.1",
+            &format!("{base}/playlist.m3u8?wmsAuthSign={signed}"),
+        );
+        (status == 200).then_some(body)
+    })
+    .unwrap_or_else(|| panic!("signed HLS never answered; log:\n{}", server.log()));
+    let chunklist = master
+        .lines()
+        .find(|l| l.starts_with("chunks"))
+        .unwrap_or_else(|| panic!("no chunklist in {master}"))
+        .to_owned();
+    // The signed viewer plays: its chunklist and a segment.
+    let (status, media) = fetch_from("127.0.0.1", &format!("{base}/{chunklist}"));
+    assert_eq!(status, 200, "{media}");
+    let segment = media
+        .lines()
+        .find(|l| l.starts_with("seg_"))
+        .unwrap_or_else(|| panic!("no segment in {media}"))
+        .to_owned();
+    assert_eq!(fetch_from("127.0.0.1", &format!("{base}/{segment}")).0, 200);
+
+    // An unsigned client stepping through the ids around the listed sessions' ids.
+    let (_, sessions) = server.get("/manage/sessions");
+    let listed: Vec<u64> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "HLS")
+        .filter_map(|s| s["id"].as_u64())
+        .collect();
+    assert!(!listed.is_empty(), "{sessions}");
+    for id in &listed {
+        for guess in id.saturating_sub(3)..=id + 3 {
+            let (status, body) =
+                fetch_from("127.0.0.1", &format!("{base}/chunks.m3u8?sid={guess}"));
+            assert_eq!(
+                status, 403,
+                "sid={guess} (API id {id}) opened a chunklist: {body}"
+            );
+        }
+    }
+    // The real token, borrowed by another address: refused, chunklist and segment.
+    assert_eq!(
+        fetch_from("127.0.0.2", &format!("{base}/{chunklist}")).0,
+        403
+    );
+    assert_eq!(fetch_from("127.0.0.2", &format!("{base}/{segment}")).0, 403);
+    // And still good for its owner.
+    assert_eq!(
+        fetch_from("127.0.0.1", &format!("{base}/{chunklist}")).0,
+        200
+    );
+}
+
+/// Issue 31 item 9: a signature bound to one address, with `&id=<that address>`
+/// appended (the hash input cannot tell an address from a pay-per-view id), is refused
+/// from another address, over HLS and RTMP.
+#[test]
+fn an_address_bound_signature_cannot_be_borrowed_by_naming_the_address_as_id() {
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "PlaybackProtection": [{{"app": "live", "keys": ["{KEY}"]}}]}}"#,
+        server.ports.rtmp
+    ));
+    let _publisher = publish(&rtmp_url(&server, "live/tv"));
+    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let hls = format!(
+        "http://127.0.0.1:{}/live/tv/playlist.m3u8",
+        server.ports.http
+    );
+    let bound = url_encoded(&signature("127.0.0.1", now() - 5, 20, None, false));
+    wait_for(LIVE, "the owner plays", || {
+        (fetch_from("127.0.0.1", &format!("{hls}?wmsAuthSign={bound}")).0 == 200).then_some(())
+    })
+    .unwrap_or_else(|| panic!("signed HLS never answered; log:\n{}", server.log()));
+    // The same hash with the owner's address as `id`, from another address.
+    let borrowed = url_encoded(&signature(
+        "127.0.0.1",
+        now() - 5,
+        20,
+        Some("127.0.0.1"),
+        false,
+    ));
+    let (status, body) = fetch_from("127.0.0.2", &format!("{hls}?wmsAuthSign={borrowed}"));
+    assert_eq!(status, 403, "borrowed signature played: {body}");
+    assert!(
+        probe_streams(&format!(
+            "{}?wmsAuthSign={borrowed}",
+            rtmp_url(&server, "live/tv")
+        ))
+        .is_empty(),
+        "RTMP with an address as id is refused"
     );
 }

@@ -6,7 +6,9 @@
 //! libsrt's API blocks, so every listener and every connection runs on its own thread,
 //! polling its stop token between short waits; each connection feeds a [`TsInput`]
 //! directly (demuxing and publishing never wait). Connected callers are listed for the
-//! stats API and as sessions, and `sessions/delete` closes one.
+//! stats API and as sessions, and `sessions/delete` closes one. A connection that sends no
+//! data for the input's `idle_timeout_secs` (default 10) is closed, so that silent
+//! callers cannot hold every place under `max_callers`.
 
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
@@ -30,6 +32,10 @@ const POLL: Duration = Duration::from_millis(250);
 const DEFAULT_MAX_CALLERS: usize = 16;
 /// Live-mode messages are at most this long.
 const MESSAGE_BUFFER: usize = 1500;
+/// How long a connection may send no data before it is closed, unless the input's
+/// `idle_timeout_secs` says otherwise: RTMP publishers' default. Without it, silent
+/// callers hold their places under `max_callers` for as long as they like.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -43,6 +49,8 @@ pub struct Connection {
     pub socket: Arc<SrtSocket>,
     /// The publish-control id of a signed publisher (`publishsign` in the streamid).
     pub control_id: Option<String>,
+    /// How long the connection may send nothing before it is closed.
+    pub idle_timeout: Duration,
 }
 
 /// Every connected SRT peer of the worker.
@@ -159,6 +167,16 @@ fn max_callers(camera: &CameraSettings) -> usize {
         .parameter("max_callers")
         .and_then(|value| value.parse().ok())
         .unwrap_or(DEFAULT_MAX_CALLERS)
+}
+
+/// The no-data timeout of `camera` (`idle_timeout_secs`, validated by the supervisor as
+/// 1..=3600; anything else falls back to the default).
+fn idle_timeout(camera: &CameraSettings) -> Duration {
+    camera
+        .parameter("idle_timeout_secs")
+        .and_then(|value| value.parse::<u64>().ok())
+        .filter(|secs| (1..=3600).contains(secs))
+        .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs)
 }
 
 /// The SRT options of `camera`'s parameters; `None` (logged) when they are invalid.
@@ -352,6 +370,7 @@ fn connection(
         created: unix_now(),
         socket: Arc::new(caller.socket),
         control_id: caller.control_id,
+        idle_timeout: idle_timeout(camera),
     });
     shared.srt.add(Arc::clone(&connection));
     (connection, caller.publishing)
@@ -395,12 +414,19 @@ fn receive(
     )
     .with_claim(publishing);
     let mut buffer = vec![0u8; MESSAGE_BUFFER];
+    let mut last_data = Instant::now();
     while !stop.is_cancelled() {
         match connection.socket.recv(&mut buffer, POLL) {
             Ok(Some(len)) => {
+                last_data = Instant::now();
                 shared.counters.add_received(len as u64);
                 input.status.received(len);
                 input.feed(&buffer[..len], connection.peer);
+            }
+            // libsrt's keepalives keep a silent caller connected: only data counts.
+            Ok(None) if last_data.elapsed() >= connection.idle_timeout => {
+                tracing::info!(peer = %connection.peer, stream = %connection.key, session = connection.session_id, idle_secs = connection.idle_timeout.as_secs(), "SRT connection closed: no data");
+                break;
             }
             Ok(None) => {}
             Err(_) => break,

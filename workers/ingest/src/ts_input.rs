@@ -6,12 +6,14 @@
 use crate::input_status::{Contributor, InputStatus};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use strom_ipc::status::{TsElementaryStream, TsProgram};
 use strom_media::frame::Frame;
 use strom_media::ts_demux::{self, DemuxEvent, TsDemuxer};
 use strom_stream::{Hub, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::log_limit::LogLimit;
 
 pub struct TsInput {
     /// The `Cameras` entry's id, for logs.
@@ -25,7 +27,15 @@ pub struct TsInput {
     demuxer: TsDemuxer,
     frames: Vec<Frame>,
     claim: Option<Publishing>,
+    /// This input's budget of program lines: a sender that flips its PMT version with
+    /// every packet would otherwise write a line per packet. Per input, so one bad
+    /// sender cannot hide another input's program changes.
+    program_log: LogLimit,
 }
+
+/// Program lines one input writes at most per [`PROGRAM_LOG_WINDOW`].
+const PROGRAM_LOG_BURST: u32 = 5;
+const PROGRAM_LOG_WINDOW: Duration = Duration::from_secs(10);
 
 impl TsInput {
     pub fn new(
@@ -46,6 +56,7 @@ impl TsInput {
             demuxer: TsDemuxer::new(None),
             frames: Vec::new(),
             claim: None,
+            program_log: LogLimit::new(PROGRAM_LOG_BURST, PROGRAM_LOG_WINDOW),
         }
     }
 
@@ -128,7 +139,9 @@ impl TsInput {
     fn event(&mut self, event: DemuxEvent) {
         match event {
             DemuxEvent::ProgramChanged(program) => {
-                tracing::info!(input = %self.id, program = program.number, pmt_pid = program.pmt_pid, version = program.version, streams = ?program.streams, "MPEG-TS program");
+                if let Some(suppressed) = self.program_log.check() {
+                    tracing::info!(input = %self.id, program = program.number, pmt_pid = program.pmt_pid, version = program.version, streams = ?program.streams, suppressed, "MPEG-TS program");
+                }
                 let streams = program
                     .streams
                     .iter()

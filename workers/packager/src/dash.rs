@@ -88,7 +88,7 @@ fn runs(listing: &DashListing) -> Vec<Run> {
 
 /// The manifest of `renditions` (one stream, or the members of an ABR group); `None`
 /// while none has a segment.
-pub fn manifest(renditions: &[Rendition], session: Option<u64>, now_ms: i64) -> Option<String> {
+pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) -> Option<String> {
     let query = session.map(|id| format!("?sid={id}")).unwrap_or_default();
     let all: Vec<(&Rendition, Vec<Run>)> = renditions
         .iter()

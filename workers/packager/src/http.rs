@@ -501,7 +501,7 @@ impl Context {
         let sid = request.uri().query().and_then(|q| {
             q.split('&')
                 .find_map(|pair| pair.strip_prefix("sid="))
-                .and_then(|v| v.parse::<u64>().ok())
+                .and_then(|v| v.parse::<u128>().ok())
         });
         let head = method == Method::HEAD;
         match file {
@@ -518,7 +518,7 @@ impl Context {
             }
             crate::dash::MANIFEST => self.dash_manifest(request, app, stream, sid, head),
             _ => {
-                let viewer = match sid.map(|id| self.viewers.lookup(id)) {
+                let viewer = match sid.map(|token| self.viewers.lookup(token, self.peer.ip())) {
                     Some(Lookup::Revoked) => return error(StatusCode::FORBIDDEN, "session ended"),
                     Some(Lookup::Live(viewer)) => Some(viewer),
                     Some(Lookup::Unknown) | None => None,
@@ -616,13 +616,15 @@ impl Context {
             .unwrap_or_default();
         // `None` past the session caps: the playlist goes out without a session id
         // (not for a protected stream: its media requests need the session).
-        let viewer = self
-            .viewers
-            .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id);
+        // A signature without a pay-per-view id bound the client's address.
+        let bind_to_ip = protected && ppv_id.is_none();
+        let viewer =
+            self.viewers
+                .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id, bind_to_ip);
         if protected && viewer.is_none() {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }
-        let session = viewer.as_ref().map(|v| v.id);
+        let session = viewer.as_ref().map(|v| v.token);
         let text = match (abr, single) {
             (Some(_), _) => {
                 let variants: Vec<_> = members
@@ -645,7 +647,7 @@ impl Context {
             (None, Some(s)) => s.master(fmp4, session),
             (None, None) => return error(StatusCode::NOT_FOUND, "no such stream"),
         };
-        tracing::debug!(?session, %app, %stream, "hls master playlist served");
+        tracing::debug!(session = ?viewer.as_ref().map(|v| v.id), %app, %stream, "hls master playlist served");
         body(
             Bytes::from(text),
             PLAYLIST_TYPE,
@@ -664,7 +666,7 @@ impl Context {
         stream: &str,
         file: &str,
         viewer: Option<Arc<Viewer>>,
-        sid: Option<u64>,
+        sid: Option<u128>,
         head: bool,
     ) -> Response<Full<Bytes>> {
         let Some(hls) = self.packaging.store.get(app, stream) else {

@@ -517,14 +517,14 @@ impl HlsStream {
 
     /// The master playlist for the TS (`fmp4 == false`) or fMP4 variant; `session`
     /// `None`: the viewer has no session and its URLs carry none.
-    pub fn master(&self, fmp4: bool, session: Option<u64>) -> String {
+    pub fn master(&self, fmp4: bool, session: Option<u128>) -> String {
         let variant = self.variant("", fmp4, session);
         master_playlist(&[variant], if fmp4 { 7 } else { 3 }, self.independent())
     }
 
     /// A variant entry pointing at this stream (from an ABR master elsewhere: with
     /// `uri_prefix`). Bandwidths are of the segments held, in the variant's format.
-    pub fn variant(&self, uri_prefix: &str, fmp4: bool, session: Option<u64>) -> Variant {
+    pub fn variant(&self, uri_prefix: &str, fmp4: bool, session: Option<u128>) -> Variant {
         let state = locked(&self.state);
         let (peak, average) = bandwidths(&state, fmp4);
         Variant {
@@ -545,7 +545,7 @@ impl HlsStream {
             .all(|s| s.entry.independent)
     }
 
-    pub fn media(&self, fmp4: bool, session: Option<u64>) -> String {
+    pub fn media(&self, fmp4: bool, session: Option<u128>) -> String {
         let mut state = locked(&self.state);
         let slot = usize::from(fmp4);
         let template = match &state.rendered[slot] {
@@ -795,7 +795,7 @@ fn chunklist(fmp4: bool) -> &'static str {
     }
 }
 
-fn session_query(session: Option<u64>) -> String {
+fn session_query(session: Option<u128>) -> String {
     session.map(|id| format!("?sid={id}")).unwrap_or_default()
 }
 

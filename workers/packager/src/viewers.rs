@@ -3,6 +3,12 @@
 //! (type `HLS` or `DASH`), ended by `sessions/delete` (the viewer's next request gets
 //! 403) or by idling out.
 //!
+//! The `sid` in URLs is not the API's session id (a counter, easy to guess) but a token of
+//! 128 random bits: on a protected stream the session is what lets chunklist and segment
+//! requests through, so a guessable one would let anybody read a signed viewer's stream.
+//! A session opened with a signature bound to the client's address (no pay-per-view id)
+//! is also bound to that address: from another one its token is unknown.
+//!
 //! What a client can make the packager hold is bounded: a session stores at most
 //! [`MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
 //! /64) holds at most [`MAX_SESSIONS_PER_CLIENT`] sessions and all clients together
@@ -12,6 +18,9 @@
 //! older sessions would let one address churn the list; at [`MAX_VIEWERS`] only
 //! sessions idle for [`EVICTABLE_IDLE`] or longer are evicted, one per new session.
 
+mod revoked;
+
+use revoked::Revoked;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::ops::Bound;
@@ -44,7 +53,13 @@ pub use strom_worker_runtime::clock::unix_now;
 
 #[derive(Debug)]
 pub struct Viewer {
+    /// The API's session id.
     pub id: u64,
+    /// The `sid` of the viewer's URLs: 128 random bits, unguessable.
+    pub token: u128,
+    /// The only address the token works from, when the signature that opened the session
+    /// bound the client's address.
+    pub bound_ip: Option<IpAddr>,
     pub app: String,
     pub stream: String,
     pub client_ip: IpAddr,
@@ -108,6 +123,8 @@ pub(crate) fn truncated(text: &str, max: usize) -> &str {
 #[derive(Debug, Default)]
 struct Live {
     by_id: BTreeMap<u64, Arc<Viewer>>,
+    /// Session ids by URL token.
+    by_token: BTreeMap<u128, u64>,
     per_client: BTreeMap<IpAddr, usize>,
     /// Where the next eviction scan starts (ids are handed out in increasing order).
     cursor: u64,
@@ -119,13 +136,26 @@ impl Live {
             .per_client
             .entry(client_key(viewer.client_ip))
             .or_default() += 1;
+        self.by_token.insert(viewer.token, viewer.id);
         self.by_id.insert(viewer.id, viewer);
     }
 
     fn remove(&mut self, id: u64) -> Option<Arc<Viewer>> {
         let viewer = self.by_id.remove(&id)?;
+        self.by_token.remove(&viewer.token);
         self.forget_client(viewer.client_ip);
         Some(viewer)
+    }
+
+    /// A token no live session has (128 random bits from the thread's CSPRNG; a
+    /// collision is all but impossible, but costs nothing to rule out).
+    fn new_token(&self) -> u128 {
+        loop {
+            let token: u128 = rand::random();
+            if token != 0 && !self.by_token.contains_key(&token) {
+                return token;
+            }
+        }
     }
 
     fn forget_client(&mut self, ip: IpAddr) {
@@ -147,9 +177,11 @@ impl Live {
 
     fn expire(&mut self, idle: Duration) {
         let per_client = &mut self.per_client;
+        let by_token = &mut self.by_token;
         self.by_id.retain(|_, viewer| {
             let keep = viewer.idle_for() < idle;
             if !keep {
+                by_token.remove(&viewer.token);
                 let key = client_key(viewer.client_ip);
                 if let Some(count) = per_client.get_mut(&key) {
                     *count -= 1;
@@ -205,7 +237,8 @@ pub struct Viewers {
     /// A viewer that asks for nothing for this long is forgotten (`hls_session_timeout`).
     idle: Duration,
     live: Mutex<Live>,
-    revoked: Mutex<BTreeMap<u64, Instant>>,
+    /// Tokens of deleted sessions, with when they were deleted.
+    revoked: Mutex<Revoked>,
     /// Master playlists served without a session since the last sweep (for the log).
     refused: AtomicU64,
     max_viewers: usize,
@@ -227,7 +260,7 @@ impl Viewers {
             ids,
             idle,
             live: Mutex::new(Live::default()),
-            revoked: Mutex::new(BTreeMap::new()),
+            revoked: Mutex::new(Revoked::default()),
             refused: AtomicU64::new(0),
             max_viewers,
             max_per_client,
@@ -243,7 +276,7 @@ impl Viewers {
         client_ip: IpAddr,
         user_agent: &str,
     ) -> Option<Arc<Viewer>> {
-        self.open_signed(app, stream, client_ip, user_agent, None)
+        self.open_signed(app, stream, client_ip, user_agent, None, false)
     }
 
     /// Live sessions opened with pay-per-view id `id`.
@@ -256,8 +289,9 @@ impl Viewers {
             .count()
     }
 
-    /// A new session, with the pay-per-view id of its signature; `None` when a cap is
-    /// reached (the viewer plays without one).
+    /// A new session, with the pay-per-view id of its signature and, with
+    /// `bind_to_ip` (a signature bound to the client's address), usable from `client_ip`
+    /// only; `None` when a cap is reached (the viewer plays without one).
     pub fn open_signed(
         &self,
         app: &str,
@@ -265,11 +299,15 @@ impl Viewers {
         client_ip: IpAddr,
         user_agent: &str,
         ppv_id: Option<String>,
+        bind_to_ip: bool,
     ) -> Option<Arc<Viewer>> {
-        self.open_as("HLS", app, stream, client_ip, user_agent, ppv_id)
+        self.open_as(
+            "HLS", app, stream, client_ip, user_agent, ppv_id, bind_to_ip,
+        )
     }
 
     /// [`Viewers::open_signed`] for a session of type `protocol` (`DASH`).
+    #[allow(clippy::too_many_arguments)]
     pub fn open_as(
         &self,
         protocol: &'static str,
@@ -278,6 +316,7 @@ impl Viewers {
         client_ip: IpAddr,
         user_agent: &str,
         ppv_id: Option<String>,
+        bind_to_ip: bool,
     ) -> Option<Arc<Viewer>> {
         let mut live = locked(&self.live);
         let full = live.sessions_of(client_ip) >= self.max_per_client
@@ -290,6 +329,8 @@ impl Viewers {
         }
         let viewer = Arc::new(Viewer {
             id: self.ids.next_id(),
+            token: live.new_token(),
+            bound_ip: bind_to_ip.then(|| client_ip.to_canonical()),
             app: app.to_owned(),
             stream: stream.to_owned(),
             client_ip: client_ip.to_canonical(),
@@ -305,13 +346,19 @@ impl Viewers {
         Some(viewer)
     }
 
-    pub fn lookup(&self, id: u64) -> Lookup {
-        if locked(&self.revoked).contains_key(&id) {
+    /// The session of URL token `token` as seen from `peer`: a session bound to another
+    /// address is unknown there.
+    pub fn lookup(&self, token: u128, peer: IpAddr) -> Lookup {
+        if locked(&self.revoked).tokens.contains(&token) {
             return Lookup::Revoked;
         }
-        match locked(&self.live).by_id.get(&id) {
-            Some(viewer) => Lookup::Live(Arc::clone(viewer)),
-            None => Lookup::Unknown,
+        let live = locked(&self.live);
+        let viewer = live.by_token.get(&token).and_then(|id| live.by_id.get(id));
+        match viewer {
+            Some(viewer) if viewer.bound_ip.is_none_or(|ip| ip == peer.to_canonical()) => {
+                Lookup::Live(Arc::clone(viewer))
+            }
+            Some(_) | None => Lookup::Unknown,
         }
     }
 
@@ -331,20 +378,12 @@ impl Viewers {
         let mut live = locked(&self.live);
         let mut revoked = locked(&self.revoked);
         let now = Instant::now();
-        revoked.retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
-        let ended: Vec<u64> = ids
-            .iter()
-            .filter(|id| live.remove(**id).is_some())
-            .copied()
-            .collect();
-        for id in &ended {
-            revoked.insert(*id, now);
+        revoked.forget_older(now);
+        let ended: Vec<Arc<Viewer>> = ids.iter().filter_map(|id| live.remove(*id)).collect();
+        for viewer in &ended {
+            revoked.insert(viewer.token, now);
         }
-        // Past the bound, the deletions of the oldest sessions are forgotten first.
-        while revoked.len() > MAX_REVOKED {
-            revoked.pop_first();
-        }
-        ended
+        ended.iter().map(|viewer| viewer.id).collect()
     }
 
     pub fn list(&self) -> Vec<SessionInfo> {
@@ -376,7 +415,7 @@ impl Viewers {
     pub fn sweep(&self) {
         locked(&self.live).expire(self.idle);
         let now = Instant::now();
-        locked(&self.revoked).retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
+        locked(&self.revoked).forget_older(now);
         let refused = self.refused.swap(0, Ordering::Relaxed);
         if refused > 0 {
             tracing::info!(
@@ -466,7 +505,10 @@ mod tests {
                 .is_some()
         );
         assert_eq!(viewers.len(), 10);
-        assert!(matches!(viewers.lookup(first.id), Lookup::Live(_)));
+        assert!(matches!(
+            viewers.lookup(first.token, first.client_ip),
+            Lookup::Live(_)
+        ));
         let listed = viewers.list();
         assert_eq!(
             listed.iter().filter(|s| s.client_ip == "10.0.0.1").count(),
@@ -507,18 +549,36 @@ mod tests {
         age(&all[7], Duration::from_secs(50));
         let newcomer = viewers.open("live", "s", ip("10.0.2.1"), "a").unwrap();
         assert_eq!(viewers.len(), 10);
-        assert!(matches!(viewers.lookup(all[7].id), Lookup::Unknown));
-        assert!(matches!(viewers.lookup(all[3].id), Lookup::Live(_)));
+        assert!(matches!(
+            viewers.lookup(all[7].token, all[7].client_ip),
+            Lookup::Unknown
+        ));
+        assert!(matches!(
+            viewers.lookup(all[3].token, all[3].client_ip),
+            Lookup::Live(_)
+        ));
         assert!(viewers.open("live", "s", ip("10.0.2.2"), "a").is_some());
-        assert!(matches!(viewers.lookup(all[3].id), Lookup::Unknown));
+        assert!(matches!(
+            viewers.lookup(all[3].token, all[3].client_ip),
+            Lookup::Unknown
+        ));
         assert!(viewers.open("live", "s", ip("10.0.2.3"), "a").is_none());
         assert_eq!(viewers.len(), 10);
         for (i, viewer) in all.iter().enumerate() {
             if i != 3 && i != 7 {
-                assert!(matches!(viewers.lookup(viewer.id), Lookup::Live(_)), "{i}");
+                assert!(
+                    matches!(
+                        viewers.lookup(viewer.token, viewer.client_ip),
+                        Lookup::Live(_)
+                    ),
+                    "{i}"
+                );
             }
         }
-        assert!(matches!(viewers.lookup(newcomer.id), Lookup::Live(_)));
+        assert!(matches!(
+            viewers.lookup(newcomer.token, newcomer.client_ip),
+            Lookup::Live(_)
+        ));
         // The evicted ones' places per client were given back.
         let live = locked(&viewers.live);
         assert_eq!(live.sessions_of(ip("10.0.1.7")), 0);
@@ -566,8 +626,79 @@ mod tests {
         let viewers = viewers(100, 100);
         let viewer = viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap();
         assert_eq!(viewers.revoke(&[viewer.id, 12345]), vec![viewer.id]);
-        assert!(matches!(viewers.lookup(viewer.id), Lookup::Revoked));
-        assert!(matches!(viewers.lookup(12345), Lookup::Unknown));
+        assert!(matches!(
+            viewers.lookup(viewer.token, viewer.client_ip),
+            Lookup::Revoked
+        ));
+        assert!(matches!(
+            viewers.lookup(12345, ip("10.0.0.1")),
+            Lookup::Unknown
+        ));
         assert_eq!(locked(&viewers.live).sessions_of(ip("10.0.0.1")), 0);
+    }
+
+    #[test]
+    fn url_tokens_are_random_and_not_the_api_ids() {
+        let viewers = viewers(1_000, 1_000);
+        let opened: Vec<Arc<Viewer>> = (0..100)
+            .map(|_| viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap())
+            .collect();
+        let tokens: std::collections::BTreeSet<u128> = opened.iter().map(|v| v.token).collect();
+        assert_eq!(tokens.len(), opened.len());
+        // Neighbouring sessions' tokens are far apart: no counter to step along.
+        for pair in opened.windows(2) {
+            assert_eq!(pair[1].id, pair[0].id + 1);
+            assert!(pair[0].token.abs_diff(pair[1].token) > u128::from(u64::MAX));
+        }
+        // The API id is no token.
+        for viewer in &opened {
+            assert!(matches!(
+                viewers.lookup(u128::from(viewer.id), viewer.client_ip),
+                Lookup::Unknown
+            ));
+        }
+    }
+
+    #[test]
+    fn a_session_bound_to_an_address_is_unknown_from_another() {
+        let viewers = viewers(100, 100);
+        let bound = viewers
+            .open_signed("live", "s", ip("10.0.0.1"), "a", None, true)
+            .unwrap();
+        assert!(matches!(
+            viewers.lookup(bound.token, ip("10.0.0.1")),
+            Lookup::Live(_)
+        ));
+        assert!(matches!(
+            viewers.lookup(bound.token, ip("::ffff:10.0.0.1")),
+            Lookup::Live(_)
+        ));
+        assert!(matches!(
+            viewers.lookup(bound.token, ip("10.0.0.2")),
+            Lookup::Unknown
+        ));
+        // A pay-per-view session works from anywhere.
+        let ppv = viewers
+            .open_signed("live", "s", ip("10.0.0.1"), "a", Some("cust".into()), false)
+            .unwrap();
+        assert!(matches!(
+            viewers.lookup(ppv.token, ip("10.9.9.9")),
+            Lookup::Live(_)
+        ));
+    }
+
+    #[test]
+    fn deletions_are_forgotten_oldest_first() {
+        let mut revoked = Revoked::default();
+        let start = Instant::now();
+        for token in 0..(MAX_REVOKED as u128 + 2) {
+            revoked.insert(u128::MAX - token, start);
+        }
+        assert_eq!(revoked.tokens.len(), MAX_REVOKED);
+        assert!(!revoked.tokens.contains(&u128::MAX));
+        assert!(!revoked.tokens.contains(&(u128::MAX - 1)));
+        assert!(revoked.tokens.contains(&(u128::MAX - 2)));
+        revoked.forget_older(start + REVOKED_MEMORY);
+        assert!(revoked.tokens.is_empty());
     }
 }

@@ -35,6 +35,7 @@ mod shared;
 mod tls;
 #[doc(hidden)]
 pub mod transport;
+mod udp_budget;
 mod udp_pair;
 
 pub use service::{RtspWorker, start};

@@ -2,6 +2,7 @@
 //! rules in force and the connection caps they set.
 
 use crate::sessions::PlayerTable;
+use crate::udp_budget::UdpBudget;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::rtsp_rules::RtspLimits;
@@ -23,6 +24,8 @@ pub struct Shared {
     /// their places in the old one).
     caps: Mutex<(RtspLimits, Arc<ConnectionCaps>)>,
     draining: AtomicBool,
+    /// UDP port pairs all connections hold (`max_udp_pairs`).
+    pub udp_budget: UdpBudget,
 }
 
 fn caps_of(limits: &RtspLimits) -> Arc<ConnectionCaps> {
@@ -49,6 +52,7 @@ impl Shared {
             ids,
             caps: Mutex::new((limits, caps_of(&limits))),
             draining: AtomicBool::new(false),
+            udp_budget: UdpBudget::default(),
         }
     }
 

@@ -8,7 +8,10 @@
 //! keys are tolerated. A signature is valid from `server_time` (minus the allowed skew)
 //! until `validminutes` later (plus the skew). Several keys may be configured (rotation);
 //! hashes are compared in constant time. With `id`, the hash covers the id instead of
-//! the address: a pay-per-view customer, whatever network they watch from.
+//! the address: a pay-per-view customer, whatever network they watch from. An `id` that is
+//! an IP address is refused: the hash cannot tell it from an address-bound signature's, so
+//! appending `&id=<that address>` would make a signature bound to one address work from
+//! any.
 
 use base64::Engine;
 use md5::{Digest, Md5};
@@ -49,6 +52,8 @@ pub enum Refusal {
     OtherStream,
     #[error("bad hash (wrong key, address or tampered)")]
     BadHash,
+    #[error("pay-per-view id is an IP address")]
+    IdIsAnAddress,
 }
 
 /// Checks `signature` (the `wmsAuthSign` value, percent-decoding already done).
@@ -89,6 +94,9 @@ pub fn verify(signature: Option<&str>, check: &SignatureCheck<'_>) -> Result<Sig
         }
     };
     let ppv_id = field("id").filter(|id| !id.is_empty());
+    if ppv_id.is_some_and(|id| id.trim().parse::<IpAddr>().is_ok()) {
+        return Err(Refusal::IdIsAnAddress);
+    }
     let subject = match ppv_id {
         Some(id) => id.to_owned(),
         None => check.client_ip.to_string(),
@@ -368,5 +376,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(signed.ppv_id.as_deref(), Some("customer-7"));
+    }
+
+    #[test]
+    fn an_id_that_is_an_address_is_refused() {
+        let keys = vec![KEY.to_owned()];
+        let now = 1_795_233_909 + 10;
+        // A signature bound to 127.0.0.1, with `&id=127.0.0.1` appended: the hash
+        // matches, but it must not be usable from another address.
+        let h = hash("127.0.0.1", KEY, TIME, "20", "");
+        for id in ["127.0.0.1", "::1", "::ffff:127.0.0.1", "2001:db8::7"] {
+            let h = if id == "127.0.0.1" {
+                h.clone()
+            } else {
+                hash(id, KEY, TIME, "20", "")
+            };
+            let signature = sign(&format!(
+                "server_time={TIME}&hash_value={h}&validminutes=20&id={id}"
+            ));
+            assert_eq!(
+                verify(
+                    Some(&signature),
+                    &check(&keys, "203.0.113.5", "live/x", now)
+                ),
+                Err(Refusal::IdIsAnAddress),
+                "{id}"
+            );
+        }
+        // The same signature without the id still works from its own address.
+        let bound = sign(&format!(
+            "server_time={TIME}&hash_value={h}&validminutes=20"
+        ));
+        assert!(verify(Some(&bound), &check(&keys, "127.0.0.1", "live/x", now)).is_ok());
+        // Ids that merely contain digits and dots are ids.
+        let h = hash("order-1.2.3", KEY, TIME, "20", "");
+        let signature = sign(&format!(
+            "server_time={TIME}&hash_value={h}&validminutes=20&id=order-1.2.3"
+        ));
+        assert!(
+            verify(
+                Some(&signature),
+                &check(&keys, "203.0.113.5", "live/x", now)
+            )
+            .is_ok()
+        );
     }
 }

@@ -99,9 +99,10 @@ impl RawCamera {
         if self.port == 0 {
             return Err(FieldError::new("port", "must be 1..=65535, got 0"));
         }
+        let protocol = self.protocol.as_str();
         let parameters = each(self.parameters, "parameters", |p| match p.name.is_empty() {
             true => Err(FieldError::new("name", "must not be empty")),
-            false => Ok((p.name, p.value)),
+            false => check_parameter(protocol, &p.name, &p.value).map(|()| (p.name, p.value)),
         })?;
         let app = self.app.unwrap_or_else(|| "live".to_owned());
         check_media_name("app", &app)?;
@@ -117,5 +118,22 @@ impl RawCamera {
             app,
             stream,
         })
+    }
+}
+
+/// Checks the parameters whose values strom reads itself (the others go to libsrt,
+/// librist or the socket as they are).
+fn check_parameter(protocol: &str, name: &str, value: &str) -> Result<(), FieldError> {
+    match (protocol, name) {
+        ("srt", "idle_timeout_secs") => match value.parse::<u64>() {
+            Ok(1..=3600) => Ok(()),
+            _ => Err(FieldError::new(
+                "value",
+                format!(
+                    "idle_timeout_secs: expected an integer (seconds) in 1..=3600, got {value:?}"
+                ),
+            )),
+        },
+        _ => Ok(()),
     }
 }

@@ -59,7 +59,8 @@
 //!   "RtspSettings": {"interfaces": [{"ip": "*", "port": 554}],
 //!                    "limits": {"max_connections": 10000, "max_connections_per_ip": 1000,
 //!                               "session_timeout_secs": 60, "max_request_bytes": 16384,
-//!                               "player_wait_timeout_secs": 10}}
+//!                               "player_wait_timeout_secs": 10,
+//!                               "request_timeout_secs": 10, "max_udp_pairs": 4096}}
 //! }
 //! ```
 //!

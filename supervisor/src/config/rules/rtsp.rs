@@ -56,6 +56,8 @@ struct RawRtspLimits {
     session_timeout_secs: Option<u32>,
     max_request_bytes: Option<u32>,
     player_wait_timeout_secs: Option<u32>,
+    request_timeout_secs: Option<u32>,
+    max_udp_pairs: Option<u32>,
 }
 
 impl RawRtspSettings {
@@ -139,6 +141,18 @@ impl RawRtspLimits {
                 self.player_wait_timeout_secs,
                 defaults.player_wait_timeout_secs,
                 1..=300,
+            )?,
+            request_timeout_secs: limit(
+                "request_timeout_secs",
+                self.request_timeout_secs,
+                defaults.request_timeout_secs,
+                1..=3600,
+            )?,
+            max_udp_pairs: limit(
+                "max_udp_pairs",
+                self.max_udp_pairs,
+                defaults.max_udp_pairs,
+                0..=1_000_000,
             )?,
         })
     }

@@ -344,6 +344,10 @@ fn semantic_errors_name_the_json_path() {
             "Cameras[0].parameters: a rendezvous input needs the parameter local_ip",
         ),
         (
+            r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "srt", "parameters": [{"name": "idle_timeout_secs", "value": "0"}]}]}"#,
+            "Cameras[0].parameters[0].value: idle_timeout_secs: expected an integer (seconds) in 1..=3600",
+        ),
+        (
             r#"{"Cameras": [{"id": "c", "ip": "1.2.3.4", "port": 1, "protocol": "rist", "receive_mode": "rendezvous"}]}"#,
             "Cameras[0].receive_mode: expected \"listen\" or \"pull\"",
         ),

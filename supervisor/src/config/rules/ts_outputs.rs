@@ -34,7 +34,14 @@ struct RawParameter {
     value: String,
 }
 
-const SRT_PARAMETERS: &[&str] = &["latency", "passphrase", "pbkeylen", "maxbw", "max_callers"];
+const SRT_PARAMETERS: &[&str] = &[
+    "latency",
+    "passphrase",
+    "pbkeylen",
+    "maxbw",
+    "max_callers",
+    "player_wait_timeout_secs",
+];
 const RIST_PARAMETERS: &[&str] = &[
     "profile",
     "buffer",
@@ -248,6 +255,11 @@ fn check_parameter(protocol: &str, mode: &str, name: &str, value: &str) -> Resul
             "max_callers is only for an srt output in listen mode",
         )),
         ("srt", "max_callers") => number(1..=1000, ""),
+        ("srt", "player_wait_timeout_secs") if mode != "listen" => Err(FieldError::new(
+            "name",
+            "player_wait_timeout_secs is only for an srt output in listen mode",
+        )),
+        ("srt", "player_wait_timeout_secs") => number(1..=300, " (seconds)"),
         ("rist", "profile") => one_of(&["simple", "main"]),
         ("rist", "buffer") => number(0..=30_000, " (ms)"),
         ("rist", "secret") => {

@@ -265,7 +265,7 @@ fn bad_outputs_name_the_path_and_the_reason() {
         // Parameters.
         (
             parameter(SRT_LISTEN, "ttl", "5"),
-            "TsOutputs[0].parameters[0].name: unknown parameter \"ttl\" for srt; expected one of latency, passphrase, pbkeylen, maxbw, max_callers",
+            "TsOutputs[0].parameters[0].name: unknown parameter \"ttl\" for srt; expected one of latency, passphrase, pbkeylen, maxbw, max_callers, player_wait_timeout_secs",
         ),
         (
             parameter(RIST_PUSH, "latency", "5"),
@@ -320,6 +320,10 @@ fn bad_outputs_name_the_path_and_the_reason() {
                 "5",
             ),
             "TsOutputs[0].parameters[0].name: max_callers is only for an srt output in listen mode",
+        ),
+        (
+            parameter(SRT_LISTEN, "player_wait_timeout_secs", "301"),
+            "TsOutputs[0].parameters[0].value: player_wait_timeout_secs: expected an integer (seconds) in 1..=300, got \"301\"",
         ),
         (
             parameter(RIST_PUSH, "profile", "advanced"),

@@ -14,6 +14,7 @@
 //! SRT connections of outputs are listed as sessions (type `SRT`) and in
 //! `srt_sender_stats`; RIST outputs with `rist-stats-interval` in `rist_sender_stats`.
 
+mod caller_watch;
 mod follow;
 mod rist_out;
 mod srt_out;

@@ -8,10 +8,14 @@
 //! waits in `srt_sendmsg`, its hub reader fills and loses whole GOPs, and nobody else
 //! notices.
 //!
+//! A caller is released when it is gone or when its stream has not been live for the
+//! output's `player_wait_timeout_secs` ([`caller_watch`]).
+//!
 //! A caller of a stream of an `Edge` app that is not live here makes the relays read it
 //! from the rtmp worker, which pulls it from the origins on that demand; the caller waits
 //! for it up to [`EDGE_WAIT`] and is closed if it does not come.
 
+use super::caller_watch;
 use super::follow::Follower;
 use super::{SrtSender, source};
 use crate::srt::accepting::accept_callers;
@@ -71,6 +75,7 @@ pub fn listen(
         .parameter("max_callers")
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_MAX_CALLERS);
+    let wait = caller_watch::player_wait(output.parameter("player_wait_timeout_secs"));
     let name = format!("output {}", output.id);
     accept_callers(
         &inherited,
@@ -107,6 +112,8 @@ pub fn listen(
             }
             let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
             tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
+            // Without the watch a caller of a stream that is not live is never released.
+            caller_watch::spawn(&runtime, shared.hub.clone(), Arc::clone(&sender), wait);
             let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
             crate::udp::spawn_thread("srt-out-viewer", move || {
                 send(&shared, &sender, &runtime, true);

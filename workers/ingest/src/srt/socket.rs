@@ -551,7 +551,9 @@ impl SrtSocket {
         state_name(raw_state(sock))
     }
 
-    fn is_gone(&self) -> bool {
+    /// Whether the connection is over: closed here, or broken (the peer said goodbye, or
+    /// sent nothing for libsrt's peer idle timeout) or closed by libsrt.
+    pub fn is_gone(&self) -> bool {
         let sock = self.handle();
         sock == ffi::SRT_INVALID_SOCK
             || matches!(

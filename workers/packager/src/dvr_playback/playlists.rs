@@ -89,7 +89,7 @@ pub fn select(archive: &[SegmentEntry], window: Window, clock: Clock) -> (Range<
 #[derive(Debug, Clone, Copy)]
 pub struct MediaOptions {
     pub fmp4: bool,
-    pub session: Option<u64>,
+    pub session: Option<u128>,
     pub target_secs: u32,
     /// `#EXT-X-ENDLIST`.
     pub closed: bool,
@@ -98,7 +98,7 @@ pub struct MediaOptions {
     pub start_at_first: bool,
 }
 
-fn session_query(session: Option<u64>) -> String {
+fn session_query(session: Option<u128>) -> String {
     session.map(|id| format!("?sid={id}")).unwrap_or_default()
 }
 

@@ -24,7 +24,7 @@ impl Context {
         request: &Request<Incoming>,
         app: &str,
         stream: &str,
-        sid: Option<u64>,
+        sid: Option<u128>,
         head: bool,
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
@@ -57,7 +57,7 @@ impl Context {
             return error(StatusCode::NOT_FOUND, "no such stream");
         }
         // The session: the one the manifest's `<Location>` names, or a new one.
-        let viewer = match sid.map(|id| self.viewers.lookup(id)) {
+        let viewer = match sid.map(|token| self.viewers.lookup(token, self.peer.ip())) {
             Some(Lookup::Revoked) => return error(StatusCode::FORBIDDEN, "session ended"),
             Some(Lookup::Live(viewer)) => Some(viewer),
             Some(Lookup::Unknown) | None => {
@@ -74,20 +74,22 @@ impl Context {
                     .get(hyper::header::USER_AGENT)
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or_default();
-                let viewer =
-                    self.viewers
-                        .open_as("DASH", app, stream, self.peer.ip(), user_agent, ppv_id);
-                if viewer.is_none()
-                    && self
-                        .gate
-                        .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Dash)
-                {
+                let protected = self
+                    .gate
+                    .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Dash);
+                // A signature without a pay-per-view id bound the client's address.
+                let bind_to_ip = protected && ppv_id.is_none();
+                let (peer, agent) = (self.peer.ip(), user_agent);
+                let viewer = self
+                    .viewers
+                    .open_as("DASH", app, stream, peer, agent, ppv_id, bind_to_ip);
+                if viewer.is_none() && protected {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 }
                 viewer
             }
         };
-        let session = viewer.as_ref().map(|v| v.id);
+        let session = viewer.as_ref().map(|v| v.token);
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)

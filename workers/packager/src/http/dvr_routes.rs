@@ -74,9 +74,9 @@ impl Context {
         let sid = request.uri().query().and_then(|q| {
             q.split('&')
                 .find_map(|pair| pair.strip_prefix("sid="))
-                .and_then(|v| v.parse::<u64>().ok())
+                .and_then(|v| v.parse::<u128>().ok())
         });
-        let viewer = match sid.map(|id| self.viewers.lookup(id)) {
+        let viewer = match sid.map(|token| self.viewers.lookup(token, self.peer.ip())) {
             Some(Lookup::Revoked) => return error(StatusCode::FORBIDDEN, "session ended"),
             Some(Lookup::Live(viewer)) => Some(viewer),
             Some(Lookup::Unknown) | None => None,
@@ -104,7 +104,7 @@ impl Context {
                 }
                 let options = MediaOptions {
                     fmp4,
-                    session: viewer.map(|v| v.id),
+                    session: viewer.map(|v| v.token),
                     target_secs: clock.target_secs,
                     closed,
                     start_at_first: matches!(window, Window::Range { .. }),
@@ -178,18 +178,20 @@ impl Context {
             .unwrap_or_default();
         // `None` past the session caps: served without a session, as live HLS is
         // (not for a protected stream: its media requests need the session).
-        let viewer = self
-            .viewers
-            .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id);
         let protected = self
             .gate
             .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
+        // A signature without a pay-per-view id bound the client's address.
+        let bind_to_ip = protected && ppv_id.is_none();
+        let viewer =
+            self.viewers
+                .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id, bind_to_ip);
         if protected && viewer.is_none() {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }
         let session = viewer
             .as_ref()
-            .map(|v| format!("?sid={}", v.id))
+            .map(|v| format!("?sid={}", v.token))
             .unwrap_or_default();
         let variant = if fmp4 { "_fmp4" } else { "" };
         let uri = format!("chunks{variant}_dvr{}.m3u8{session}", window.suffix());

@@ -145,7 +145,7 @@ pub(super) fn part_name(file: &str) -> Option<(u64, usize)> {
 impl Context {
     /// `#EXT-X-RENDITION-REPORT`s of the other LL-HLS renditions of the ABR groups
     /// `app/stream` is a member of (players switch renditions without a plain reload).
-    pub(super) fn rendition_reports(&self, app: &str, stream: &str, sid: Option<u64>) -> String {
+    pub(super) fn rendition_reports(&self, app: &str, stream: &str, sid: Option<u128>) -> String {
         let rules = self.packaging.rules();
         let query = sid.map(|id| format!("?sid={id}")).unwrap_or_default();
         let mut reports = String::new();

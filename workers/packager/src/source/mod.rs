@@ -93,7 +93,7 @@ impl Sources {
         let (request, body) = match read_head(&mut io, start).await {
             Ok(head) => head,
             Err(why) => {
-                tracing::info!(%client, reason = %why, "icecast source refused: bad request head");
+                strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); %client, reason = %why, "icecast source refused: bad request head");
                 let _ = io.write_all(&Refusal::BadRequest(why).answer()).await;
                 return;
             }
@@ -101,7 +101,8 @@ impl Sources {
         let admitted = match self.admit(&request, client, &rules) {
             Ok(admitted) => admitted,
             Err(refusal) => {
-                tracing::warn!(%client, mount = %request.path, ?refusal, "icecast source refused");
+                // Rate limited: a password guesser would write a line per attempt.
+                strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %client, mount = %request.path, ?refusal, "icecast source refused");
                 let _ = io.write_all(&refusal.answer()).await;
                 let _ = io.shutdown().await;
                 return;

@@ -18,7 +18,7 @@ pub fn exercise_restore(index: &[u8], file: &[u8]) {
     let serve = |hls: &HlsStream| {
         for fmp4 in [false, true] {
             let _ = (hls.master(fmp4, Some(1)), hls.variant("../", fmp4, None));
-            let _ = (hls.media(fmp4, Some(u64::MAX)), hls.media(fmp4, None));
+            let _ = (hls.media(fmp4, Some(u128::MAX)), hls.media(fmp4, None));
         }
         let listed: Vec<(u64, u64)> = locked(&hls.state)
             .segments

@@ -127,7 +127,7 @@ impl HlsStream {
     }
 
     /// The LL-HLS media playlist (fMP4), whole or as a delta update (`skip`).
-    pub fn media_ll(&self, session: Option<u64>, skip: bool) -> String {
+    pub fn media_ll(&self, session: Option<u128>, skip: bool) -> String {
         let mut state = locked(&self.state);
         let slot = if skip { DELTA } else { FULL };
         let template = match &state.rendered[slot] {

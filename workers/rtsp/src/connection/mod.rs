@@ -143,6 +143,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         urgent: false,
         media_since: None,
         udp_pairs: 0,
+        udp_places: Vec::new(),
         nonce: crate::auth::nonce(),
         announced: None,
         udp_in,
@@ -185,6 +186,9 @@ struct Connection {
     urgent: bool,
     /// UDP port pairs bound for this connection so far.
     udp_pairs: usize,
+    /// Their places in the worker's [`crate::udp_budget::UdpBudget`], given back when
+    /// the connection ends (its UDP tasks stop then too).
+    udp_places: Vec<crate::udp_budget::UdpPlace>,
     /// When the oldest media in `out` was queued (see [`PLAY_COALESCE`]).
     media_since: Option<Instant>,
     /// The Digest nonce of this connection's challenges.
@@ -210,6 +214,12 @@ impl Connection {
         let mut buffer = BytesMut::with_capacity(4096);
         let max_request = self.limits.max_request_bytes as usize;
         let idle_limit = Duration::from_secs(u64::from(self.limits.session_timeout_secs));
+        let request_limit = Duration::from_secs(u64::from(self.limits.request_timeout_secs));
+        // Since when a request is awaited and not complete: from the connection's start,
+        // then from the first byte of each request (or the end of the one before it, when
+        // its bytes came together). Only completing a request moves it, so a client that
+        // trickles bytes (each of which counts as activity) cannot hold its connection.
+        let mut pending_since = Some(Instant::now());
         let kill = self.kill.clone();
         let mut frames: Option<FrameReceiver> = None;
         let mut live: Option<watch::Receiver<bool>> = None;
@@ -226,7 +236,9 @@ impl Connection {
                         return Ok(());
                     }
                     self.touch(n);
+                    let mut progressed = false;
                     while let Some(incoming) = message::parse(&mut buffer, max_request)? {
+                        progressed = true;
                         match incoming {
                             Incoming::Request(request) => self.handle(request).await,
                             // A publisher's RTP (a player's RTCP reports are activity only).
@@ -237,6 +249,11 @@ impl Connection {
                         if self.closing {
                             break;
                         }
+                    }
+                    if progressed {
+                        pending_since = (!buffer.is_empty()).then(Instant::now);
+                    } else if pending_since.is_none() {
+                        pending_since = Some(Instant::now());
                     }
                     if let Some((receiver, watch)) = self.start_frames.take() {
                         frames = Some(receiver);
@@ -265,6 +282,13 @@ impl Connection {
                         && self.mp2t.as_ref().is_none_or(|t| t.interleaved());
                     if idle > idle_limit && !tcp_player {
                         tracing::info!(peer = %self.peer, "rtsp session timed out");
+                        return Ok(());
+                    }
+                    // Interleaved media being received is no request (its frames are
+                    // bounded by `max_request_bytes` like requests).
+                    let awaited = pending_since.filter(|_| !buffer.starts_with(b"$"));
+                    if awaited.is_some_and(|since| since.elapsed() > request_limit) {
+                        strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); peer = %self.peer, "rtsp connection closed: no complete request in time");
                         return Ok(());
                     }
                     if let Some(live) = &live {
@@ -484,7 +508,7 @@ impl Connection {
                 let link = match self.udp_link(rtp_port, rtcp_port).await {
                     Ok(link) => link,
                     Err(error) => {
-                        tracing::warn!(peer = %self.peer, %error, "rtsp: no UDP sockets for a player");
+                        strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, %error, "rtsp: no UDP sockets for a player");
                         return self.reply(461, request, &[], b"");
                     }
                 };
@@ -512,7 +536,7 @@ impl Connection {
     /// Two UDP sockets on the address the client reached, sending to its ports; what
     /// arrives on the RTCP one (receiver reports) counts as the player's activity.
     async fn udp_link(&mut self, rtp_port: u16, rtcp_port: u16) -> std::io::Result<UdpLink> {
-        self.take_udp_pair()?;
+        self.take_udp_pair(MAX_UDP_PAIRS)?;
         let local = self.local_ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let (rtp, rtcp) = crate::udp_pair::bind(local).await?;
         let (rtp, rtcp) = (Arc::new(rtp), Arc::new(rtcp));
@@ -542,13 +566,22 @@ impl Connection {
     }
 
     /// Counts one more UDP port pair (and its receive task) for this connection; refused
-    /// past [`MAX_UDP_PAIRS`], so repeated SETUPs cannot take a port and a task each.
-    fn take_udp_pair(&mut self) -> std::io::Result<()> {
-        if self.udp_pairs >= MAX_UDP_PAIRS {
+    /// past `per_connection` ([`MAX_UDP_PAIRS`] at most), so repeated SETUPs cannot take
+    /// a port and a task each, and past the worker's `max_udp_pairs` in all.
+    fn take_udp_pair(&mut self, per_connection: usize) -> std::io::Result<()> {
+        let per_connection = per_connection.min(MAX_UDP_PAIRS);
+        if self.udp_pairs >= per_connection {
             return Err(std::io::Error::other(format!(
-                "more than {MAX_UDP_PAIRS} UDP port pairs on one connection"
+                "more than {per_connection} UDP port pairs on one connection"
             )));
         }
+        let limit = self.shared.rules().rtsp.limits.max_udp_pairs as usize;
+        let Some(place) = self.shared.udp_budget.take(limit) else {
+            return Err(std::io::Error::other(format!(
+                "all {limit} UDP port pairs of the worker are taken (max_udp_pairs)"
+            )));
+        };
+        self.udp_places.push(place);
         self.udp_pairs += 1;
         Ok(())
     }

@@ -108,7 +108,7 @@ impl Connection {
             } => match self.udp_link(rtp_port, rtcp_port).await {
                 Ok(link) => Some(link),
                 Err(error) => {
-                    tracing::warn!(peer = %self.peer, %error, "rtsp: no UDP sockets for a player");
+                    strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, %error, "rtsp: no UDP sockets for a player");
                     return self.reply(461, request, &[], b"");
                 }
             },

@@ -151,7 +151,7 @@ impl Connection {
                     ),
                 ),
                 Err(error) => {
-                    tracing::warn!(peer = %self.peer, %error, "rtsp: no UDP sockets for a publisher");
+                    strom_worker_runtime::limited_log!(warn, 5, std::time::Duration::from_secs(10); peer = %self.peer, %error, "rtsp: no UDP sockets for a publisher");
                     return self.reply(461, request, &[], b"");
                 }
             },
@@ -175,7 +175,10 @@ impl Connection {
     /// publisher's address goes to the connection's task, the RTCP one counts as
     /// activity. Returns their ports.
     async fn udp_receiver(&mut self, index: usize) -> std::io::Result<(u16, u16)> {
-        self.take_udp_pair()?;
+        // Before RECORD a publisher needs one pair per announced track, no more: repeated
+        // SETUPs without RECORD would otherwise hold sockets for nothing.
+        let announced = self.announced.as_ref().map_or(0, |a| a.tracks.len());
+        self.take_udp_pair(announced)?;
         let local = self
             .local_ip
             .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
