@@ -17,11 +17,15 @@ mod outputs;
 mod playout;
 pub mod rist;
 mod rist_input;
+mod shared;
 pub mod srt;
+mod srt_connections;
 mod srt_input;
+mod threads;
 mod ts_input;
 mod udp;
 
+use shared::IngestShared;
 use std::sync::{Arc, Mutex};
 use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
@@ -31,7 +35,7 @@ use strom_stream::Hub;
 use strom_stream::bus::relays::Relays;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
-use udp::{IngestShared, UdpReceivers};
+use udp::UdpReceivers;
 
 pub struct IngestWorker {
     shared: Arc<IngestShared>,

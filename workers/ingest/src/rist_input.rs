@@ -7,8 +7,8 @@
 
 use crate::input_status::OFFLINE_AFTER;
 use crate::rist::{RistOptions, RistReceiver, StatsSlot};
+use crate::shared::IngestShared;
 use crate::ts_input::TsInput;
-use crate::udp::IngestShared;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};

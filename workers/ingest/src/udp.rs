@@ -8,17 +8,18 @@
 //! The set of sockets is replaced when the supervisor lends a new one; the inputs are
 //! rebuilt when the rules change (same sockets, new mapping).
 
-use crate::input_status::{InputStatus, OFFLINE_AFTER};
+use crate::input_status::OFFLINE_AFTER;
+use crate::shared::IngestShared;
+use crate::threads::{spawn_thread, wait_for};
 use crate::ts_input::TsInput;
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strom_ipc::messages::ListenerRole;
 use strom_ipc::rules::{CameraSettings, Rules};
-use strom_stream::{Hub, StreamKey};
+use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
-use strom_worker_runtime::{InheritedUdpSocket, SessionIds, WorkerCounters};
+use strom_worker_runtime::{InheritedUdpSocket, WorkerCounters};
 use tokio_util::sync::CancellationToken;
 
 /// Largest UDP payload: one buffer this size per socket holds any datagram whole.
@@ -26,33 +27,6 @@ const DATAGRAM_BUFFER: usize = 65_536;
 /// Pause after a receive error (an ICMP error reported on the socket, say), so a socket
 /// that keeps failing does not spin.
 const ERROR_PAUSE: Duration = Duration::from_millis(100);
-
-/// What every receive task needs.
-pub struct IngestShared {
-    pub hub: Hub,
-    pub ids: Arc<SessionIds>,
-    pub counters: Arc<WorkerCounters>,
-    /// Status of every input, by `Cameras` id.
-    pub status: Mutex<HashMap<String, Arc<InputStatus>>>,
-    /// Connected SRT peers.
-    pub srt: crate::srt_input::Connections,
-    /// SRT connections and RIST stats of the TS outputs.
-    pub outputs: crate::outputs::OutputState,
-    /// The front door (over `hub`): who may publish and play, the rules in force and
-    /// the deny list.
-    pub gate: Arc<strom_stream::Gate>,
-}
-
-impl IngestShared {
-    pub fn rules(&self) -> Arc<Rules> {
-        self.gate.rules()
-    }
-
-    /// The status of input `id`, created on first use.
-    pub fn status_of(&self, id: &str) -> Arc<InputStatus> {
-        Arc::clone(locked(&self.status).entry(id.to_owned()).or_default())
-    }
-}
 
 pub struct UdpReceivers {
     shared: Arc<IngestShared>,
@@ -151,29 +125,6 @@ impl UdpReceivers {
     }
 }
 
-/// Waits until every thread in `threads` ended (the first caller joins them, the others
-/// wait for it on the lock).
-pub fn wait_for(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
-    let mut threads = locked(threads);
-    for thread in threads.drain(..) {
-        let _ = thread.join();
-    }
-}
-
-/// Runs `work` on a named thread (libsrt blocks); a failure to start is logged.
-pub fn spawn_thread(
-    name: &str,
-    work: impl FnOnce() + Send + 'static,
-) -> Option<std::thread::JoinHandle<()>> {
-    let spawned = std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(work);
-    if let Err(e) = &spawned {
-        tracing::error!(thread = name, error = %e, "thread not started");
-    }
-    spawned.ok()
-}
-
 /// The input of `protocol` configured to receive at `addr`.
 fn camera_at<'a>(rules: &'a Rules, protocol: &str, addr: SocketAddr) -> Option<&'a CameraSettings> {
     rules.cameras.iter().find(|camera| {
@@ -257,6 +208,8 @@ async fn receive(
 mod tests {
     use super::*;
     use strom_ipc::messages::ListenerSpec;
+    use strom_stream::Hub;
+    use strom_worker_runtime::{SessionIds, WorkerCounters};
 
     fn inherited(socket: std::net::UdpSocket) -> InheritedUdpSocket {
         socket.set_nonblocking(true).unwrap();

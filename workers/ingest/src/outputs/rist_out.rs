@@ -6,7 +6,7 @@
 use super::follow::Follower;
 use super::source;
 use crate::rist::{RistOptions, RistSender};
-use crate::udp::IngestShared;
+use crate::shared::IngestShared;
 use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;

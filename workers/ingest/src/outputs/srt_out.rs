@@ -18,9 +18,9 @@
 use super::caller_watch;
 use super::follow::Follower;
 use super::{SrtSender, source};
+use crate::shared::IngestShared;
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
-use crate::udp::IngestShared;
 use bytes::BytesMut;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -115,7 +115,7 @@ pub fn listen(
             // Without the watch a caller of a stream that is not live is never released.
             caller_watch::spawn(&runtime, shared.hub.clone(), Arc::clone(&sender), wait);
             let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
-            crate::udp::spawn_thread("srt-out-viewer", move || {
+            crate::threads::spawn_thread("srt-out-viewer", move || {
                 send(&shared, &sender, &runtime, true);
                 tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
             });

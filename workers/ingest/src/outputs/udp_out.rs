@@ -8,7 +8,7 @@
 //! the next keyframe.
 
 use super::source;
-use crate::udp::IngestShared;
+use crate::shared::IngestShared;
 use bytes::BytesMut;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
