@@ -157,7 +157,10 @@ mod tests {
             .args(["--exclusive", "--close"])
             .arg(&path)
             .arg("-c")
-            .arg(format!("touch {} && sleep 30", ready.display()))
+            .arg(format!("touch {} && exec sleep 30", ready.display()))
+            // The sleep outlives flock: it must not hold the test's output open.
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .expect("flock(1) from util-linux");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
