@@ -13,6 +13,7 @@
 
 use crate::packaging::Packaging;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,15 +27,34 @@ use tokio_util::sync::CancellationToken;
 pub const EDGE_WAIT: Duration = Duration::from_secs(15);
 /// Edge streams HLS and HTTP listeners may keep demanded at once.
 pub const MAX_DEMANDED_STREAMS: usize = 256;
+/// Streams one client address may have demanded that are not live (yet): a client
+/// naming made-up streams holds at most this share of [`MAX_DEMANDED_STREAMS`].
+pub const MAX_PENDING_PER_CLIENT: usize = 16;
+/// A demanded stream that did not come within [`EDGE_WAIT`] is not asked for again for
+/// this long: requests for it are answered 404 at once instead of holding a place.
+pub const ABSENT_FOR: Duration = Duration::from_secs(10);
+/// Streams remembered as absent at most (oldest forgotten first).
+const MAX_ABSENT: usize = 4096;
 /// How often the wait looks at the store.
 const WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// One demanded stream.
+struct Demand {
+    /// When it was first asked for (a stream not live [`EDGE_WAIT`] later is not coming).
+    since: Instant,
+    last: Instant,
+    /// The client whose request demanded it first (its share, while not live).
+    client: IpAddr,
+}
 
 pub struct EdgeDemand {
     packaging: Arc<Packaging>,
     /// The server's run directory, where the workers' media bus sockets are.
     run_dir: PathBuf,
-    /// Edge streams HLS viewers asked for, and when they last did.
-    demanded: Mutex<HashMap<(String, String), Instant>>,
+    /// Streams HLS viewers asked for: when they last did, and who asked first.
+    demanded: Mutex<HashMap<(String, String), Demand>>,
+    /// Streams that did not come when demanded, and until when they are not asked for.
+    absent: Mutex<HashMap<(String, String), Instant>>,
     /// The supervisor's last registry of live streams.
     registry: Mutex<Vec<StreamLocation>>,
     /// A demanded stream with no request for this long is no longer packaged.
@@ -47,6 +67,7 @@ impl EdgeDemand {
             packaging,
             run_dir,
             demanded: Mutex::default(),
+            absent: Mutex::default(),
             registry: Mutex::default(),
             idle,
         }
@@ -89,31 +110,91 @@ impl EdgeDemand {
         locations
     }
 
-    /// An HLS request for `app/stream` (valid names): when the app is an edge app, keeps
-    /// the stream demanded, and starts packaging it if it was not; `true` when the
-    /// stream is demanded. Any client can name any stream, and each new one costs a
-    /// packaging task and a pull from the origins: past [`MAX_DEMANDED_STREAMS`] new
-    /// names are refused (logged) until demand expires.
-    pub fn demand(&self, app: &str, stream: &str) -> bool {
-        let key = StreamKey::new(app, stream);
-        if producer_on_demand(&self.packaging.rules(), &key).is_none() {
+    /// An HLS request from `client` for `app/stream` (valid names): when another worker
+    /// starts the stream on demand (an edge app, an on-demand pull), keeps it demanded and
+    /// starts packaging it if it was not; `true` when the stream is demanded. Any client
+    /// can name any stream, and each new one costs a packaging task and a pull: a stream
+    /// that did not come is not asked for again for [`ABSENT_FOR`], one client may have
+    /// at most [`MAX_PENDING_PER_CLIENT`] demanded streams that are not live, and past
+    /// [`MAX_DEMANDED_STREAMS`] new names are refused (logged) until demand expires.
+    pub fn demand(&self, app: &str, stream: &str, client: IpAddr) -> bool {
+        let stream_key = StreamKey::new(app, stream);
+        if producer_on_demand(&self.packaging.rules(), &stream_key).is_none() {
             return false;
         }
         let key = (app.to_owned(), stream.to_owned());
-        let mut demanded = locked(&self.demanded);
-        let new = !demanded.contains_key(&key);
-        if new && demanded.len() >= MAX_DEMANDED_STREAMS {
-            drop(demanded);
-            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %app, %stream, max = MAX_DEMANDED_STREAMS, "edge: stream not pulled: too many edge streams demanded");
+        if locked(&self.absent)
+            .get(&key)
+            .is_some_and(|until| Instant::now() < *until)
+        {
             return false;
         }
-        demanded.insert(key, Instant::now());
-        drop(demanded);
-        if new {
-            tracing::info!(%app, %stream, "edge: HLS viewer asks for the stream");
-            self.apply_registry(None);
+        let mut demanded = locked(&self.demanded);
+        if let Some(demand) = demanded.get_mut(&key) {
+            demand.last = Instant::now();
+            return true;
         }
+        if demanded.len() >= MAX_DEMANDED_STREAMS {
+            drop(demanded);
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %app, %stream, max = MAX_DEMANDED_STREAMS, "on-demand stream not pulled: too many streams demanded");
+            return false;
+        }
+        let hub = self.packaging.hub();
+        let pending = demanded
+            .iter()
+            .filter(|((a, s), demand)| {
+                demand.client == client
+                    && hub
+                        .get(&StreamKey::new(a.as_str(), s.as_str()))
+                        .is_none_or(|live| live.publisher().is_none())
+            })
+            .count();
+        if pending >= MAX_PENDING_PER_CLIENT {
+            drop(demanded);
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %client, %app, %stream, max = MAX_PENDING_PER_CLIENT, "on-demand stream not pulled: the client's share of streams not live is used up");
+            return false;
+        }
+        demanded.insert(
+            key,
+            Demand {
+                since: Instant::now(),
+                last: Instant::now(),
+                client,
+            },
+        );
+        drop(demanded);
+        tracing::info!(%app, %stream, %client, "HLS viewer asks for a stream started on demand");
+        self.apply_registry(None);
         true
+    }
+
+    /// `app/stream` did not come within [`EDGE_WAIT`]: its place is freed now and the
+    /// name is not asked for again for [`ABSENT_FOR`].
+    fn not_coming(&self, app: &str, stream: &str) {
+        let key = (app.to_owned(), stream.to_owned());
+        let live = self
+            .packaging
+            .hub()
+            .get(&StreamKey::new(app, stream))
+            .is_some_and(|s| s.publisher().is_some());
+        if live || locked(&self.demanded).remove(&key).is_none() {
+            return;
+        }
+        let mut absent = locked(&self.absent);
+        let now = Instant::now();
+        absent.retain(|_, until| now < *until);
+        if absent.len() >= MAX_ABSENT
+            && let Some(oldest) = absent
+                .iter()
+                .min_by_key(|(_, until)| **until)
+                .map(|(k, _)| k.clone())
+        {
+            absent.remove(&oldest);
+        }
+        absent.insert(key, now + ABSENT_FOR);
+        drop(absent);
+        tracing::info!(%app, %stream, "on-demand stream did not come: not asked for again for a while");
+        self.apply_registry(None);
     }
 
     /// Forgets streams no viewer asked for within the idle time (housekeeping). A stream
@@ -121,17 +202,31 @@ impl EdgeDemand {
     /// answer) stays demanded while they listen: they read the packager's hub, where the
     /// packaging task itself is the only other reader.
     pub fn expire(&self) {
-        let rules = self.packaging.rules();
+        // Whether or not a request still waits for it (a flood's requests give up early).
         let hub = self.packaging.hub();
+        let overdue: Vec<(String, String)> = locked(&self.demanded)
+            .iter()
+            .filter(|((app, stream), demand)| {
+                demand.since.elapsed() > EDGE_WAIT
+                    && hub
+                        .get(&StreamKey::new(app.as_str(), stream.as_str()))
+                        .is_none_or(|live| live.publisher().is_none())
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for (app, stream) in overdue {
+            self.not_coming(&app, &stream);
+        }
+        let rules = self.packaging.rules();
         let before = locked(&self.demanded).len();
-        locked(&self.demanded).retain(|(app, stream), last| {
+        locked(&self.demanded).retain(|(app, stream), demand| {
             let packaged = usize::from(crate::packaging::hls_settings(&rules, app, stream).0);
             if hub.reader_count(&strom_stream::StreamKey::new(app.as_str(), stream.as_str()))
                 > packaged
             {
-                *last = Instant::now();
+                demand.last = Instant::now();
             }
-            last.elapsed() < self.idle
+            demand.last.elapsed() < self.idle
         });
         if locked(&self.demanded).len() != before {
             self.apply_registry(None);
@@ -144,13 +239,17 @@ impl EdgeDemand {
         if producer_on_demand(&self.packaging.rules(), &StreamKey::new(app, stream)).is_none() {
             return;
         }
-        self.wait_until(shutdown, || {
-            self.packaging
-                .store
-                .get(app, stream)
-                .is_some_and(|s| s.has_segments())
-        })
-        .await;
+        let came = self
+            .wait_until(shutdown, || {
+                self.packaging
+                    .store
+                    .get(app, stream)
+                    .is_some_and(|s| s.has_segments())
+            })
+            .await;
+        if !came {
+            self.not_coming(app, stream);
+        }
     }
 
     /// Waits (at most [`EDGE_WAIT`]) until the demanded edge stream `app/stream` is live
@@ -160,26 +259,32 @@ impl EdgeDemand {
             return;
         }
         let key = strom_stream::StreamKey::new(app, stream);
-        self.wait_until(shutdown, || {
-            self.packaging
-                .hub()
-                .get(&key)
-                .is_some_and(|s| s.publisher().is_some())
-        })
-        .await;
+        let came = self
+            .wait_until(shutdown, || {
+                self.packaging
+                    .hub()
+                    .get(&key)
+                    .is_some_and(|s| s.publisher().is_some())
+            })
+            .await;
+        if !came {
+            self.not_coming(app, stream);
+        }
     }
 
-    async fn wait_until(&self, shutdown: &CancellationToken, ready: impl Fn() -> bool) {
+    /// `true` when `ready` came true within [`EDGE_WAIT`] (or the worker stops).
+    async fn wait_until(&self, shutdown: &CancellationToken, ready: impl Fn() -> bool) -> bool {
         let deadline = Instant::now() + EDGE_WAIT;
         while Instant::now() < deadline {
             if ready() {
-                return;
+                return true;
             }
             tokio::select! {
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => return true,
                 () = tokio::time::sleep(WAIT_STEP) => {}
             }
         }
+        ready()
     }
 }
 
@@ -217,6 +322,18 @@ mod tests {
             producer,
             bus_path: bus.to_path_buf(),
         }
+    }
+
+    const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+
+    /// A different address for each `i` (spreads a test's names over clients' shares).
+    fn client(i: usize) -> IpAddr {
+        IpAddr::V4(std::net::Ipv4Addr::new(
+            10,
+            0,
+            (i / 256) as u8,
+            (i % 256) as u8,
+        ))
     }
 
     fn names(locations: &[StreamLocation]) -> Vec<String> {
@@ -272,8 +389,8 @@ mod tests {
         );
         edge.apply_registry(Some(registry.clone()));
         // An HLS viewer of a stream that is not live yet: packaged from the rtmp worker.
-        assert!(edge.demand("live", "c"));
-        assert!(!edge.demand("other", "x"), "not an edge app");
+        assert!(edge.demand("live", "c", CLIENT));
+        assert!(!edge.demand("other", "x", CLIENT), "not an edge app");
         assert_eq!(
             names(&edge.with_demand(registry.clone())),
             ["live/c@rtmp", "other/b@ingest"]
@@ -281,7 +398,7 @@ mod tests {
         assert!(store.get("live", "c").is_some());
         assert!(store.get("other", "x").is_none());
         // Asked for and live: the registry's own entry.
-        edge.demand("live", "a");
+        edge.demand("live", "a", CLIENT);
         assert_eq!(
             names(&edge.with_demand(registry.clone())),
             ["live/a@rtmp", "live/c@rtmp", "other/b@ingest"]
@@ -291,15 +408,70 @@ mod tests {
         let extra: Vec<String> = (0..MAX_DEMANDED_STREAMS).map(|i| format!("n{i}")).collect();
         let taken = extra
             .iter()
-            .filter(|name| edge.demand("live", name))
+            .enumerate()
+            .filter(|(i, name)| edge.demand("live", name, client(*i)))
             .count();
         assert_eq!(taken, MAX_DEMANDED_STREAMS - 2, "a and c hold two places");
-        assert!(edge.demand("live", "a"));
+        assert!(edge.demand("live", "a", CLIENT));
         assert_eq!(locked(&edge.demanded).len(), MAX_DEMANDED_STREAMS);
         // No requests within the idle time (zero here): forgotten.
         edge.expire();
         assert_eq!(names(&edge.with_demand(registry)), ["other/b@ingest"]);
-        assert!(edge.demand("live", "again"), "places come back");
+        assert!(edge.demand("live", "again", CLIENT), "places come back");
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn one_client_holds_a_share_and_absent_names_are_not_asked_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let shutdown = CancellationToken::new();
+        let store = Arc::new(Store::new(
+            dir.path(),
+            Limits {
+                max_ram_bytes: u64::MAX,
+                grace: Duration::from_secs(30),
+            },
+        ));
+        let rules = Rules {
+            edges: vec![EdgeRule {
+                apps: vec!["live".into()],
+                origins: vec!["rtmp://origin".into()],
+                idle_grace_secs: 30,
+            }],
+            ..Rules::default()
+        };
+        let packaging = Arc::new(Packaging::new(
+            Hub::default(),
+            store,
+            rules,
+            Arc::new(SessionIds::new(1)),
+            shutdown.clone(),
+        ));
+        let edge = EdgeDemand::new(packaging, dir.path().to_path_buf(), Duration::from_secs(60));
+        // A client naming made-up streams fills its own share, not the table.
+        let made_up = (0..100)
+            .filter(|i| edge.demand("live", &format!("fake{i}"), CLIENT))
+            .count();
+        assert_eq!(made_up, MAX_PENDING_PER_CLIENT);
+        assert!(
+            edge.demand("live", "real", client(1)),
+            "another viewer's stream is pulled"
+        );
+        // A name that did not come within the wait (what `wait_for_segments` finds after
+        // EDGE_WAIT) is freed and refused for a while.
+        edge.not_coming("live", "fake0");
+        assert!(!locked(&edge.demanded).contains_key(&("live".into(), "fake0".into())));
+        assert!(
+            !edge.demand("live", "fake0", client(2)),
+            "answered 404 at once"
+        );
+        for until in locked(&edge.absent).values_mut() {
+            *until = Instant::now();
+        }
+        assert!(
+            edge.demand("live", "fake0", client(2)),
+            "asked for again later"
+        );
         shutdown.cancel();
     }
 }

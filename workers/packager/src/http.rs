@@ -291,7 +291,7 @@ impl Context {
         if (master || listener) && self.draining.load(Ordering::Relaxed) {
             return;
         }
-        if !self.edge.demand(app, stream) {
+        if !self.edge.demand(app, stream, self.peer.ip()) {
             return;
         }
         if master || matches!(file, "chunks.m3u8" | "chunks_fmp4.m3u8") {
