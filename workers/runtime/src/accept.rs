@@ -30,6 +30,8 @@ pub trait ConnectionHandler: Send + Sync + 'static {
 /// close in this process; the supervisor's copies keep the ports bound).
 pub struct AcceptLoops<H> {
     handler: Arc<H>,
+    /// Connections accepted at most at once ([`crate::fd_budget`]).
+    budget: u64,
     counters: Arc<WorkerCounters>,
     shutdown: CancellationToken,
     connections: TaskTracker,
@@ -44,6 +46,7 @@ impl<H: ConnectionHandler> AcceptLoops<H> {
     ) -> Self {
         Self {
             handler,
+            budget: crate::fd_budget::this_process(),
             counters,
             shutdown,
             connections: TaskTracker::new(),
@@ -59,6 +62,7 @@ impl<H: ConnectionHandler> AcceptLoops<H> {
             tracing::info!(role = ?inherited.spec.role, addr = %inherited.spec.addr, "accepting");
             tokio::spawn(accept_loop(
                 inherited,
+                self.budget,
                 Arc::clone(&self.handler),
                 Arc::clone(&self.counters),
                 self.connections.clone(),
@@ -89,6 +93,7 @@ impl<H: ConnectionHandler> AcceptLoops<H> {
 
 async fn accept_loop<H: ConnectionHandler>(
     inherited: InheritedListener,
+    budget: u64,
     handler: Arc<H>,
     counters: Arc<WorkerCounters>,
     connections: TaskTracker,
@@ -104,6 +109,12 @@ async fn accept_loop<H: ConnectionHandler>(
         match accepted {
             Ok((stream, peer)) => {
                 counters.accept_health.accepted();
+                if counters.open_connections() >= budget {
+                    // Closed at once: the descriptors left are the worker's own work's.
+                    drop(stream);
+                    crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, %peer, max = budget, "connection refused: the descriptor budget for connections is used up");
+                    continue;
+                }
                 let guard = counters.open_connection();
                 let handler = Arc::clone(&handler);
                 let spec = spec.clone();
@@ -121,8 +132,16 @@ async fn accept_loop<H: ConnectionHandler>(
                 });
             }
             Err(e) => {
-                // EMFILE and friends: back off instead of spinning, and let the heartbeat
-                // report the worker unhealthy if it lasts.
+                // EMFILE and friends: back off instead of spinning. A worker serving at
+                // least half its budget is full, not broken: it keeps serving. Otherwise
+                // (descriptors going somewhere else) the heartbeat reports it unhealthy
+                // if it lasts.
+                let serving = counters.open_connections();
+                if crate::fd_budget::is_exhaustion(&e) && serving >= budget / 2 {
+                    crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, error = %e, serving, "accept failed: descriptors exhausted while serving; backing off");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    continue;
+                }
                 counters.accept_health.failed(&e);
                 crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, error = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;

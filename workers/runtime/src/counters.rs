@@ -23,6 +23,11 @@ impl WorkerCounters {
         }
     }
 
+    /// Connections open right now (their guards alive).
+    pub fn open_connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
     pub fn add_sent(&self, bytes: u64) {
         self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
     }

@@ -1,7 +1,9 @@
 //! Whether a worker can still do its job: a worker whose accept loops have failed without
-//! a break for [`UNHEALTHY_AFTER`] (descriptors exhausted, usually) answers its heartbeat
+//! a break for [`UNHEALTHY_AFTER`] (descriptors leaked, usually) answers its heartbeat
 //! with a failure, and the supervisor restarts it instead of leaving a process that
-//! reports ready while refusing everyone.
+//! reports ready while refusing everyone. Running out of descriptors while serving at
+//! least half of the connection budget is not reported: that worker is full, and a
+//! restart would drop everyone it serves ([`crate::fd_budget`]).
 
 use crate::sync::locked;
 use std::sync::Mutex;

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod connection_caps;
 pub mod control;
 pub mod counters;
+pub mod fd_budget;
 pub mod health;
 pub mod listeners;
 pub mod log_limit;
