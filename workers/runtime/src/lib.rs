@@ -16,6 +16,7 @@ pub mod counters;
 pub mod health;
 pub mod listeners;
 pub mod log_limit;
+pub mod login_throttle;
 pub mod play_signature;
 pub mod publish_sign;
 pub mod service;

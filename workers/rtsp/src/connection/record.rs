@@ -12,10 +12,12 @@ use crate::transport;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
 use strom_stream::{PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::limited_log;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use strom_worker_runtime::publish_sign;
 use tokio::sync::mpsc;
 
@@ -55,6 +57,14 @@ impl Connection {
             return self.reply(404, request, &[], b"");
         };
         let (login, password) = self.credentials(&target.app);
+        let presented = request.header("Authorization").is_some();
+        let client = self.peer.ip();
+        // An address that failed too often is answered as if wrong, without a check.
+        if !login.is_empty() && presented && !SOURCE_LOGINS.allows(client) {
+            limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %target.app, "rtsp publisher refused: too many failed logins from this address");
+            let challenges = auth::challenges(&self.nonce);
+            return self.reply(401, request, &challenges, b"");
+        }
         if !login.is_empty()
             && !auth::check(
                 request.header("Authorization"),
@@ -64,11 +74,15 @@ impl Connection {
                 &password,
             )
         {
-            if request.header("Authorization").is_some() {
-                tracing::warn!(peer = %self.peer, app = %target.app, "rtsp publisher authentication failed");
+            if presented {
+                let locked_out = SOURCE_LOGINS.failed(client);
+                limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %target.app, locked_out, "rtsp publisher authentication failed");
             }
             let challenges = auth::challenges(&self.nonce);
             return self.reply(401, request, &challenges, b"");
+        }
+        if !login.is_empty() {
+            SOURCE_LOGINS.succeeded(client);
         }
         let query = request
             .uri
