@@ -458,3 +458,99 @@ fn a_udp_mpegts_input_is_recorded_too() {
         server.log()
     );
 }
+
+/// Descriptors the process `pid` has open.
+fn descriptors(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+}
+
+/// Paths under `dir` whose name contains `part`.
+fn paths_named(dir: &std::path::Path, part: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(part))
+            {
+                found.push(path.clone());
+            }
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Issue 31 item 3: names published without media leave no archive directory and no
+/// descriptor in the dvr worker, and an archive is open only while it records.
+#[test]
+fn names_without_media_leave_no_archive_and_archives_close_after_recording() {
+    const NAMES: usize = 40;
+    let server = start();
+    let dvr = server.worker_pid("dvr");
+    let baseline = descriptors(dvr);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", server.ports.rtmp).parse().unwrap();
+    let squatters: Vec<_> = (0..NAMES)
+        .map(|n| common::raw_rtmp::raw_publisher(addr, "live", &format!("nomedia{n}")))
+        .collect();
+    wait_for(
+        Duration::from_secs(40),
+        "the dvr worker reading every name",
+        || {
+            let log = server.log();
+            let reading = log
+                .lines()
+                .filter(|l| l.contains("DVR recording") && l.contains("live/nomedia"))
+                .count();
+            (reading >= NAMES).then_some(())
+        },
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "the dvr worker did not read the names; log:\n{}",
+            server.log()
+        )
+    });
+    assert_eq!(
+        paths_named(&server.path("data"), "nomedia"),
+        Vec::<std::path::PathBuf>::new(),
+        "archive directories for names without media"
+    );
+    drop(squatters);
+    // Once the names are gone the worker holds what it held before.
+    let settled = wait_for(Duration::from_secs(40), "dvr descriptors back", || {
+        (descriptors(dvr) <= baseline + 5).then_some(())
+    });
+    assert!(
+        settled.is_some(),
+        "dvr worker descriptors {baseline} -> {}",
+        descriptors(dvr)
+    );
+
+    // A real recording: its archive is there, and closed once the stream ended.
+    let publisher = publish_for(&server, "real", 4);
+    finish(&server, publisher, "real");
+    let listed = wait_for(Duration::from_secs(30), "the recording listed", || {
+        archive(&server, "real").filter(|a| field(a, "size") > 0)
+    });
+    assert!(
+        listed.is_some(),
+        "no archive of live/real; log:\n{}",
+        server.log()
+    );
+    let (status, _) = server.get("/manage/dvr_status");
+    assert_eq!(status, 200);
+    let closed = wait_for(Duration::from_secs(40), "the archive closed", || {
+        (descriptors(dvr) <= baseline + 5).then_some(())
+    });
+    assert!(
+        closed.is_some(),
+        "dvr worker descriptors {baseline} -> {} after recording",
+        descriptors(dvr)
+    );
+    assert_eq!(server.worker_pid("dvr"), dvr);
+}

@@ -5,7 +5,9 @@
 //!
 //! ffmpeg publishes to the origin; 20 RTMP players and 4 HLS players play through HAProxy
 //! and both edges serve some of them. Then one edge's supervisor is killed (-9): HAProxy
-//! marks it down within its check interval, new players play from the other edge and the
+//! still counts it up (its checks held): new RTMP and HLS players are redispatched to the
+//! other edge at once (`option redispatch`); then HAProxy marks it down within its check
+//! interval, new players play from the other edge and the
 //! origin keeps serving. Last, the remaining edge drains: `/health` answers 503, its
 //! players keep playing, new RTMP plays and HLS sessions are refused.
 
@@ -109,6 +111,15 @@ impl Haproxy {
 
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("haproxy.log")).unwrap_or_default()
+    }
+
+    /// Sends one runtime API command (`disable health rtmp_edges/edge1`); its answer.
+    fn command(&self, command: &str) -> String {
+        let mut socket = UnixStream::connect(self.dir.path().join("stats.sock")).unwrap();
+        socket.write_all(format!("{command}\n").as_bytes()).unwrap();
+        let mut text = String::new();
+        socket.read_to_string(&mut text).unwrap();
+        text
     }
 
     /// `(backend, server) -> status` (`UP`, `DOWN`, ...) from the stats socket.
@@ -284,7 +295,14 @@ fn origin_two_edges_and_haproxy() {
         );
     }
 
-    // kill -9 of edge1's supervisor: HAProxy marks it down, new players play from edge2.
+    // kill -9 of edge1's supervisor. Its health checks are held first, so that HAProxy
+    // still counts it UP, as it does for about 2 s after a real death (issue 31 item
+    // 13): `leastconn` sends new players to it, the empty one, and `option redispatch`
+    // must send them on to edge2 at once.
+    for backend in ["rtmp_edges", "hls_edges"] {
+        let answer = haproxy.command(&format!("disable health {backend}/edge1"));
+        assert!(answer.trim().is_empty(), "disable health: {answer}");
+    }
     let killed = edge1.pid();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(killed),
@@ -292,6 +310,31 @@ fn origin_two_edges_and_haproxy() {
     )
     .unwrap();
     let _ = edge1.wait_exit(Duration::from_secs(5));
+    let statuses = haproxy.statuses();
+    assert!(
+        statuses.as_ref().is_some_and(|all| all
+            .iter()
+            .filter(|((_, server), _)| server == "edge1")
+            .all(|(_, status)| !status.starts_with("DOWN") && !status.starts_with("MAINT"))),
+        "edge1 should still be in use: {statuses:?}"
+    );
+    for attempt in 0..3 {
+        assert_eq!(
+            sorted(probe_streams(&rtmp_url)),
+            EXPECTED,
+            "RTMP player {attempt} while the dead edge1 still counts as UP; haproxy log:\n{}",
+            haproxy.log()
+        );
+    }
+    assert_eq!(
+        sorted(probe_streams(&hls_url)),
+        EXPECTED,
+        "HLS while the dead edge1 still counts as UP"
+    );
+    for backend in ["rtmp_edges", "hls_edges"] {
+        haproxy.command(&format!("enable health {backend}/edge1"));
+    }
+    // Its checks fail now: HAProxy marks it down, new players play from edge2.
     assert!(
         haproxy.wait_status("edge1", "DOWN", MARKED),
         "edge1 not marked down; haproxy log:\n{}",

@@ -1,13 +1,16 @@
-//! The archives under the DVR root: each opened (and reconciled) once, then shared by
-//! its recorder, the API's cleanup and retention through one lock, so removal never
-//! races a commit. Every call does file IO: callers on the async runtime use
-//! `spawn_blocking`.
+//! The archives under the DVR root: an archive in use is open once, shared by its
+//! recorder, the API's cleanup and retention through one lock, so removal never races a
+//! commit. It stays open (its index descriptor) only while something holds it: the
+//! recorder of a live stream, or one API call or retention round, which open archives
+//! one at a time; the table keeps only weak references. Without that every name ever
+//! published kept a descriptor, across restarts too, until the worker ran out. Every
+//! call does file IO: callers on the async runtime use `spawn_blocking`.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use strom_media::dvr::{ArchiveWriter, OpenSegment, SegmentEntry};
 use strom_stream::StreamKey;
 use strom_worker_runtime::sync::locked;
@@ -55,9 +58,13 @@ impl SharedArchive {
     }
 }
 
+/// An archive's directory and its writer while someone holds it.
+type OpenWriter = (PathBuf, Weak<Mutex<ArchiveWriter>>);
+
 pub struct Archives {
     root: Mutex<PathBuf>,
-    open: Mutex<HashMap<StreamKey, SharedArchive>>,
+    /// The archives open now (held by someone), by stream.
+    open: Mutex<HashMap<StreamKey, OpenWriter>>,
 }
 
 impl Archives {
@@ -82,12 +89,13 @@ impl Archives {
         }
     }
 
-    /// The archive of `key`, created if it does not exist; reconciled on first open.
+    /// The archive of `key` as long as a holder keeps it open (the one already open, if
+    /// any), created if it does not exist; reconciled when opened.
     pub fn open(&self, key: &StreamKey) -> io::Result<SharedArchive> {
         strom_ipc::names::check_pair(&key.app, &key.stream)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        if let Some(archive) = locked(&self.open).get(key) {
-            return Ok(archive.clone());
+        if let Some(archive) = self.held(key) {
+            return Ok(archive);
         }
         let dir = self.root().join(&key.app).join(&key.stream);
         let (writer, report) = ArchiveWriter::open(&dir)?;
@@ -100,14 +108,37 @@ impl Archives {
                 "DVR archive reconciled after an unclean stop"
             );
         }
-        let archive = SharedArchive {
-            dir,
-            writer: Arc::new(Mutex::new(writer)),
-        };
-        Ok(locked(&self.open)
-            .entry(key.clone())
-            .or_insert(archive)
-            .clone())
+        let mut open = locked(&self.open);
+        // Opened meanwhile by another caller: use that one (one writer per archive).
+        if let Some((dir, writer)) = open
+            .get(key)
+            .and_then(|(d, w)| Some((d.clone(), w.upgrade()?)))
+        {
+            return Ok(SharedArchive { dir, writer });
+        }
+        open.retain(|_, (_, writer)| writer.strong_count() > 0);
+        let writer = Arc::new(Mutex::new(writer));
+        open.insert(key.clone(), (dir.clone(), Arc::downgrade(&writer)));
+        Ok(SharedArchive { dir, writer })
+    }
+
+    /// The archive of `key` if someone holds it open now.
+    fn held(&self, key: &StreamKey) -> Option<SharedArchive> {
+        let open = locked(&self.open);
+        let (dir, writer) = open.get(key)?;
+        Some(SharedArchive {
+            dir: dir.clone(),
+            writer: writer.upgrade()?,
+        })
+    }
+
+    /// Archives open now (for tests: descriptors held).
+    #[cfg(test)]
+    pub fn open_count(&self) -> usize {
+        locked(&self.open)
+            .values()
+            .filter(|(_, writer)| writer.strong_count() > 0)
+            .count()
     }
 
     /// The archive of `app/stream` if one exists on disk.
@@ -116,14 +147,18 @@ impl Archives {
             return Ok(None);
         }
         let key = StreamKey::new(app.to_owned(), stream.to_owned());
-        if locked(&self.open).contains_key(&key) || self.root().join(app).join(stream).is_dir() {
+        if let Some(archive) = self.held(&key) {
+            return Ok(Some(archive));
+        }
+        if self.root().join(app).join(stream).is_dir() {
             return self.open(&key).map(Some);
         }
         Ok(None)
     }
 
-    /// Every archive on disk (`<root>/<app>/<stream>/`), opened, sorted by name.
-    pub fn all(&self) -> io::Result<Vec<(StreamKey, SharedArchive)>> {
+    /// Every archive on disk (`<root>/<app>/<stream>/`) by name, sorted, without opening
+    /// any: callers open them one at a time ([`Archives::existing`]) and let each go.
+    pub fn keys(&self) -> io::Result<Vec<StreamKey>> {
         let root = self.root();
         let mut found = Vec::new();
         let apps = match fs::read_dir(&root) {
@@ -142,15 +177,15 @@ impl Archives {
                 let Ok(stream_name) = stream.file_name().into_string() else {
                     continue;
                 };
-                if !stream.path().is_dir() {
+                if !stream.path().is_dir()
+                    || strom_ipc::names::check_pair(&app_name, &stream_name).is_err()
+                {
                     continue;
                 }
-                if let Some(archive) = self.existing(&app_name, &stream_name)? {
-                    found.push((StreamKey::new(app_name.clone(), stream_name), archive));
-                }
+                found.push(StreamKey::new(app_name.clone(), stream_name));
             }
         }
-        found.sort_by(|a, b| (&a.0.app, &a.0.stream).cmp(&(&b.0.app, &b.0.stream)));
+        found.sort_by(|a, b| (&a.app, &a.stream).cmp(&(&b.app, &b.stream)));
         Ok(found)
     }
 }
@@ -166,5 +201,43 @@ pub fn space_available(path: &Path) -> u64 {
     match nix::sys::statvfs::statvfs(&probe) {
         Ok(stats) => stats.blocks_available() * stats.fragment_size(),
         Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn archives_stay_open_only_while_held() {
+        let root = tempfile::tempdir().unwrap();
+        let archives = Archives::new(root.path().to_path_buf());
+        let key = StreamKey::new("live", "cam");
+        // Nothing is created for a name that is only asked about.
+        assert!(archives.existing("live", "cam").unwrap().is_none());
+        assert!(!root.path().join("live").exists());
+        let held = archives.open(&key).unwrap();
+        assert_eq!(archives.open_count(), 1);
+        // Others share the open one while it is held.
+        let again = archives.existing("live", "cam").unwrap().unwrap();
+        assert!(Arc::ptr_eq(&held.writer, &again.writer));
+        drop((held, again));
+        assert_eq!(archives.open_count(), 0, "let go: its descriptor is closed");
+        // Many archives listed and looked at one by one: none left open.
+        for n in 0..50 {
+            drop(
+                archives
+                    .open(&StreamKey::new("live", format!("s{n}")))
+                    .unwrap(),
+            );
+        }
+        let keys = archives.keys().unwrap();
+        assert_eq!(keys.len(), 51);
+        for key in &keys {
+            assert!(archives.existing(&key.app, &key.stream).unwrap().is_some());
+        }
+        assert_eq!(archives.open_count(), 0);
     }
 }

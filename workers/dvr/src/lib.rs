@@ -42,9 +42,19 @@ pub fn start(context: WorkerContext) -> Result<Arc<DvrWorker>, String> {
         Arc::clone(&context.session_ids),
         context.shutdown.clone(),
     );
-    // Every archive is reconciled at start-up, before anything records or reads it.
-    match archives.all() {
-        Ok(found) => tracing::info!(archives = found.len(), "DVR archives checked"),
+    // Every archive is reconciled at start-up, before anything records or reads it, one
+    // at a time: each is closed again once checked (see `archives`).
+    match archives.keys() {
+        Ok(keys) => {
+            let mut failed = 0usize;
+            for key in &keys {
+                if let Err(e) = archives.existing(&key.app, &key.stream) {
+                    failed += 1;
+                    tracing::warn!(stream = %key, error = %e, "DVR archive cannot be checked");
+                }
+            }
+            tracing::info!(archives = keys.len(), failed, "DVR archives checked");
+        }
         Err(e) => tracing::warn!(error = %e, "DVR archives could not be listed"),
     }
     let floor_rules = Arc::clone(&recording);
@@ -76,18 +86,18 @@ impl DvrWorker {
     async fn status(&self, stream: Option<(String, String)>, timeline: bool) -> WorkerReply {
         let archives = Arc::clone(&self.archives);
         let answer = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
-            let found = match stream {
-                Some((app, stream)) => archives
-                    .existing(&app, &stream)?
-                    .map(|archive| (StreamKey::new(app, stream), archive))
-                    .into_iter()
-                    .collect(),
-                None => archives.all()?,
+            let keys = match stream {
+                Some((app, stream)) => vec![StreamKey::new(app, stream)],
+                None => archives.keys()?,
             };
-            Ok(found
-                .iter()
-                .map(|(key, archive)| status::archive_status(key, archive, timeline))
-                .collect())
+            // One archive open at a time, closed again after its entry (unless it records).
+            let mut list = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(archive) = archives.existing(&key.app, &key.stream)? {
+                    list.push(status::archive_status(&key, &archive, timeline));
+                }
+            }
+            Ok(list)
         })
         .await;
         match answer {

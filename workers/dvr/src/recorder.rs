@@ -6,8 +6,12 @@
 //! File IO runs on the thread, never on the async runtime; between the two is a bounded
 //! queue, so a slow disk backs up into the hub reader, which drops whole GOPs (counted
 //! and logged) rather than blocking the publisher.
+//!
+//! The archive is opened (its directory created, its index descriptor taken) at the
+//! stream's first frame, not when the stream is listed: a name published without media
+//! leaves nothing on disk and holds no descriptor.
 
-use crate::archives::SharedArchive;
+use crate::archives::{Archives, SharedArchive};
 use crate::cutter::{Cut, Cutter};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,11 +26,12 @@ const WRITER_QUEUE: usize = 256;
 /// What a commit tells the worker (retention runs after each).
 pub type Committed = Arc<dyn Fn(&StreamKey, &SegmentEntry) + Send + Sync>;
 
-/// Reads `frames` until `stop` or the reader is removed, recording into `archive`.
+/// Reads `frames` until `stop` or the reader is removed, recording into `key`'s archive
+/// of `archives` (opened at the first frame).
 pub async fn record(
     key: StreamKey,
     mut frames: FrameReceiver,
-    archive: SharedArchive,
+    archives: Arc<Archives>,
     segment_secs: u32,
     committed: Committed,
     stop: CancellationToken,
@@ -35,7 +40,7 @@ pub async fn record(
     let thread_key = key.clone();
     let writer = std::thread::Builder::new()
         .name(format!("dvr {key}"))
-        .spawn(move || write_loop(thread_key, receiver, archive, segment_secs, committed));
+        .spawn(move || write_loop(thread_key, receiver, &archives, segment_secs, committed));
     let writer: JoinHandle<()> = match writer {
         Ok(handle) => handle,
         Err(e) => {
@@ -66,16 +71,30 @@ pub async fn record(
 fn write_loop(
     key: StreamKey,
     mut frames: mpsc::Receiver<Arc<SharedFrame>>,
-    archive: SharedArchive,
+    archives: &Archives,
     segment_secs: u32,
     committed: Committed,
 ) {
+    // Nothing on disk until the stream sends its first frame.
+    let Some(first) = frames.blocking_recv() else {
+        return;
+    };
+    let archive = match archives.open(&key) {
+        Ok(archive) => archive,
+        Err(e) => {
+            tracing::error!(stream = %key, error = %e, "DVR archive cannot be opened: not recording");
+            // Keep taking the frames, so the hub reader does not count them as drops.
+            while frames.blocking_recv().is_some() {}
+            return;
+        }
+    };
+    let mut pending = Some(first);
     let mut cutter = Cutter::new(segment_secs, archive.next_period());
     let mut open: Option<OpenSegment> = None;
     let mut failed = false;
     // Reused for every frame: what the cutter decided, applied in order.
     let mut cuts = Vec::with_capacity(4);
-    while let Some(frame) = frames.blocking_recv() {
+    while let Some(frame) = pending.take().or_else(|| frames.blocking_recv()) {
         let now_ms = strom_worker_runtime::clock::unix_now_ms();
         cutter.push(&frame.frame, frame.generation, now_ms, &mut |cut| {
             cuts.push(cut)

@@ -101,19 +101,6 @@ impl Recording {
         location: StreamLocation,
         stop: CancellationToken,
     ) {
-        let archives = Arc::clone(&self.archives);
-        let open_key = key.clone();
-        let archive = match tokio::task::spawn_blocking(move || archives.open(&open_key)).await {
-            Ok(Ok(archive)) => archive,
-            Ok(Err(e)) => {
-                tracing::error!(stream = %key, error = %e, "DVR archive cannot be opened: not recording");
-                return;
-            }
-            Err(e) => {
-                tracing::error!(stream = %key, error = %e, "DVR archive open did not finish");
-                return;
-            }
-        };
         let reader = self.ids.next_id();
         let (frames, _dropped) = self.hub.subscribe(&key, reader);
         if location.producer != WorkerKind::Dvr {
@@ -148,7 +135,8 @@ impl Recording {
                 }
             }
         });
-        record(key.clone(), frames, archive, segment_secs, committed, stop).await;
+        let archives = Arc::clone(&self.archives);
+        record(key.clone(), frames, archives, segment_secs, committed, stop).await;
         self.hub.leave(&key, reader);
     }
 }

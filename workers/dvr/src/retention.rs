@@ -7,6 +7,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_media::dvr::SegmentEntry;
+use strom_stream::StreamKey;
 use strom_worker_runtime::clock::unix_now_ms;
 use tokio_util::sync::CancellationToken;
 
@@ -105,16 +106,26 @@ fn keep_floor(archives: &Archives, floor: u64) -> io::Result<()> {
     if floor == 0 || space_available(&archives.root()) >= floor {
         return Ok(());
     }
-    let all = archives.all()?;
+    let keys = archives.keys()?;
     let mut removed = (0usize, 0u64);
     while removed.0 < FLOOR_ROUND_SEGMENTS && space_available(&archives.root()) < floor {
-        let oldest = all
-            .iter()
-            .filter_map(|(key, archive)| {
-                archive.oldest_start_ms().map(|start| (start, key, archive))
-            })
-            .min_by_key(|(start, _, _)| *start);
-        let Some((start, _, archive)) = oldest else {
+        // One archive open at a time (see `archives`): the oldest start of each, then
+        // the archive that has the oldest.
+        let mut oldest: Option<(i64, &StreamKey)> = None;
+        for key in &keys {
+            let start = archives
+                .existing(&key.app, &key.stream)?
+                .and_then(|archive| archive.oldest_start_ms());
+            if let Some(start) = start
+                && oldest.is_none_or(|(earliest, _)| start < earliest)
+            {
+                oldest = Some((start, key));
+            }
+        }
+        let Some((start, key)) = oldest else {
+            break;
+        };
+        let Some(archive) = archives.existing(&key.app, &key.stream)? else {
             break;
         };
         let gone = archive.remove(|e| e.start_ms <= start)?;

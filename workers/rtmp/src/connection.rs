@@ -26,6 +26,7 @@ use strom_ipc::rules::RtmpLimits;
 use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
@@ -486,15 +487,35 @@ impl Connection {
         if let Some((login, password)) =
             login.filter(|_| self.connect.publisher || param(&self.app_params, "authmod").is_some())
         {
-            match self.shared.adobe.check(&self.app_params, &login, &password) {
+            let client = self.peer.ip();
+            // A response to a challenge is a password attempt: an address that failed
+            // too often is answered as if wrong, without a check.
+            let attempt = param(&self.app_params, "response").is_some();
+            let verdict = if attempt && !SOURCE_LOGINS.allows(client) {
+                limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %self.app, "publisher refused: too many failed logins from this address");
+                Verdict::Reject(
+                    "[ AccessManager.Reject ] : [ authmod=adobe ] : ?reason=authfailed".to_owned(),
+                )
+            } else {
+                let verdict = self.shared.adobe.check(&self.app_params, &login, &password);
+                match &verdict {
+                    Verdict::Accept => SOURCE_LOGINS.succeeded(client),
+                    Verdict::Reject(description) if description.contains("authfailed") => {
+                        let locked_out = SOURCE_LOGINS.failed(client);
+                        limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %self.app, locked_out, "publisher authentication failed");
+                    }
+                    Verdict::Reject(_) => {}
+                }
+                verdict
+            };
+            match verdict {
                 Verdict::Accept => {
                     tracing::info!(peer = %self.peer, app = %self.app, "publisher authenticated");
                     self.authenticated = true;
                 }
                 Verdict::Reject(description) => {
-                    if description.contains("authfailed") {
-                        tracing::warn!(peer = %self.peer, app = %self.app, "publisher authentication failed");
-                    } else {
+                    // Failures are logged above (rate limited).
+                    if !description.contains("authfailed") {
                         tracing::debug!(peer = %self.peer, app = %self.app, "publisher authentication challenge");
                     }
                     let outcome = self.session.reject_request(

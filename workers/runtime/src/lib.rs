@@ -17,6 +17,7 @@ pub mod fd_budget;
 pub mod health;
 pub mod listeners;
 pub mod log_limit;
+pub mod login_throttle;
 pub mod play_signature;
 pub mod publish_sign;
 pub mod service;

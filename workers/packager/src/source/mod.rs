@@ -30,6 +30,7 @@ use strom_media::audio_stream::{AudioDeframer, AudioFormat};
 use strom_media::icy_request::{HeadError, MAX_HEAD, SourceRequest, parse_head};
 use strom_stream::{Access, Credentials, Gate, Protocol, PublisherInfo, StreamKey};
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{SessionIds, WorkerCounters};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -98,9 +99,26 @@ impl Sources {
                 return;
             }
         };
+        let presented = request.header("authorization").is_some();
+        // An address that failed too often is answered as if wrong, without a check.
+        if presented && !SOURCE_LOGINS.allows(client.ip()) {
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %client, mount = %request.path, "icecast source refused: too many failed logins from this address");
+            let _ = io.write_all(&Refusal::Unauthorized.answer()).await;
+            let _ = io.shutdown().await;
+            return;
+        }
         let admitted = match self.admit(&request, client, &rules) {
-            Ok(admitted) => admitted,
+            Ok(admitted) => {
+                SOURCE_LOGINS.succeeded(client.ip());
+                admitted
+            }
             Err(refusal) => {
+                let locked_out = presented
+                    && refusal == Refusal::Unauthorized
+                    && SOURCE_LOGINS.failed(client.ip());
+                if locked_out {
+                    strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %client, "icecast source logins from this address refused for a while: too many failures");
+                }
                 // Rate limited: a password guesser would write a line per attempt.
                 strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %client, mount = %request.path, ?refusal, "icecast source refused");
                 let _ = io.write_all(&refusal.answer()).await;

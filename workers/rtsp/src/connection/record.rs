@@ -12,10 +12,12 @@ use crate::transport;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
 use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::limited_log;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use tokio::sync::mpsc;
 
 /// RTP packets received over UDP waiting for the connection's task; past this many,
@@ -51,13 +53,22 @@ impl Connection {
             None => Credentials::None,
             Some((login, password)) => {
                 let header = request.header("Authorization");
+                let client = self.peer.ip();
+                // An address that failed too often is answered as if wrong, unchecked.
+                if header.is_some() && !SOURCE_LOGINS.allows(client) {
+                    limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %key.app, "rtsp publisher refused: too many failed logins from this address");
+                    let challenges = auth::challenges(&self.nonce);
+                    return self.reply(401, request, &challenges, b"");
+                }
                 if !auth::check(header, &request.method, &self.nonce, &login, &password) {
                     if header.is_some() {
-                        tracing::warn!(peer = %self.peer, app = %key.app, "rtsp publisher authentication failed");
+                        let locked_out = SOURCE_LOGINS.failed(client);
+                        limited_log!(warn, 5, Duration::from_secs(10); peer = %self.peer, app = %key.app, locked_out, "rtsp publisher authentication failed");
                     }
                     let challenges = auth::challenges(&self.nonce);
                     return self.reply(401, request, &challenges, b"");
                 }
+                SOURCE_LOGINS.succeeded(client);
                 Credentials::Proven
             }
         };
