@@ -163,7 +163,7 @@ impl EdgeDemand {
             },
         );
         drop(demanded);
-        tracing::info!(%app, %stream, %client, "HLS viewer asks for a stream started on demand");
+        tracing::info!(%app, %stream, %client, "edge: HLS viewer asks for the stream");
         self.apply_registry(None);
         true
     }
@@ -345,8 +345,13 @@ mod tests {
         names
     }
 
-    #[tokio::test]
-    async fn edge_streams_are_packaged_while_viewers_ask() {
+    /// A packager whose rules make `live` an edge app, on a store in a temporary dir.
+    fn packaging_with_edge_app() -> (
+        tempfile::TempDir,
+        CancellationToken,
+        Arc<Store>,
+        Arc<Packaging>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let shutdown = CancellationToken::new();
         let store = Arc::new(Store::new(
@@ -371,6 +376,12 @@ mod tests {
             Arc::new(SessionIds::new(1)),
             shutdown.clone(),
         ));
+        (dir, shutdown, store, packaging)
+    }
+
+    #[tokio::test]
+    async fn edge_streams_are_packaged_while_viewers_ask() {
+        let (dir, shutdown, store, packaging) = packaging_with_edge_app();
         let rtmp_bus = strom_ipc::contract::bus_path(dir.path(), WorkerKind::Rtmp);
         let other_bus = dir.path().join("ingest.sock");
         let edge = EdgeDemand::new(
@@ -423,30 +434,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_client_holds_a_share_and_absent_names_are_not_asked_for_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let shutdown = CancellationToken::new();
-        let store = Arc::new(Store::new(
-            dir.path(),
-            Limits {
-                max_ram_bytes: u64::MAX,
-                grace: Duration::from_secs(30),
-            },
-        ));
-        let rules = Rules {
-            edges: vec![EdgeRule {
-                apps: vec!["live".into()],
-                origins: vec!["rtmp://origin".into()],
-                idle_grace_secs: 30,
-            }],
-            ..Rules::default()
-        };
-        let packaging = Arc::new(Packaging::new(
-            Hub::default(),
-            store,
-            rules,
-            Arc::new(SessionIds::new(1)),
-            shutdown.clone(),
-        ));
+        let (dir, shutdown, _store, packaging) = packaging_with_edge_app();
         let edge = EdgeDemand::new(packaging, dir.path().to_path_buf(), Duration::from_secs(60));
         // A client naming made-up streams fills its own share, not the table.
         let made_up = (0..100)

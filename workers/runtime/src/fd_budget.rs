@@ -15,15 +15,8 @@ use std::io;
 /// The soft `RLIMIT_NOFILE` of this process (the supervisor raised it to the hard limit,
 /// workers inherit it).
 pub fn nofile_limit() -> io::Result<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct we own; no other memory.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(limit.rlim_cur)
+    let (soft, _hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)?;
+    Ok(soft)
 }
 
 /// Descriptors kept for everything but connections: an eighth of the limit, at least 64
