@@ -1,7 +1,8 @@
 //! `/metrics` end to end: strom with the metrics listener and a bearer token, one RTMP
 //! stream published by ffmpeg, and Debian's real `prometheus` scraping it every second
 //! with the token; Prometheus's own query API must then report the stream live and the
-//! target up. Requests without the token get 401.
+//! target up. Requests without the token get 401. Idle connections from one address do
+//! not block scrapes from another.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -177,4 +178,28 @@ fn prometheus_scrapes_strom_with_a_bearer_token() {
         "no management API latency recorded"
     );
     drop(publisher);
+}
+
+/// Issue 31 item 12 (in part): idle connections from one address cannot take every place
+/// of the metrics listener; a scrape from another address is answered.
+#[test]
+fn idle_connections_from_one_address_do_not_block_scrapes() {
+    require_tool("curl", "curl");
+    let metrics_port = free_port();
+    let server = Server::start(&format!(
+        "metrics_listen_interfaces = 127.0.0.1\nmetrics_port = {metrics_port}"
+    ));
+    server.wait_ready();
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    // Sixteen connections that never send a byte (the listener's whole cap).
+    let idle: Vec<std::net::TcpStream> = (0..16)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", metrics_port)).unwrap())
+        .collect();
+    let scraped = fetch(&metrics_url, &["--interface", "127.0.0.2"]);
+    assert!(
+        matches!(scraped, Some((200, _, _))),
+        "a scrape from another address while 16 idle connections are open: {scraped:?}; log:\n{}",
+        server.log()
+    );
+    drop(idle);
 }

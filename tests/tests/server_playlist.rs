@@ -655,3 +655,29 @@ fn hls_discontinuities_only_where_codec_parameters_change() {
         );
     }
 }
+
+/// Issue 31 item 12 (in part): a playlist `Source` naming a file that is no MP4 (here a
+/// stand-in for a secret one) is a state in the API, and neither that state nor the log
+/// echoes any bytes of the file.
+#[test]
+fn a_source_that_is_no_mp4_echoes_none_of_its_bytes() {
+    let server = start();
+    let secret = server.path("not-a-movie.mp4");
+    std::fs::write(&secret, "root:x:0:0:root:/root:/bin/bash\nhunter2-secret\n").unwrap();
+    let now = unix_now();
+    let playlist = serde_json::json!({"Tasks": [{
+        "Stream": "tv/channel",
+        "Blocks": [{"Id": "leak", "Start": rfc3339(now - 1),
+                    "Streams": [{"Type": "vod", "Source": secret.display().to_string(), "Duration": 600000}]}]}]});
+    write_playlist(&server, &playlist);
+    let refused = wait_status(&server, Duration::from_secs(30), "the file refused", |s| {
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not-a-movie.mp4"))
+    });
+    let log = server.log();
+    for part in [":x:0", "root:", "bash", "hunter2"] {
+        assert!(!refused.to_string().contains(part), "{part} in {refused}");
+        assert!(!log.contains(part), "{part} in the log:\n{log}");
+    }
+}

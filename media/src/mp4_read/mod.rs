@@ -183,9 +183,10 @@ fn read_moov<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<u8>, M
             n => (8, u64::from(n)),
         };
         if size < header_len || position.saturating_add(size) > file_len {
+            // The box type is not named: for a file that is no MP4 it is four bytes of
+            // the file, and the error reaches the API and the log.
             return Err(Mp4ReadError::corrupt(format!(
-                "box {:?} at {position} runs past the end of the file",
-                String::from_utf8_lossy(&kind)
+                "a box at {position} runs past the end of the file (not an MP4 file?)"
             )));
         }
         if &kind == b"moov" {

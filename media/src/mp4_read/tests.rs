@@ -73,6 +73,17 @@ fn broken_files_are_errors_not_panics() {
 }
 
 #[test]
+fn errors_about_a_file_that_is_no_mp4_echo_none_of_its_bytes() {
+    // A server playlist may name any file: what the error says reaches the API.
+    let secret = b"root:x:0:0:root:/root:/bin/bash\nsecret-line\n".to_vec();
+    let error = Mp4Index::open(&mut Cursor::new(secret)).unwrap_err();
+    let text = error.to_string();
+    for part in ["root", "x:0", "secret", "bash"] {
+        assert!(!text.contains(part), "{text}");
+    }
+}
+
+#[test]
 fn another_codec_is_named_as_unsupported() {
     let error = Mp4Index::open(&mut Cursor::new(include_bytes!("mp4v.mp4"))).unwrap_err();
     assert!(

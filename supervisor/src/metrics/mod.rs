@@ -9,7 +9,8 @@
 //! management API's request latencies are recorded by a layer on its router
 //! ([`crate::api_latency`]). The listener is bound by the supervisor like every other socket and
 //! served by [`crate::management::serve`], so it gets the same header and idle timeouts
-//! and a connection cap of its own ([`MAX_CONNECTIONS`]).
+//! and a connection cap of its own ([`MAX_CONNECTIONS`], [`MAX_CONNECTIONS_PER_IP`] from one
+//! address).
 
 mod http;
 pub mod render;
@@ -27,6 +28,11 @@ use tokio_util::sync::CancellationToken;
 /// Open metrics connections at most (all metrics interfaces together). Prometheus keeps
 /// one connection per target; a few more leave room for a second server and curl.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Open metrics connections at most from one client address (or fewer, with a lower
+/// `management_max_connections_per_ip`): one client holding idle connections (each until
+/// the header timeout) could otherwise take all [`MAX_CONNECTIONS`] and refuse every
+/// scrape.
+pub const MAX_CONNECTIONS_PER_IP: u32 = 4;
 
 /// Binds the metrics listeners: none when `metrics_listen_interfaces` is unset, and only
 /// on the interfaces it names.
@@ -61,7 +67,7 @@ pub fn start(
         seconds(limits.idle_timeout_secs),
         seconds(limits.body_timeout_secs),
         MAX_CONNECTIONS,
-        limits.max_connections_per_ip,
+        limits.max_connections_per_ip.min(MAX_CONNECTIONS_PER_IP),
         None,
     ));
     let token = api.supervisor.instance.metrics.token.clone();

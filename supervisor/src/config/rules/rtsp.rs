@@ -203,6 +203,20 @@ mod tests {
             error.to_string().contains("limits.session_timeout_secs"),
             "{error}"
         );
+        let error = parse(r#"{"limits": {"request_timeout_secs": 0}}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("limits.request_timeout_secs"),
+            "{error}"
+        );
+        let error = parse(r#"{"limits": {"max_udp_pairs": 1000001}}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("limits.max_udp_pairs"),
+            "{error}"
+        );
+        let limits = parse(r#"{"limits": {"request_timeout_secs": 3, "max_udp_pairs": 0}}"#)
+            .unwrap()
+            .limits;
+        assert_eq!((limits.request_timeout_secs, limits.max_udp_pairs), (3, 0));
         let error = parse(r#"{"interfaces": [{"ip": "nowhere", "port": 8554}]}"#).unwrap_err();
         assert!(error.to_string().contains("interfaces[0].ip"), "{error}");
         assert!(
