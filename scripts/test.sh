@@ -56,12 +56,12 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fmt --all -- --check
 # The packager decides what to package from the delivery settings only, never from the
 # RTMP listener settings, and reads neutral frames from its hub, never FLV (stream core).
-if grep -rnE '\b(RtmpSettings|RtmpInterface|RtmpLimits|OutputProtocol|AppSettings)\b|\.rtmp\b' workers/packager/src; then
-  echo "workers/packager reads RTMP listener settings; use rules.delivery" >&2
+if grep -rnE '\b(RtmpSettings|RtmpInterface|RtmpLimits|OutputProtocol|AppSettings)\b|\.rtmp\b' workers/http/src; then
+  echo "workers/http reads RTMP listener settings; use rules.delivery" >&2
   exit 1
 fi
-if grep -rniE 'flv' workers/packager/src; then
-  echo "workers/packager parses FLV; it must read neutral frames (strom_stream)" >&2
+if grep -rniE 'flv' workers/http/src; then
+  echo "workers/http parses FLV; it must read neutral frames (strom_stream)" >&2
   exit 1
 fi
 # Who may publish and who may play is decided by the gate (workers/stream/src/gate), the

@@ -37,7 +37,7 @@ use std::time::Duration;
 use strom_media::flv_adapter;
 use strom_media::frame::Frame;
 use strom_media::scte35::{BreakDuration, SpliceInfo};
-use strom_worker_packager::fuzzing::{Limits, SegmentFacts, Store};
+use strom_worker_http::fuzzing::{Limits, SegmentFacts, Store};
 use strom_worker_runtime::{play_signature, publish_sign};
 
 fn corpus(target: &str) -> PathBuf {

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strom_worker_packager::fuzzing::{exercise_restore, parse_index};
+use strom_worker_http::fuzzing::{exercise_restore, parse_index};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&size, rest)) = data.split_first() else {

@@ -11,7 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::path::{Component, Path};
-use strom_worker_packager::fuzzing::{parse_range, stream_dir};
+use strom_worker_http::fuzzing::{parse_range, stream_dir};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

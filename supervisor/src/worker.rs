@@ -22,8 +22,8 @@ pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
     let result: Result<(), RuntimeError> = runtime.block_on(async move {
         match kind {
             WorkerKind::Rtmp => serve(kind, strom_worker_rtmp::start).await,
-            WorkerKind::Ingest => serve(kind, strom_worker_ingest::start).await,
-            WorkerKind::Packager => serve(kind, strom_worker_packager::start).await,
+            WorkerKind::Ingest => serve(kind, strom_worker_mpegts::start).await,
+            WorkerKind::Packager => serve(kind, strom_worker_http::start).await,
             WorkerKind::Dvr => serve(kind, strom_worker_dvr::start).await,
             WorkerKind::Rtsp => serve(kind, strom_worker_rtsp::start).await,
         }

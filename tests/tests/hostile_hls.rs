@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(40);
-/// The packager's cap on sessions per client address (workers/packager viewers.rs).
+/// The packager's cap on sessions per client address (workers/http viewers.rs).
 const MAX_SESSIONS_PER_CLIENT: usize = 64;
 
 fn start(extra: &str) -> Server {

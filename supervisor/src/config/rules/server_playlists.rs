@@ -1,6 +1,6 @@
 //! `ServerPlaylists`: the server playlist file and how often it is read again
 //! (`{"Path": "playlist.json", "SyncInterval": 5000}`). The file's own schema is the
-//! ingest worker's (`workers/ingest/src/playout/schedule.rs`, README "Server playlists").
+//! ingest worker's (`workers/mpegts/src/playout/schedule.rs`, README "Server playlists").
 
 use super::super::error::FieldError;
 use super::fields::in_range;
