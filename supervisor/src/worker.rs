@@ -3,6 +3,7 @@
 use crate::logging;
 use crate::process::spawn::LOG_ENV;
 use strom_ipc::WorkerKind;
+use strom_stream::Gated;
 use strom_worker_runtime::{RuntimeError, serve};
 
 pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
@@ -21,11 +22,17 @@ pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
         .build()?;
     let result: Result<(), RuntimeError> = runtime.block_on(async move {
         match kind {
-            WorkerKind::Rtmp => serve(kind, strom_worker_rtmp::start).await,
-            WorkerKind::Ingest => serve(kind, strom_worker_mpegts::start).await,
-            WorkerKind::Packager => serve(kind, strom_worker_http::start).await,
+            // Producing workers run behind their gate (stream-scoped requests answered
+            // there); the dvr worker produces nothing.
+            WorkerKind::Rtmp => serve(kind, |c| strom_worker_rtmp::start(c).map(Gated::new)).await,
+            WorkerKind::Ingest => {
+                serve(kind, |c| strom_worker_mpegts::start(c).map(Gated::new)).await
+            }
+            WorkerKind::Packager => {
+                serve(kind, |c| strom_worker_http::start(c).map(Gated::new)).await
+            }
             WorkerKind::Dvr => serve(kind, strom_worker_dvr::start).await,
-            WorkerKind::Rtsp => serve(kind, strom_worker_rtsp::start).await,
+            WorkerKind::Rtsp => serve(kind, |c| strom_worker_rtsp::start(c).map(Gated::new)).await,
         }
     });
     if let Err(e) = &result {

@@ -256,15 +256,47 @@ impl PackagerWorker {
     }
 }
 
+impl strom_stream::GatedService for PackagerWorker {
+    fn gate(&self) -> &strom_stream::Gate {
+        &self.gate
+    }
+
+    /// The title of a stream relayed here (produced by another worker) is this worker's
+    /// listeners' and pushes' only; a stream produced here (an Icecast source) takes it
+    /// through the gate like every producer's.
+    fn answer_first(&self, request: &WorkerRequest) -> Option<WorkerReply> {
+        let WorkerRequest::IcecastMetadata {
+            app,
+            stream,
+            title,
+            url,
+        } = request
+        else {
+            return None;
+        };
+        let key = StreamKey::new(app.as_str(), stream.as_str());
+        let produced_here = self
+            .packaging
+            .hub()
+            .get(&key)
+            .and_then(|live| live.publisher())
+            .is_some_and(|p| p.relayed_from.is_none());
+        if produced_here {
+            return None;
+        }
+        Some(match self.icecast_stream(app, stream) {
+            Some(_) => {
+                tracing::info!(stream = %key, %title, "icecast title set for this worker's listeners");
+                self.titles.set(&key, title, url);
+                WorkerReply::Done
+            }
+            None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
+        })
+    }
+}
+
 impl WorkerService for PackagerWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
-        // Titles of streams relayed here also reach this worker's own listeners and
-        // pushes (below); every other stream-scoped request is the gate's.
-        if !matches!(request, WorkerRequest::IcecastMetadata { .. })
-            && let Some(reply) = self.gate.answer(&request)
-        {
-            return reply;
-        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {
@@ -320,39 +352,6 @@ impl WorkerService for PackagerWorker {
                     .filter_map(|stream| stream.live_status("ICECAST"))
                     .collect(),
             ),
-            WorkerRequest::IcecastMetadata {
-                app,
-                stream,
-                title,
-                url,
-            } => {
-                // Produced here (an Icecast source): into the stream, for every output.
-                let key = StreamKey::new(app.as_str(), stream.as_str());
-                let produced_here = self
-                    .packaging
-                    .hub()
-                    .get(&key)
-                    .and_then(|live| live.publisher())
-                    .is_some_and(|p| p.relayed_from.is_none());
-                if produced_here {
-                    return strom_stream::titles::answer(
-                        self.packaging.hub(),
-                        &app,
-                        &stream,
-                        &title,
-                        &url,
-                    );
-                }
-                // Relayed here: the title of this worker's listeners and pushes only.
-                match self.icecast_stream(&app, &stream) {
-                    Some(_) => {
-                        tracing::info!(stream = %key, %title, "icecast title set for this worker's listeners");
-                        self.titles.set(&key, &title, &url);
-                        WorkerReply::Done
-                    }
-                    None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
-                }
-            }
             WorkerRequest::StreamRegistry(locations) => {
                 self.dvr.apply_registry(&locations);
                 *locked(&self.registry) = locations.clone();

@@ -167,11 +167,14 @@ impl IngestWorker {
     }
 }
 
+impl strom_stream::GatedService for IngestWorker {
+    fn gate(&self) -> &strom_stream::Gate {
+        &self.shared.gate
+    }
+}
+
 impl WorkerService for IngestWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
-        if let Some(reply) = self.shared.gate.answer(&request) {
-            return reply;
-        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {

@@ -174,11 +174,14 @@ impl RtmpWorker {
     }
 }
 
+impl strom_stream::GatedService for RtmpWorker {
+    fn gate(&self) -> &strom_stream::Gate {
+        &self.shared.gate
+    }
+}
+
 impl WorkerService for RtmpWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
-        if let Some(reply) = self.shared.gate.answer(&request) {
-            return reply;
-        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.players()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {

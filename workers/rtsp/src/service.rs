@@ -125,11 +125,14 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
     }))
 }
 
+impl strom_stream::GatedService for RtspWorker {
+    fn gate(&self) -> &strom_stream::Gate {
+        &self.shared.gate
+    }
+}
+
 impl WorkerService for RtspWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
-        if let Some(reply) = self.shared.gate.answer(&request) {
-            return reply;
-        }
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.players.list()),
             WorkerRequest::ListSessionsPage { after_id, limit } => {

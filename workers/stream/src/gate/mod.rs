@@ -11,7 +11,8 @@
 //! - what reading an absent stream starts: the worker with an on-demand pull or an edge
 //!   pull for it ([`on_demand`]), whatever the reader's protocol;
 //! - the stream-scoped management requests (SCTE-35 cues, stream titles), answered by
-//!   the same code in every worker ([`Gate::answer`]).
+//!   the same code in every worker ([`Gate::answer`]), in front of the worker's own
+//!   handler ([`Gated`]).
 //!
 //! The gate also holds the worker's rules in force and the deny list, so no worker keeps
 //! its own copy of either.
@@ -22,11 +23,13 @@ pub mod ownership;
 mod publisher;
 mod reader;
 mod requests;
+pub mod service;
 #[cfg(test)]
 mod tests;
 
 pub use access::{Access, Credentials, Protocol, Refusal};
 pub use ownership::{ClaimError, NameClaim, NameClaims};
+pub use service::{Gated, GatedService};
 
 use crate::hub::{Hub, Publishing};
 use crate::publisher_info::PublisherInfo;
