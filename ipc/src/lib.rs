@@ -6,6 +6,7 @@
 //! ([`frame`]), the constants both sides must agree on ([`contract`]), descriptor passing ([`fd_passing`]) and the async channel that combines
 //! them ([`channel`]). This crate depends on nothing else in the workspace.
 
+pub mod access_rules;
 pub mod bus;
 pub mod channel;
 pub mod contract;

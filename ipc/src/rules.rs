@@ -10,6 +10,7 @@
 //! `RtmpSettings`; the supervisor translates them into `delivery` when it validates, and
 //! keeps `rtmp` as written because the management API echoes it.
 
+pub use crate::access_rules::{AccessSettings, PublishControl};
 pub use crate::interface::RtmpInterface;
 pub use crate::playlist_rules::ServerPlaylistSettings;
 use serde::{Deserialize, Serialize};
@@ -42,6 +43,9 @@ pub struct Rules {
     pub server_playlists: Option<ServerPlaylistSettings>,
     /// The RTSP server (`RtspSettings`), served by the rtsp worker.
     pub rtsp: crate::rtsp_rules::RtspSettings,
+    /// Who may publish to an app (derived from `RtmpSettings`; see
+    /// [`crate::access_rules`]). The gate reads this, never `rtmp`.
+    pub access: AccessSettings,
 }
 
 impl Rules {
@@ -368,15 +372,6 @@ pub struct AppSettings {
     pub duration: Option<u32>,
     pub protocols: Option<Vec<OutputProtocol>>,
     pub publish_control: Option<PublishControl>,
-}
-
-/// Signed publishing (`publishsign`) for one app.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PublishControl {
-    pub password: String,
-    /// Asked to approve every publish when set.
-    pub handler_url: Option<String>,
-    pub handler_timeout_ms: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

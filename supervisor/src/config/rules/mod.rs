@@ -90,6 +90,7 @@
 //! address or a wildcard one (see [`ts_outputs`]); an output without an `id` gets
 //! `ts-<position, from 1>`.
 
+mod access;
 mod ad_insertion;
 mod cameras;
 mod delivery;
@@ -210,6 +211,7 @@ impl RawRules {
             None => delivery::from_rtmp(&rtmp),
         };
         Ok(Rules {
+            access: access::from_rtmp(&rtmp),
             rtmp,
             republish,
             cameras,

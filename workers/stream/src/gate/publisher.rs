@@ -1,5 +1,6 @@
-//! Who may publish: the app's publisher credentials and its publish control, the same
-//! for every ingest protocol (RTMP, SRT, RTSP, Icecast). Configured inputs (UDP, RIST,
+//! Who may publish: the app's publisher credentials and its publish control
+//! (`Rules.access`, apart from the RTMP listener settings), the same for every ingest
+//! protocol (RTMP, SRT, RTSP, Icecast). Configured inputs (UDP, RIST,
 //! SRT callers the server dials) and pulls are the operator's own and do not ask.
 
 use super::{Access, Admission, Credentials, Gate, Handler, Refusal};
@@ -8,15 +9,13 @@ use strom_ipc::rules::Rules;
 use strom_worker_runtime::publish_sign;
 use subtle::ConstantTimeEq;
 
-/// The login and password publishers of `app` must give: the app's own, else the global
-/// ones (`RtmpSettings.login`, which every protocol's publishers share); `None` when no
-/// login is required.
+/// The login and password publishers of `app` must give (see
+/// [`strom_ipc::access_rules::AccessSettings::publisher_login`]); `None` when none.
 pub fn publisher_login(rules: &Rules, app: &str) -> Option<(String, String)> {
-    let (login, password) = match rules.rtmp.apps.iter().find(|a| a.app == app) {
-        Some(app) if !app.login.is_empty() => (&app.login, &app.password),
-        _ => (&rules.rtmp.login, &rules.rtmp.password),
-    };
-    (!login.is_empty()).then(|| (login.clone(), password.clone()))
+    rules
+        .access
+        .publisher_login(app)
+        .map(|(login, password)| (login.to_owned(), password.to_owned()))
 }
 
 fn same(a: &str, b: &str) -> bool {
@@ -48,13 +47,7 @@ impl Gate {
                 return Err(Refusal::BadAuth);
             }
         }
-        let Some(control) = rules
-            .rtmp
-            .apps
-            .iter()
-            .find(|a| a.app == access.key.app)
-            .and_then(|a| a.publish_control.as_ref())
-        else {
+        let Some(control) = rules.access.publish_control(&access.key.app) else {
             return Ok(Admission::default());
         };
         let id = publish_sign::verify(

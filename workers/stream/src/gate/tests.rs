@@ -4,33 +4,32 @@
 use super::*;
 use crate::key::StreamKey;
 use std::net::{IpAddr, Ipv4Addr};
-use strom_ipc::rules::{AppSettings, PlaybackProtection, ProtectedProtocol, PublishControl};
+use strom_ipc::access_rules::AppAccess;
+use strom_ipc::rules::{PlaybackProtection, ProtectedProtocol, PublishControl};
 use strom_worker_runtime::{EventSender, play_signature, publish_sign};
 
 const PEER: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
 
 fn rules() -> Rules {
     let mut rules = Rules::default();
-    rules.rtmp.apps.push(AppSettings {
-        app: "secure".into(),
-        login: "alice".into(),
-        password: "wonder".into(),
-        duration: None,
-        protocols: None,
-        publish_control: None,
-    });
-    rules.rtmp.apps.push(AppSettings {
-        app: "signed".into(),
-        login: String::new(),
-        password: String::new(),
-        duration: None,
-        protocols: None,
-        publish_control: Some(PublishControl {
-            password: "pw".into(),
-            handler_url: None,
-            handler_timeout_ms: 1000,
-        }),
-    });
+    rules.access.apps = vec![
+        AppAccess {
+            app: "secure".into(),
+            login: "alice".into(),
+            password: "wonder".into(),
+            publish_control: None,
+        },
+        AppAccess {
+            app: "signed".into(),
+            login: String::new(),
+            password: String::new(),
+            publish_control: Some(PublishControl {
+                password: "pw".into(),
+                handler_url: None,
+                handler_timeout_ms: 1000,
+            }),
+        },
+    ];
     rules.protection.push(PlaybackProtection {
         app: "paid".into(),
         stream: String::new(),
