@@ -8,9 +8,10 @@
 
 mod common;
 
+use common::http::keep_alive_get;
 use common::media::{play, publish, rtmp_url, wait_live};
 use common::{Server, require_tool, strom_bin, wait_for};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -21,33 +22,9 @@ const NOFILE: u32 = 256;
 /// Connections the flood opens to each port: well past the budget.
 const FLOOD: usize = 400;
 
-/// One GET on a kept-alive connection; the status and the body.
+/// One GET on the viewer's kept-alive connection; the status and the body.
 fn get(stream: &mut TcpStream, reader: &mut BufReader<TcpStream>, path: &str) -> (u16, String) {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).unwrap();
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    (status, String::from_utf8_lossy(&body).into_owned())
+    keep_alive_get(stream, reader, path, "viewer")
 }
 
 fn media_sequence(playlist: &str) -> Option<u64> {

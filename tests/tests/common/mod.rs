@@ -387,6 +387,7 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
+pub mod http;
 pub mod media;
 pub mod raw_rtmp;
 pub mod signing;

@@ -171,6 +171,14 @@ impl EdgeDemand {
     /// `app/stream` did not come within [`EDGE_WAIT`]: its place is freed now and the
     /// name is not asked for again for [`ABSENT_FOR`].
     fn not_coming(&self, app: &str, stream: &str) {
+        if self.give_up(app, stream) {
+            self.apply_registry(None);
+        }
+    }
+
+    /// [`EdgeDemand::not_coming`] without following the registry again; `true` when
+    /// `app/stream` was demanded and is given up.
+    fn give_up(&self, app: &str, stream: &str) -> bool {
         let key = (app.to_owned(), stream.to_owned());
         let live = self
             .packaging
@@ -178,7 +186,7 @@ impl EdgeDemand {
             .get(&StreamKey::new(app, stream))
             .is_some_and(|s| s.publisher().is_some());
         if live || locked(&self.demanded).remove(&key).is_none() {
-            return;
+            return false;
         }
         let mut absent = locked(&self.absent);
         let now = Instant::now();
@@ -194,7 +202,7 @@ impl EdgeDemand {
         absent.insert(key, now + ABSENT_FOR);
         drop(absent);
         tracing::info!(%app, %stream, "on-demand stream did not come: not asked for again for a while");
-        self.apply_registry(None);
+        true
     }
 
     /// Forgets streams no viewer asked for within the idle time (housekeeping). A stream
@@ -202,6 +210,7 @@ impl EdgeDemand {
     /// answer) stays demanded while they listen: they read the packager's hub, where the
     /// packaging task itself is the only other reader.
     pub fn expire(&self) {
+        let before = locked(&self.demanded).len();
         // Whether or not a request still waits for it (a flood's requests give up early).
         let hub = self.packaging.hub();
         let overdue: Vec<(String, String)> = locked(&self.demanded)
@@ -215,10 +224,9 @@ impl EdgeDemand {
             .map(|(key, _)| key.clone())
             .collect();
         for (app, stream) in overdue {
-            self.not_coming(&app, &stream);
+            self.give_up(&app, &stream);
         }
         let rules = self.packaging.rules();
-        let before = locked(&self.demanded).len();
         locked(&self.demanded).retain(|(app, stream), demand| {
             let packaged = usize::from(crate::packaging::hls_settings(&rules, app, stream).0);
             if hub.reader_count(&strom_stream::StreamKey::new(app.as_str(), stream.as_str()))
@@ -369,10 +377,10 @@ mod tests {
             }],
             ..Rules::default()
         };
+        let gate = strom_stream::Gate::new(Hub::default(), Arc::new(rules), Vec::new());
         let packaging = Arc::new(Packaging::new(
-            Hub::default(),
+            Arc::new(gate),
             Arc::clone(&store),
-            rules,
             Arc::new(SessionIds::new(1)),
             shutdown.clone(),
         ));

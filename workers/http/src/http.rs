@@ -38,7 +38,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use strom_ipc::messages::{ListenerRole, ListenerSpec};
-use strom_ipc::rules::ProtectedProtocol;
 use strom_media::icy_request::SourceMethod;
 use strom_stream::{Access, Protocol};
 use strom_worker_runtime::accept::ConnectionHandler;
@@ -325,7 +324,7 @@ impl Context {
             return None;
         };
         let (format, protocol) = match file {
-            crate::ts_http::FILE_NAME => (Format::MpegTs, ProtectedProtocol::MpegTs),
+            crate::ts_http::FILE_NAME => (Format::MpegTs, Protocol::MpegTs),
             crate::icecast::FILE_NAME => {
                 let metadata = request
                     .headers()
@@ -342,7 +341,7 @@ impl Context {
                         titles,
                         station,
                     },
-                    ProtectedProtocol::Icecast,
+                    Protocol::Icecast,
                 )
             }
             _ => return None,
@@ -356,7 +355,7 @@ impl Context {
             );
         }
         let rules = self.packaging.rules();
-        let Ok(ppv_id) = self.signed(request, &rules, app, stream, protocol) else {
+        let Ok(ppv_id) = self.signed(request, app, stream, protocol) else {
             return Some(
                 self.respond_with(error(StatusCode::FORBIDDEN, "forbidden"))
                     .map(Either::Left),
@@ -551,18 +550,11 @@ impl Context {
     fn signed(
         &self,
         request: &Request<Incoming>,
-        rules: &strom_ipc::rules::Rules,
         app: &str,
         stream: &str,
-        protocol: ProtectedProtocol,
+        protocol: Protocol,
     ) -> Result<Option<String>, ()> {
-        let _ = rules;
         let signature = request.uri().query().and_then(from_query);
-        let protocol = match protocol {
-            ProtectedProtocol::MpegTs => Protocol::MpegTs,
-            ProtectedProtocol::Icecast => Protocol::Icecast,
-            _ => Protocol::Hls,
-        };
         let key = strom_stream::StreamKey::new(app, stream);
         let access = Access::new(protocol, key, self.peer.ip()).with_signature(signature);
         let (viewers, ts_viewers) = (&self.viewers, &self.ts_viewers);
@@ -583,7 +575,7 @@ impl Context {
         head: bool,
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
-        let ppv_id = match self.signed(request, &rules, app, stream, ProtectedProtocol::Hls) {
+        let ppv_id = match self.signed(request, app, stream, Protocol::Hls) {
             Ok(signed) => signed,
             Err(()) => return error(StatusCode::FORBIDDEN, "forbidden"),
         };

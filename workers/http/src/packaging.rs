@@ -116,35 +116,35 @@ pub struct Packaging {
     /// The streams this worker relays from their producers; packaging tasks read them.
     hub: Hub,
     ids: Arc<SessionIds>,
-    rules: Mutex<Arc<Rules>>,
+    /// The worker's gate, over `hub`: it holds the rules in force (one copy per worker).
+    gate: Arc<strom_stream::Gate>,
     tasks: Mutex<HashMap<(String, String), Task>>,
     shutdown: CancellationToken,
 }
 
 impl Packaging {
     pub fn new(
-        hub: Hub,
+        gate: Arc<strom_stream::Gate>,
         store: Arc<Store>,
-        rules: Rules,
         ids: Arc<SessionIds>,
         shutdown: CancellationToken,
     ) -> Self {
         Self {
             store,
-            hub,
+            hub: gate.hub().clone(),
             ids,
-            rules: Mutex::new(Arc::new(rules)),
+            gate,
             tasks: Mutex::new(HashMap::new()),
             shutdown,
         }
     }
 
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&locked(&self.rules))
+        self.gate.rules()
     }
 
     pub fn set_rules(&self, rules: Rules) {
-        *locked(&self.rules) = Arc::new(rules);
+        self.gate.set_rules(Arc::new(rules));
     }
 
     /// The packager's hub: streams relayed here for HLS or MPEG-TS over HTTP.
@@ -748,10 +748,10 @@ mod tests {
                 grace: Duration::from_secs(30),
             },
         ));
+        let gate = strom_stream::Gate::new(Hub::default(), Arc::default(), Vec::new());
         let packaging = Packaging::new(
-            Hub::default(),
+            Arc::new(gate),
             Arc::clone(&store),
-            Rules::default(),
             Arc::new(SessionIds::new(1)),
             shutdown.clone(),
         );

@@ -85,9 +85,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         context.shutdown.clone(),
     )?;
     let packaging = Arc::new(Packaging::new(
-        hub,
+        Arc::clone(&gate),
         Arc::clone(&store),
-        context.hello.rules.clone(),
         Arc::clone(&context.session_ids),
         context.shutdown.clone(),
     ));
@@ -378,7 +377,6 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::Done
             }
             WorkerRequest::ApplyRules(rules) => {
-                self.gate.set_rules(Arc::new((*rules).clone()));
                 self.packaging.set_rules(*rules);
                 self.pushes.apply(&self.packaging.rules());
                 self.edge

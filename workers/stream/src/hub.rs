@@ -45,9 +45,14 @@ pub struct Hub {
 impl Hub {
     /// A hub that calls `announcer` on every publish and release.
     pub fn with_announcer(announcer: Announcer) -> Self {
+        Self::build(Some(announcer), None)
+    }
+
+    fn build(announcer: Option<Announcer>, claims: Option<NameClaims>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                announcer: Some(announcer),
+                announcer,
+                claims,
                 ..Inner::default()
             }),
         }
@@ -56,15 +61,20 @@ impl Hub {
     /// A hub that tells the supervisor about every publish and release of its streams
     /// (`StreamPublished`/`StreamUnpublished`), which feeds the registry of live streams.
     pub fn announcing_to(events: strom_worker_runtime::EventSender) -> Self {
+        Self::with_announcer(Self::announcer(events))
+    }
+
+    /// Tells the supervisor through `events`.
+    fn announcer(events: strom_worker_runtime::EventSender) -> Announcer {
         use strom_ipc::messages::WorkerEvent;
-        Self::with_announcer(Arc::new(move |key: &StreamKey, live| {
+        Arc::new(move |key: &StreamKey, live| {
             let (app, stream) = (key.app.clone(), key.stream.clone());
             events.send(if live {
                 WorkerEvent::StreamPublished { app, stream }
             } else {
                 WorkerEvent::StreamUnpublished { app, stream }
             });
-        }))
+        })
     }
 
     /// The hub of a worker process: it announces publishes to the supervisor and owns
@@ -76,11 +86,7 @@ impl Hub {
         run_dir: &std::path::Path,
     ) -> std::io::Result<Self> {
         let claims = NameClaims::in_run_dir(run_dir)?;
-        let mut hub = Self::announcing_to(events);
-        if let Some(inner) = Arc::get_mut(&mut hub.inner) {
-            inner.claims = Some(claims);
-        }
-        Ok(hub)
+        Ok(Self::build(Some(Self::announcer(events)), Some(claims)))
     }
 
     pub fn events(&self) -> &HubEvents {

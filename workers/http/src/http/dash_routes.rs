@@ -14,7 +14,6 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use std::sync::atomic::Ordering;
-use strom_ipc::rules::ProtectedProtocol;
 use strom_stream::gate::Protocol;
 
 impl Context {
@@ -65,8 +64,7 @@ impl Context {
                     tracing::info!(peer = %self.peer, %app, %stream, "DASH session refused: draining");
                     return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
                 }
-                let protocol = ProtectedProtocol::Hls;
-                let Ok(ppv_id) = self.signed(request, &rules, app, stream, protocol) else {
+                let Ok(ppv_id) = self.signed(request, app, stream, Protocol::Dash) else {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 };
                 let user_agent = request

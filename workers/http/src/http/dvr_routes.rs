@@ -17,7 +17,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use strom_ipc::rules::{ProtectedProtocol, Rules};
+use strom_ipc::rules::Rules;
 use strom_media::dvr::SegmentEntry;
 use strom_stream::gate::Protocol;
 
@@ -158,7 +158,7 @@ impl Context {
             tracing::info!(peer = %self.peer, %app, %stream, "DVR session refused: draining");
             return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
         }
-        let Ok(ppv_id) = self.signed(request, rules, app, stream, ProtectedProtocol::Hls) else {
+        let Ok(ppv_id) = self.signed(request, app, stream, Protocol::Hls) else {
             return error(StatusCode::FORBIDDEN, "forbidden");
         };
         let dir = self.dvr.archive_dir(rules, app, stream);

@@ -4,7 +4,7 @@
 //! gate decides, in one place for every protocol:
 //! - who may publish a name: the app's publisher credentials and publish control
 //!   (`publishsign`, the deny list) ([`Gate::admit_publisher`]), and one owner per name
-//!   across every worker process ([`ownership`], enforced by [`Gate::publish`] and by
+//!   across every worker process ([`ownership`], enforced by [`Gate::claim`] and by
 //!   every other claim of an announcing hub);
 //! - who may read: playback protection (`wmsAuthSign`), the deny list of pay-per-view
 //!   ids and their session limit ([`Gate::admit_reader`]);
@@ -106,20 +106,6 @@ impl Gate {
             }
             denied.insert(id.clone());
         }
-    }
-
-    /// Checks a publisher and claims its stream: [`Gate::admit_publisher`], then the
-    /// claim of the name in the hub (and across workers). The handler of the admission,
-    /// if any, is the caller's to ask before it claims; protocols without an HTTP
-    /// client call [`Gate::claim`] after [`Gate::admit_publisher`] instead.
-    pub fn publish(
-        &self,
-        access: &Access,
-        info: PublisherInfo,
-    ) -> Result<(Publishing, Admission), Refusal> {
-        let admission = self.admit_publisher(access)?;
-        let publishing = self.claim(access, info)?;
-        Ok((publishing, admission))
     }
 
     /// Claims `access.key` for an admitted publisher; `Busy` when any producer of any

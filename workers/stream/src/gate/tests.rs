@@ -172,9 +172,9 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     );
     let owner = access(Protocol::Rtmp, "live", "tv");
     let intruder = access(Protocol::Rtsp, "live", "tv");
-    let (publishing, _) = rtmp.publish(&owner, info(1)).unwrap();
+    let publishing = rtmp.claim(&owner, info(1)).unwrap();
     assert_eq!(
-        rtsp.publish(&intruder, info(2)).err(),
+        rtsp.claim(&intruder, info(2)).err(),
         Some(Refusal::Busy(StreamKey::new("live", "tv")))
     );
     assert_eq!(
@@ -192,10 +192,7 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     let relayed = rtsp.hub().claim(&intruder.key, relay).unwrap();
     drop(relayed);
     drop(publishing);
-    assert!(
-        rtsp.publish(&intruder, info(4)).is_ok(),
-        "free once released"
-    );
+    assert!(rtsp.claim(&intruder, info(4)).is_ok(), "free once released");
 }
 
 #[test]
@@ -211,8 +208,8 @@ fn stream_requests_are_answered_by_the_gate() {
         reply.and_then(|r| r.failure().map(|(kind, _)| kind)),
         Some(strom_ipc::FailureKind::NotFound)
     ));
-    let (_publishing, _) = gate
-        .publish(&access(Protocol::Rtsp, "live", "on"), info(1))
+    let _publishing = gate
+        .claim(&access(Protocol::Rtsp, "live", "on"), info(1))
         .unwrap();
     let reply = gate.answer(&strom_ipc::messages::WorkerRequest::IcecastMetadata {
         app: "live".into(),
