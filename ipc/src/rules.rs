@@ -557,21 +557,36 @@ pub enum RtspTransport {
 }
 
 /// Edge mode (`Edge`): any stream of `apps` that a viewer asks for and that is not live
-/// here is pulled over RTMP from the first origin that has it, while it has viewers (plus
-/// `idle_grace_secs`).
+/// here is pulled over RTMP or SRT from the first origin that has it, while it has
+/// viewers (plus `idle_grace_secs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EdgeRule {
     pub apps: Vec<String>,
     /// `rtmp://host[:port]` (the stream is pulled as `<app>/<stream>`) or
-    /// `rtmp://host[:port]/<origin app>`; `rtmps://` too. Tried in order.
+    /// `rtmp://host[:port]/<origin app>`; `rtmps://` too; or, all of a rule's origins
+    /// alike, `srt://host:port[?passphrase=..&latency=..]` (an origin's SRT output
+    /// listener, asked with streamid `#!::r=<app>/<stream>,m=request`). Tried in order.
     pub origins: Vec<String>,
     /// How long a pull outlives its last viewer.
     pub idle_grace_secs: u32,
 }
 
 impl EdgeRule {
-    /// The URL that pulls `app/stream` from `origin`.
+    /// Whether the rule pulls over SRT (the ingest worker does), not RTMP (the rtmp
+    /// worker does). Validation makes all of a rule's origins one kind.
+    pub fn is_srt(&self) -> bool {
+        self.origins
+            .first()
+            .is_some_and(|origin| is_srt_origin(origin))
+    }
+
+    /// The URL that pulls `app/stream` from `origin`, as status reports it (an SRT
+    /// origin's query, which may hold its passphrase, is left out).
     pub fn url(origin: &str, app: &str, stream: &str) -> String {
+        if is_srt_origin(origin) {
+            let address = srt_origin_parts(origin).0;
+            return format!("srt://{address}?streamid={}", srt_request_id(app, stream));
+        }
         let origin = origin.trim_end_matches('/');
         let has_app = origin
             .split_once("://")
@@ -582,6 +597,34 @@ impl EdgeRule {
             format!("{origin}/{app}/{stream}")
         }
     }
+}
+
+/// Whether an `Edge` origin is an SRT one (`srt://`).
+pub fn is_srt_origin(origin: &str) -> bool {
+    origin
+        .get(..6)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("srt://"))
+}
+
+/// An SRT origin's `host:port` and its query parameters (`passphrase`, `latency`) as
+/// name/value pairs, as SRT options are written for `Cameras`.
+pub fn srt_origin_parts(origin: &str) -> (&str, Vec<(String, String)>) {
+    let rest = origin.get(6..).unwrap_or_default();
+    let (address, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let parameters = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (name.to_owned(), value.to_owned())
+        })
+        .collect();
+    (address.trim_end_matches('/'), parameters)
+}
+
+/// The streamid an SRT caller asks an origin's output listener for `app/stream` with.
+pub fn srt_request_id(app: &str, stream: &str) -> String {
+    format!("#!::r={app}/{stream},m=request")
 }
 
 /// An output a stream can be delivered as. [`DeliveryOutput::Scte35`] is accepted and
@@ -734,6 +777,27 @@ impl DeliverySettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn srt_origins_name_their_address_and_options_and_hide_the_passphrase() {
+        let origin = "SRT://origin:9000?passphrase=0123456789ab&latency=200";
+        assert!(is_srt_origin(origin));
+        assert!(!is_srt_origin("rtmp://origin"));
+        assert!(!is_srt_origin("srt:"));
+        let (address, parameters) = srt_origin_parts(origin);
+        assert_eq!(address, "origin:9000");
+        assert_eq!(
+            parameters,
+            vec![
+                ("passphrase".to_owned(), "0123456789ab".to_owned()),
+                ("latency".to_owned(), "200".to_owned())
+            ]
+        );
+        assert_eq!(
+            EdgeRule::url(origin, "live", "x"),
+            "srt://origin:9000?streamid=#!::r=live/x,m=request"
+        );
+    }
 
     #[test]
     fn a_stream_overrides_its_app_which_overrides_the_defaults() {

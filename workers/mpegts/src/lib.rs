@@ -7,7 +7,8 @@
 //! media bus, so RTMP players, HLS and re-publishing take them like an RTMP publish.
 //! Answers the MPEG-TS status with each input's live state, the SRT receiver
 //! statistics and sessions, librist's receiver stats, and the NDI sources mDNS finds
-//! ([`ndi`]). Plays server playlists out as live streams of its hub ([`playout`]).
+//! ([`ndi`]). Plays server playlists out as live streams of its hub ([`playout`]), and
+//! pulls the streams of edge apps with SRT origins while they are read ([`srt_edges`]).
 
 mod input_status;
 #[cfg(test)]
@@ -20,6 +21,7 @@ mod rist_input;
 mod shared;
 pub mod srt;
 mod srt_connections;
+mod srt_edges;
 mod srt_input;
 mod threads;
 mod ts_input;
@@ -45,6 +47,8 @@ pub struct IngestWorker {
     /// Feeds streams of other workers into the hub while TS outputs read them (and streams
     /// of edge apps from the rtmp worker, which pulls them on that demand).
     relays: Arc<Relays>,
+    /// Streams of edge apps with SRT origins, pulled while read.
+    edges: Arc<srt_edges::SrtEdges>,
     playouts: Arc<playout::Playouts>,
 }
 
@@ -91,6 +95,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         }),
         context.shutdown.clone(),
     );
+    let edges = srt_edges::SrtEdges::start(Arc::clone(&shared), context.shutdown.clone());
     let playouts = playout::Playouts::start(
         shared.hub.clone(),
         Arc::clone(&shared.ids),
@@ -107,6 +112,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         rist,
         ndi: ndi::NdiSources::start(&context.hello.settings.ndi_discovery_interfaces),
         relays,
+        edges,
         playouts,
     }))
 }
@@ -212,6 +218,7 @@ impl WorkerService for IngestWorker {
                 WorkerReply::Done
             }
             WorkerRequest::StreamRegistry(locations) => {
+                self.edges.apply_registry(&locations);
                 self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
@@ -247,6 +254,7 @@ impl WorkerService for IngestWorker {
                     self.rist.restart(&rules);
                 }
                 if old.edges != rules.edges {
+                    self.edges.apply();
                     self.relays.reconcile();
                 }
                 // Also a re-read of the playlist file (a reload asks for one).

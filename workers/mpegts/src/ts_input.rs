@@ -27,6 +27,8 @@ pub struct TsInput {
     demuxer: TsDemuxer,
     frames: Vec<Frame>,
     claim: Option<Publishing>,
+    /// The URL a pulled stream comes from (an SRT edge pull), as status reports it.
+    source_url: Option<String>,
     /// This input's budget of program lines: a sender that flips its PMT version with
     /// every packet would otherwise write a line per packet. Per input, so one bad
     /// sender cannot hide another input's program changes.
@@ -56,6 +58,7 @@ impl TsInput {
             demuxer: TsDemuxer::new(None),
             frames: Vec::new(),
             claim: None,
+            source_url: None,
             program_log: LogLimit::new(PROGRAM_LOG_BURST, PROGRAM_LOG_WINDOW),
         }
     }
@@ -63,6 +66,12 @@ impl TsInput {
     /// Starts with the stream already claimed (an SRT caller, claimed at connect).
     pub fn with_claim(mut self, claim: Option<Publishing>) -> Self {
         self.claim = claim;
+        self
+    }
+
+    /// Reports the stream as pulled from `url` (an SRT edge pull).
+    pub fn with_source_url(mut self, url: String) -> Self {
+        self.source_url = Some(url);
         self
     }
 
@@ -121,7 +130,7 @@ impl TsInput {
             ip: sender.ip().to_string(),
             publish_time: unix_now(),
             query: String::new(),
-            source_url: None,
+            source_url: self.source_url.clone(),
             relayed_from: None,
         };
         match self.hub.claim(&self.key, publisher) {

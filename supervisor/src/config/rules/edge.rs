@@ -1,13 +1,14 @@
 //! `Edge`: edge mode. Any stream of the listed apps that a viewer asks for (an RTMP play,
 //! an HLS playlist) and that is not live here is pulled on demand from the origins, tried
-//! in order, and dropped `idle_grace_secs` after its last viewer left.
+//! in order, and dropped `idle_grace_secs` after its last viewer left. Origins are RTMP(S)
+//! or SRT, all of one rule alike: one worker runs a rule's failover.
 
 use super::super::error::FieldError;
 use super::fields::{check_media_name, each, in_range};
 use super::pull::check_rtmp_url;
 use serde::Deserialize;
 use std::ops::RangeInclusive;
-use strom_ipc::rules::EdgeRule;
+use strom_ipc::rules::{EdgeRule, is_srt_origin, srt_origin_parts};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,8 +57,18 @@ impl RawEdge {
             );
             return Err(FieldError::new("origins", message));
         }
+        let srt = is_srt_origin(&self.origins[0]);
         for (i, origin) in self.origins.iter().enumerate() {
-            check_origin(&format!("origins[{i}]"), origin)?;
+            let field = format!("origins[{i}]");
+            if is_srt_origin(origin) != srt {
+                let message = "all origins of a rule are RTMP(S) or all are SRT";
+                return Err(FieldError::new(field, message));
+            }
+            if srt {
+                check_srt_origin(&field, origin)?;
+            } else {
+                check_origin(&field, origin)?;
+            }
         }
         let grace = self.idle_grace_secs.unwrap_or(DEFAULT_IDLE_GRACE_SECS);
         Ok(EdgeRule {
@@ -94,6 +105,42 @@ fn check_origin(field: &str, origin: &str) -> Result<(), FieldError> {
     }
 }
 
+/// SRT options an origin's query may set, and the range of each value's length or value.
+const SRT_PASSPHRASE_LEN: RangeInclusive<usize> = 10..=79;
+const SRT_LATENCY_MS: RangeInclusive<u32> = 0..=60_000;
+
+/// `srt://host:port[?passphrase=..&latency=..]`.
+fn check_srt_origin(field: &str, origin: &str) -> Result<(), FieldError> {
+    let bad = |why: String| {
+        let message =
+            format!("expected srt://host:port[?passphrase=..&latency=..], got {origin:?}: {why}");
+        Err(FieldError::new(field, message))
+    };
+    let (address, parameters) = srt_origin_parts(origin);
+    let Some((host, port)) = address.rsplit_once(':') else {
+        return bad("a port is needed".into());
+    };
+    if host.is_empty() || host.contains(['/', '@', ' ']) {
+        return bad("bad host".into());
+    }
+    if !port.parse::<u16>().is_ok_and(|port| port != 0) {
+        return bad("bad port".into());
+    }
+    for (name, value) in parameters {
+        match name.as_str() {
+            "passphrase" if SRT_PASSPHRASE_LEN.contains(&value.len()) => {}
+            "passphrase" => return bad("the passphrase must be 10 to 79 bytes".into()),
+            "latency"
+                if value
+                    .parse::<u32>()
+                    .is_ok_and(|ms| SRT_LATENCY_MS.contains(&ms)) => {}
+            "latency" => return bad("latency must be 0..=60000 ms".into()),
+            other => return bad(format!("unknown option {other:?}")),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::parse;
@@ -124,6 +171,17 @@ mod tests {
             "rtmp://o2/live/cam"
         );
         assert!(rules.edge_for("other").is_none());
+        assert!(!edge.is_srt());
+    }
+
+    #[test]
+    fn an_srt_edge_rule_validates() {
+        let rules = parse(
+            r#"{"Edge": [{"apps": ["live"], "origins": ["srt://o1:9000?latency=200", "srt://o2:9000?passphrase=0123456789"]}]}"#,
+            Path::new("rules.conf"),
+        )
+        .unwrap();
+        assert!(rules.edge_for("live").unwrap().is_srt());
     }
 
     #[test]
@@ -160,6 +218,22 @@ mod tests {
             (
                 r#"{"Edge": [{"apps": ["live"], "origins": ["rtmp://o"], "mode": "x"}]}"#,
                 "mode",
+            ),
+            (
+                r#"{"Edge": [{"apps": ["live"], "origins": ["srt://o:9000", "rtmp://o"]}]}"#,
+                "Edge[0].origins[1]: all origins of a rule are RTMP(S) or all are SRT",
+            ),
+            (
+                r#"{"Edge": [{"apps": ["live"], "origins": ["srt://o"]}]}"#,
+                "a port is needed",
+            ),
+            (
+                r#"{"Edge": [{"apps": ["live"], "origins": ["srt://o:9000?passphrase=short"]}]}"#,
+                "10 to 79 bytes",
+            ),
+            (
+                r#"{"Edge": [{"apps": ["live"], "origins": ["srt://o:9000?mode=listener"]}]}"#,
+                "unknown option \"mode\"",
             ),
         ] {
             let error = error_of(text);

@@ -18,6 +18,7 @@
 //! its own copy of either.
 
 pub mod access;
+pub mod edge_pulls;
 pub mod on_demand;
 pub mod ownership;
 mod publisher;

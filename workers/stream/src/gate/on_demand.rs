@@ -14,7 +14,8 @@ use strom_ipc::contract::bus_path;
 use strom_ipc::rules::{PullMode, Rules};
 
 /// The worker that starts `key` when it is read: the rtsp worker for an on-demand
-/// `rtsp://` pull, the rtmp worker for an on-demand `rtmp://` pull or an edge app.
+/// `rtsp://` pull, the rtmp worker for an on-demand `rtmp://` pull or an edge app pulled
+/// over RTMP, the ingest worker for an edge app pulled over SRT.
 pub fn producer_on_demand(rules: &Rules, key: &StreamKey) -> Option<WorkerKind> {
     if strom_ipc::names::check_pair(&key.app, &key.stream).is_err() {
         return None;
@@ -25,7 +26,13 @@ pub fn producer_on_demand(rules: &Rules, key: &StreamKey) -> Option<WorkerKind> 
     match pull {
         Some(pull) if pull.is_rtsp() => Some(WorkerKind::Rtsp),
         Some(_) => Some(WorkerKind::Rtmp),
-        None => rules.edge_for(&key.app).map(|_| WorkerKind::Rtmp),
+        None => rules.edge_for(&key.app).map(|rule| {
+            if rule.is_srt() {
+                WorkerKind::Ingest
+            } else {
+                WorkerKind::Rtmp
+            }
+        }),
     }
 }
 
@@ -76,11 +83,18 @@ mod tests {
                 pull("yard", "rtmp://10.0.0.6/live/yard", PullMode::OnDemand),
                 pull("gate", "rtsp://10.0.0.7/stream1", PullMode::Always),
             ],
-            edges: vec![EdgeRule {
-                apps: vec!["edge".into()],
-                origins: vec!["rtmp://origin".into()],
-                idle_grace_secs: 10,
-            }],
+            edges: vec![
+                EdgeRule {
+                    apps: vec!["edge".into()],
+                    origins: vec!["rtmp://origin".into()],
+                    idle_grace_secs: 10,
+                },
+                EdgeRule {
+                    apps: vec!["srtedge".into()],
+                    origins: vec!["srt://origin:9000".into()],
+                    idle_grace_secs: 10,
+                },
+            ],
             ..Rules::default()
         };
         let of = |app: &str, stream: &str| producer_on_demand(&rules, &StreamKey::new(app, stream));
@@ -92,6 +106,7 @@ mod tests {
             "an always-on pull is live or failing"
         );
         assert_eq!(of("edge", "any"), Some(WorkerKind::Rtmp));
+        assert_eq!(of("srtedge", "any"), Some(WorkerKind::Ingest));
         assert_eq!(of("live", "any"), None);
         assert_eq!(of("edge", "../x"), None);
         let location = location_on_demand(

@@ -1,0 +1,196 @@
+//! Which edge pulls run, decided the same way by both workers that pull for `Edge` rules
+//! (the rtmp worker for RTMP origins, the ingest worker for SRT ones): a stream is pulled
+//! when it gets a reader here, its app has an edge rule for this worker, and nobody
+//! produces it on this server; at most `max` pulls run; a pull ends when its stream has
+//! had no reader for the rule's grace, or its rule changed. The workers only say which
+//! rules are theirs and how one origin is pulled.
+
+use super::super::events::HubEvent;
+use super::super::hub::Hub;
+use super::super::key::StreamKey;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strom_ipc::WorkerKind;
+use strom_ipc::bus::StreamLocation;
+use strom_ipc::rules::{EdgeRule, Rules};
+use strom_worker_runtime::sync::locked;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+struct Running {
+    /// Tells this pull's entry from a later one of the same stream.
+    id: u64,
+    rule: EdgeRule,
+    stop: CancellationToken,
+}
+
+/// A pull [`EdgePulls::start`] admitted: the worker runs it until `stop`, then calls
+/// [`EdgePulls::finish`] with `id`.
+pub struct EdgePull {
+    pub key: StreamKey,
+    pub rule: EdgeRule,
+    pub id: u64,
+    pub stop: CancellationToken,
+}
+
+pub struct EdgePulls {
+    hub: Hub,
+    /// The worker pulling; streams other workers produce are not pulled.
+    own: WorkerKind,
+    /// Whether an edge rule is pulled by this worker (its origins' protocol).
+    ours: fn(&EdgeRule) -> bool,
+    max: usize,
+    running: Mutex<HashMap<StreamKey, Running>>,
+    /// Streams other workers of this server produce (from the registry).
+    produced_elsewhere: Mutex<HashSet<StreamKey>>,
+    next_id: AtomicU64,
+    shutdown: CancellationToken,
+}
+
+impl EdgePulls {
+    pub fn new(
+        hub: Hub,
+        own: WorkerKind,
+        ours: fn(&EdgeRule) -> bool,
+        max: usize,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            hub,
+            own,
+            ours,
+            max,
+            running: Mutex::default(),
+            produced_elsewhere: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            shutdown,
+        }
+    }
+
+    /// The edge rule this worker pulls `key` by: an edge app whose rule is ours, and no
+    /// explicit pulled source of the stream (which wins).
+    pub fn rule_for<'a>(&self, rules: &'a Rules, key: &StreamKey) -> Option<&'a EdgeRule> {
+        let explicit = rules
+            .pull_sources
+            .iter()
+            .any(|p| p.app == key.app && p.stream == key.stream);
+        rules
+            .edge_for(&key.app)
+            .filter(|rule| !explicit && (self.ours)(rule))
+    }
+
+    /// The supervisor's registry: remembers what other workers produce.
+    pub fn apply_registry(&self, locations: &[StreamLocation]) {
+        *locked(&self.produced_elsewhere) = locations
+            .iter()
+            .filter(|l| l.producer != self.own)
+            .map(|l| StreamKey::new(l.app.clone(), l.stream.clone()))
+            .collect();
+    }
+
+    /// `key` got a reader: the pull to start, when a rule of ours covers it, it still has
+    /// readers, nobody produces it here and no pull of it runs.
+    pub fn start(&self, rules: &Rules, key: &StreamKey) -> Option<EdgePull> {
+        let rule = self.rule_for(rules, key)?;
+        if self.hub.reader_count(key) == 0 {
+            return None;
+        }
+        let published = self
+            .hub
+            .get(key)
+            .is_some_and(|stream| stream.publisher().is_some())
+            || locked(&self.produced_elsewhere).contains(key);
+        let mut running = locked(&self.running);
+        if published || running.contains_key(key) {
+            return None;
+        }
+        if running.len() >= self.max {
+            // Viewers name streams: a flood of made-up names must not become a flood of
+            // connections to the origins.
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); stream = %key, max = self.max, "edge: not pulling: too many edge pulls running");
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let stop = self.shutdown.child_token();
+        running.insert(
+            key.clone(),
+            Running {
+                id,
+                rule: rule.clone(),
+                stop: stop.clone(),
+            },
+        );
+        Some(EdgePull {
+            key: key.clone(),
+            rule: rule.clone(),
+            id,
+            stop,
+        })
+    }
+
+    /// Ends pull `id` of `key` unless its stream has readers again (`false`: go on). The
+    /// check and the removal happen under the lock [`EdgePulls::start`] takes, so a
+    /// reader arriving meanwhile either keeps this pull or starts a new one.
+    pub fn finish(&self, key: &StreamKey, id: u64) -> bool {
+        let mut running = locked(&self.running);
+        let ours = running.get(key).is_some_and(|r| r.id == id);
+        if ours && !self.shutdown.is_cancelled() && self.hub.reader_count(key) > 0 {
+            return false;
+        }
+        if ours {
+            running.remove(key);
+        }
+        true
+    }
+
+    /// Forgets pull `id` of `key` whatever its readers (it could not be started).
+    pub fn forget(&self, key: &StreamKey, id: u64) {
+        let mut running = locked(&self.running);
+        if running.get(key).is_some_and(|r| r.id == id) {
+            running.remove(key);
+        }
+    }
+
+    /// New rules: stops the pulls whose rule changed or went away and returns their
+    /// streams, which the worker asks [`EdgePulls::start`] for again (a stream still read
+    /// is pulled by its new rule at once).
+    pub fn stop_changed(&self, rules: &Rules) -> Vec<StreamKey> {
+        let mut stopped = Vec::new();
+        locked(&self.running).retain(|key, pull| {
+            let keep = self.rule_for(rules, key) == Some(&pull.rule);
+            if !keep {
+                pull.stop.cancel();
+                stopped.push(key.clone());
+            }
+            keep
+        });
+        stopped
+    }
+
+    /// Calls `demand` with each stream that gets its first reader, until shutdown.
+    pub fn follow(self: &Arc<Self>, demand: impl Fn(&StreamKey) + Send + 'static) {
+        let mut events = self.hub.events().listen();
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    event = events.recv() => event,
+                };
+                match event {
+                    Ok(HubEvent::Demand(key)) => demand(&key),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(
+                            missed,
+                            "edge: hub events missed; readers of missed streams wait for the next demand"
+                        )
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
