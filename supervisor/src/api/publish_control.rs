@@ -22,10 +22,15 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Most ids the deny list holds (it only grows until the supervisor restarts).
 pub const MAX_DENIED: usize = 100_000;
 
-/// The workers whose publishers go through publish control: RTMP publishers, SRT
-/// contributors (the ingest worker) and RTSP publishers.
-const PUBLISHING_WORKERS: [WorkerKind; 3] =
-    [WorkerKind::Rtmp, WorkerKind::Ingest, WorkerKind::Rtsp];
+/// The workers whose publishers go through publish control (each gate lists the
+/// publishers it admitted): RTMP publishers, SRT contributors (the ingest worker), RTSP
+/// publishers and Icecast sources (the packager).
+const PUBLISHING_WORKERS: [WorkerKind; 4] = [
+    WorkerKind::Rtmp,
+    WorkerKind::Ingest,
+    WorkerKind::Rtsp,
+    WorkerKind::Packager,
+];
 /// The workers a deny reaches: the publishers' and the packager, whose viewers may carry
 /// a denied pay-per-view id.
 const DENYING_WORKERS: [WorkerKind; 4] = [

@@ -419,6 +419,8 @@ mod tests {
                     query: String::new(),
                     source_url: None,
                     relayed_from: Some("rtmp".into()),
+                    protocol: "ICECAST",
+                    admitted_id: None,
                 },
             )
             .unwrap();
@@ -444,6 +446,8 @@ mod tests {
                     query: String::new(),
                     source_url: None,
                     relayed_from: None,
+                    protocol: "ICECAST",
+                    admitted_id: None,
                 },
             )
             .unwrap();

@@ -195,6 +195,8 @@ async fn pushes_audio_and_comes_back_after_a_refusal() {
                 query: String::new(),
                 source_url: None,
                 relayed_from: None,
+                protocol: "ICECAST",
+                admitted_id: None,
             },
         )
         .unwrap();

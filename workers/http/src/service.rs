@@ -319,7 +319,6 @@ impl WorkerService for PackagerWorker {
                 WorkerReply::SessionsDeleted(ended)
             }
             WorkerRequest::DenyPublishers(ids) => {
-                self.gate.deny(&ids);
                 let mut ended = self.viewers.revoke_ppv(&ids);
                 ended.extend(self.ts_viewers.end_ppv(&ids));
                 tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
@@ -343,14 +342,6 @@ impl WorkerService for PackagerWorker {
                     None => WorkerReply::error(FailureKind::NotFound, "no such stream"),
                 }
             }
-            WorkerRequest::ListStreams => WorkerReply::Streams(
-                self.packaging
-                    .hub()
-                    .live()
-                    .into_iter()
-                    .filter_map(|stream| stream.live_status("ICECAST"))
-                    .collect(),
-            ),
             WorkerRequest::StreamRegistry(locations) => {
                 self.dvr.apply_registry(&locations);
                 *locked(&self.registry) = locations.clone();

@@ -31,7 +31,7 @@ use shared::IngestShared;
 use std::sync::{Arc, Mutex};
 use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_ipc::status::{CameraStatus, LiveStream, SessionInfo};
+use strom_ipc::status::{CameraStatus, SessionInfo};
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
 use strom_stream::bus::relays::Relays;
@@ -150,27 +150,6 @@ impl IngestWorker {
         sessions.sort_by_key(|s| s.id);
         sessions
     }
-
-    /// The streams the inputs publish, as `rtmp_status` lists them.
-    fn live_streams(&self) -> Vec<LiveStream> {
-        self.shared
-            .hub
-            .live()
-            .into_iter()
-            .filter_map(|stream| {
-                let protocol = if self.shared.srt.carries(&stream.key) {
-                    "SRT"
-                } else if self.rist.carries(&stream.key) {
-                    "RIST"
-                } else if self.playouts.carries(&stream.key) {
-                    "PLAYLIST"
-                } else {
-                    "MPEGTS"
-                };
-                stream.live_status(protocol)
-            })
-            .collect()
-    }
 }
 
 impl strom_stream::GatedService for IngestWorker {
@@ -204,9 +183,7 @@ impl WorkerService for IngestWorker {
                 closed.extend(viewers);
                 WorkerReply::SessionsDeleted(closed)
             }
-            WorkerRequest::ListPublishers => WorkerReply::Publishers(self.shared.srt.publishers()),
             WorkerRequest::DenyPublishers(ids) => {
-                self.shared.gate.deny(&ids);
                 let closed = self.shared.srt.close_publishers(&ids);
                 let viewers = self.shared.outputs.close_ppv(&ids);
                 tracing::info!(
@@ -222,7 +199,6 @@ impl WorkerService for IngestWorker {
                 self.relays.apply_registry(locations);
                 WorkerReply::Done
             }
-            WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
             WorkerRequest::MpegtsStatus => WorkerReply::Cameras(self.cameras()),
             WorkerRequest::SrtStats(StatsDirection::Receivers) => {
                 WorkerReply::JsonItems(self.shared.srt.receiver_stats())

@@ -85,11 +85,6 @@ impl RistInputs {
         }
     }
 
-    /// Whether `key` is the stream of a RIST input.
-    pub fn carries(&self, key: &StreamKey) -> bool {
-        locked(&self.keys).contains(key)
-    }
-
     /// librist's latest stats JSON of every running input with `rist-stats-interval`.
     pub fn receiver_stats(&self) -> Vec<String> {
         locked(&self.stats)

@@ -41,11 +41,6 @@ impl Connections {
         locked(&self.by_session).remove(&session_id);
     }
 
-    /// Whether an SRT connection publishes `key`.
-    pub fn carries(&self, key: &StreamKey) -> bool {
-        locked(&self.by_session).values().any(|c| &c.key == key)
-    }
-
     pub(crate) fn count_for(&self, camera: &str) -> usize {
         locked(&self.by_session)
             .values()
@@ -93,19 +88,6 @@ impl Connections {
             .collect();
         sessions.sort_by_key(|s| s.id);
         sessions
-    }
-
-    /// Connections as publish-control entries (`publish_control/status`).
-    pub fn publishers(&self) -> Vec<strom_ipc::status::Publisher> {
-        locked(&self.by_session)
-            .values()
-            .map(|c| strom_ipc::status::Publisher {
-                key: c.session_id.to_string(),
-                id: c.control_id.clone().unwrap_or_default(),
-                ip: c.peer.ip().to_string(),
-                stream: c.key.to_string(),
-            })
-            .collect()
     }
 
     /// Closes the connections of publishers whose publish-control id is in `ids`.

@@ -112,8 +112,10 @@ pub fn listen(
                 query: String::new(),
                 source_url: None,
                 relayed_from: None,
+                protocol: "SRT",
+                admitted_id: None,
             };
-            let publishing = match shared.gate.claim(&access, info) {
+            let publishing = match shared.gate.claim(&access, control_id.as_deref(), info) {
                 Ok(publishing) => publishing,
                 Err(refusal) => {
                     tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");

@@ -132,6 +132,8 @@ impl TsInput {
             query: String::new(),
             source_url: self.source_url.clone(),
             relayed_from: None,
+            protocol: self.protocol,
+            admitted_id: None,
         };
         match self.hub.claim(&self.key, publisher) {
             Ok(claim) => {

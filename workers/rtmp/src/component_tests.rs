@@ -20,7 +20,6 @@ use strom_ipc::messages::{WorkerEvent, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_media::flv::{AudioTag, VideoTag};
 use strom_stream::StreamKey;
-use strom_worker_runtime::WorkerService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -125,8 +124,9 @@ impl TestServer {
     }
 
     pub(crate) async fn live_streams(&self) -> Vec<strom_ipc::status::LiveStream> {
-        match self.worker.handle(WorkerRequest::ListStreams).await {
-            WorkerReply::Streams(mut streams) => {
+        // Stream lists are the gate's answer, as the worker behind its gate gives it.
+        match self.shared.gate.answer(&WorkerRequest::ListStreams) {
+            Some(WorkerReply::Streams(mut streams)) => {
                 streams.sort_by(|a, b| a.stream.cmp(&b.stream));
                 streams
             }
@@ -968,7 +968,11 @@ async fn a_second_publisher_of_a_stream_gets_bad_name() {
     let status = server.live_streams().await;
     assert_eq!(status.len(), 1, "{status:?}");
     assert_eq!(status[0].stream, "dup");
-    assert_eq!(server.shared.sessions.publishers().len(), 1);
+    let publishers = server.shared.gate.answer(&WorkerRequest::ListPublishers);
+    assert!(
+        matches!(&publishers, Some(WorkerReply::Publishers(p)) if p.len() == 1),
+        "{publishers:?}"
+    );
     let events = server.events();
     assert_eq!(
         events,

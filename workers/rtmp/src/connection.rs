@@ -633,8 +633,10 @@ impl Connection {
                 .unwrap_or_default(),
             source_url: None,
             relayed_from: None,
+            protocol: "RTMP",
+            admitted_id: None,
         };
-        let claim = match self.shared.gate.claim(&access, info) {
+        let claim = match self.shared.gate.claim(&access, control_id.as_deref(), info) {
             Ok(claim) => claim,
             Err(refusal) => {
                 return self

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_ipc::status::LiveStream;
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::bus::relays::Relays;
 use strom_worker_runtime::accept::ConnectionHandler;
@@ -163,15 +162,6 @@ impl RtmpWorker {
             relays,
         }
     }
-
-    fn live_streams(&self) -> Vec<LiveStream> {
-        self.shared
-            .streams
-            .live()
-            .into_iter()
-            .filter_map(|stream| stream.live_status("RTMP"))
-            .collect()
-    }
 }
 
 impl strom_stream::GatedService for RtmpWorker {
@@ -194,14 +184,9 @@ impl WorkerService for RtmpWorker {
                 }
                 WorkerReply::SessionsDeleted(found)
             }
-            WorkerRequest::ListStreams => WorkerReply::Streams(self.live_streams()),
-            WorkerRequest::ListPublishers => {
-                WorkerReply::Publishers(self.shared.sessions.publishers())
-            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::RepublishStats => WorkerReply::RepublishStats(self.republisher.stats()),
             WorkerRequest::DenyPublishers(ids) => {
-                self.shared.deny(&ids);
                 let killed = self.shared.sessions.kill_publishers(&ids);
                 let players = self.shared.sessions.kill_ppv_players(&ids);
                 tracing::info!(

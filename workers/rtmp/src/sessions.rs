@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use strom_ipc::status::{Publisher, SessionInfo};
+use strom_ipc::status::SessionInfo;
 use strom_stream::DropCounter;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
@@ -105,21 +105,6 @@ impl SessionTable {
             .filter(|e| e.role == Role::Player)
             .map(|e| (e.id, e));
         strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
-    }
-
-    pub fn publishers(&self) -> Vec<Publisher> {
-        let mut publishers: Vec<Publisher> = locked(&self.entries)
-            .values()
-            .filter(|e| e.role == Role::Publisher)
-            .map(|e| Publisher {
-                key: e.id.to_string(),
-                id: e.control_id.clone().unwrap_or_default(),
-                ip: e.client_ip.clone(),
-                stream: format!("{}/{}", e.app, e.stream),
-            })
-            .collect();
-        publishers.sort_by(|a, b| a.key.cmp(&b.key));
-        publishers
     }
 
     /// Closes the players with these ids; returns the ids found here.

@@ -100,9 +100,4 @@ impl Shared {
     pub(crate) fn set_draining(&self, draining: bool) -> bool {
         self.draining.swap(draining, Ordering::Relaxed)
     }
-
-    /// Refuses these publisher ids from now on (publish control).
-    pub(crate) fn deny(&self, ids: &[String]) {
-        self.gate.deny(ids);
-    }
 }

@@ -145,21 +145,8 @@ impl WorkerService for RtspWorker {
                 }
                 WorkerReply::SessionsDeleted(found)
             }
-            // Relayed streams are listed by the workers that produce them.
-            WorkerRequest::ListStreams => WorkerReply::Streams(
-                self.shared
-                    .hub
-                    .live()
-                    .into_iter()
-                    .filter_map(|stream| stream.live_status("RTSP"))
-                    .collect(),
-            ),
-            WorkerRequest::ListPublishers => {
-                WorkerReply::Publishers(self.shared.players.publishers())
-            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::DenyPublishers(ids) => {
-                self.shared.deny(&ids);
                 let killed = self.shared.players.kill_publishers(&ids);
                 tracing::info!(?ids, disconnected = killed, "rtsp publishers denied");
                 WorkerReply::Done

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use strom_ipc::status::{Publisher, SessionInfo};
+use strom_ipc::status::SessionInfo;
 use strom_stream::DropCounter;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
@@ -83,22 +83,6 @@ impl PlayerTable {
         let entries = locked(&self.entries);
         let players = entries.values().map(|e| (e.id, e));
         strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
-    }
-
-    /// Publishers, for `publish_control/status`.
-    pub fn publishers(&self) -> Vec<Publisher> {
-        let mut publishers: Vec<Publisher> = locked(&self.entries)
-            .values()
-            .filter(|e| e.publisher)
-            .map(|e| Publisher {
-                key: e.id.to_string(),
-                id: e.control_id.clone().unwrap_or_default(),
-                ip: e.client_ip.clone(),
-                stream: format!("{}/{}", e.app, e.stream),
-            })
-            .collect();
-        publishers.sort_by(|a, b| a.key.cmp(&b.key));
-        publishers
     }
 
     /// Players open under pay-per-view id `id`.

@@ -73,10 +73,6 @@ impl Shared {
         Arc::clone(&locked(&self.caps).1)
     }
 
-    pub fn deny(&self, ids: &[String]) {
-        self.gate.deny(ids);
-    }
-
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Relaxed)
     }

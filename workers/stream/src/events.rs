@@ -73,6 +73,8 @@ mod tests {
             query: "a=1".into(),
             source_url: None,
             relayed_from: None,
+            protocol: "RTMP",
+            admitted_id: None,
         };
         let _player_one = streams.subscribe(&key, 1);
         let _player_two = streams.subscribe(&key, 2);

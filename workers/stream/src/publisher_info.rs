@@ -16,6 +16,12 @@ pub struct PublisherInfo {
     /// Set when the stream is relayed over the bus from the named producer worker: the
     /// producer reports and announces it, this worker only serves it.
     pub relayed_from: Option<String>,
+    /// What stream lists name the protocol the stream comes in by (`RTMP`, `SRT`,
+    /// `RTSP`, `ICECAST`, `MPEGTS`, `RIST`, `PLAYLIST`).
+    pub protocol: &'static str,
+    /// Set by the gate for a client it admitted as a publisher (what publish control
+    /// lists): its publish-control id, empty without one.
+    pub admitted_id: Option<String>,
 }
 
 /// Why a publisher could not take a stream.

@@ -113,7 +113,7 @@ impl Stream {
     /// The stream as the API's stream lists show it, named by the worker's `protocol`;
     /// `None` without a publisher, and for a stream relayed from another worker (that
     /// worker lists it).
-    pub fn live_status(&self, protocol: &str) -> Option<strom_ipc::status::LiveStream> {
+    pub fn live_status(&self) -> Option<strom_ipc::status::LiveStream> {
         let publisher = self.publisher().filter(|p| p.relayed_from.is_none())?;
         let codecs = self.codecs();
         Some(strom_ipc::status::LiveStream {
@@ -124,7 +124,7 @@ impl Stream {
             height: codecs.height,
             vcodec: codecs.vcodec,
             acodec: codecs.acodec,
-            protocol: protocol.to_owned(),
+            protocol: publisher.protocol.to_owned(),
             publish_time: publisher.publish_time,
             publisher_ip: publisher.source_url.is_none().then_some(publisher.ip),
             source_url: publisher.source_url,

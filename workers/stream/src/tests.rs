@@ -19,6 +19,8 @@ pub(crate) fn publisher(session_id: u64) -> PublisherInfo {
         query: String::new(),
         source_url: None,
         relayed_from: None,
+        protocol: "RTMP",
+        admitted_id: None,
     }
 }
 

@@ -72,6 +72,8 @@ mod tests {
             query: String::new(),
             source_url: None,
             relayed_from: relayed_from.map(str::to_owned),
+            protocol: "RTMP",
+            admitted_id: None,
         }
     }
 

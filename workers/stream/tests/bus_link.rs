@@ -152,6 +152,8 @@ async fn produce(socket: &str) {
                 query: String::new(),
                 source_url: None,
                 relayed_from: None,
+                protocol: "RTMP",
+                admitted_id: None,
             },
         )
         .unwrap();

@@ -216,10 +216,13 @@ impl Sources {
         let access = Access::new(Protocol::Icecast, key.clone(), client.ip())
             .with_credentials(Credentials::Proven)
             .with_signature(sign);
-        if let Err(refusal) = self.gate.admit_publisher(&access) {
-            tracing::warn!(%client, stream = %key, %refusal, "icecast source refused");
-            return Err(Refusal::Unauthorized);
-        }
+        let control_id = match self.gate.admit_publisher(&access) {
+            Ok(admission) => admission.control_id,
+            Err(refusal) => {
+                tracing::warn!(%client, stream = %key, %refusal, "icecast source refused");
+                return Err(Refusal::Unauthorized);
+            }
+        };
         let mut active = locked(&self.active);
         let from_client = active
             .values()
@@ -233,6 +236,7 @@ impl Sources {
             .gate
             .claim(
                 &access,
+                control_id.as_deref(),
                 PublisherInfo {
                     session_id: id,
                     ip: client.ip().to_string(),
@@ -240,6 +244,8 @@ impl Sources {
                     query: request.query.clone(),
                     source_url: None,
                     relayed_from: None,
+                    protocol: "ICECAST",
+                    admitted_id: None,
                 },
             )
             .map_err(|_| Refusal::MountInUse)?;

@@ -127,6 +127,8 @@ impl Channel {
                 query: String::new(),
                 source_url: None,
                 relayed_from: None,
+                protocol: "PLAYLIST",
+                admitted_id: None,
             };
             match self.hub.claim(&key, publisher) {
                 Ok(publishing) => break publishing,

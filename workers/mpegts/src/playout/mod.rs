@@ -153,9 +153,4 @@ impl Playouts {
         entries.sort_by(|a, b| a.stream.cmp(&b.stream));
         entries
     }
-
-    /// Whether `key` is the output of a task.
-    pub fn carries(&self, key: &StreamKey) -> bool {
-        locked(&self.state).channels.contains_key(key)
-    }
 }

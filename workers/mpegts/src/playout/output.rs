@@ -145,6 +145,8 @@ mod tests {
             query: String::new(),
             source_url: None,
             relayed_from: None,
+            protocol: "PLAYLIST",
+            admitted_id: None,
         };
         let mut output = Output::new(hub.claim(&key, publisher).unwrap());
         let (mut reader, _) = hub.subscribe(&key, 1);

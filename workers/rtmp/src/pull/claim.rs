@@ -30,6 +30,8 @@ impl Claim {
             query: String::new(),
             source_url: Some(url.to_owned()),
             relayed_from: None,
+            protocol: "RTMP",
+            admitted_id: None,
         };
         let publishing = shared
             .streams

@@ -250,9 +250,15 @@ impl Connection {
             query: announced.query.clone(),
             source_url: None,
             relayed_from: None,
+            protocol: "RTSP",
+            admitted_id: None,
         };
         let access = Access::new(Protocol::Rtsp, key.clone(), self.peer.ip());
-        let publishing = match self.shared.gate.claim(&access, info) {
+        let publishing = match self.shared.gate.claim(
+            &access,
+            announced.control_id.as_deref(),
+            info,
+        ) {
             Ok(publishing) => publishing,
             Err(refusal) => {
                 tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");

@@ -248,6 +248,8 @@ fn take(shared: &Shared, key: &StreamKey, source: &PullSource) -> Result<Publish
         query: String::new(),
         source_url: Some(url.clone()),
         relayed_from: None,
+        protocol: "RTSP",
+        admitted_id: None,
     };
     let publishing = shared
         .hub

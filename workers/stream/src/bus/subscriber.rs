@@ -89,6 +89,8 @@ async fn relay_frames(
                 query: String::new(),
                 source_url: None,
                 relayed_from: Some(relay.producer.clone()),
+                protocol: "BUS",
+                admitted_id: None,
             };
             match hub.claim(&relay.key, publisher) {
                 Ok(publishing) => claim = Some((publishing, header.generation)),

@@ -109,9 +109,16 @@ impl Gate {
         }
     }
 
-    /// Claims `access.key` for an admitted publisher; `Busy` when any producer of any
-    /// worker holds it.
-    pub fn claim(&self, access: &Access, info: PublisherInfo) -> Result<Publishing, Refusal> {
+    /// Claims `access.key` for a publisher admitted with `control_id` (its
+    /// [`Admission`]'s), which publish control lists from then on; `Busy` when any
+    /// producer of any worker holds it.
+    pub fn claim(
+        &self,
+        access: &Access,
+        control_id: Option<&str>,
+        mut info: PublisherInfo,
+    ) -> Result<Publishing, Refusal> {
+        info.admitted_id = Some(control_id.unwrap_or_default().to_owned());
         self.hub.claim(&access.key, info).map_err(|_| {
             tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), "publish refused: the name is taken");
             Refusal::Busy(access.key.clone())

@@ -1,6 +1,7 @@
 //! Every worker process runs behind its gate: [`Gated`] wraps a worker's service and
-//! answers the stream-scoped management requests ([`Gate::answer`]) before the worker
-//! sees any request, so a new worker cannot forget one (the rtsp worker once answered
+//! answers the stream-scoped management requests ([`Gate::answer`]: cues, titles, stream
+//! and publisher lists) and records denied ids before the worker sees any request, so a
+//! new worker cannot forget one (the rtsp worker once answered
 //! `scte35_out` with a 500 because it had no copy of the handler).
 
 use super::Gate;
@@ -36,6 +37,11 @@ impl<S: GatedService> WorkerService for Gated<S> {
         }
         if let Some(reply) = self.0.gate().answer(&request) {
             return reply;
+        }
+        if let WorkerRequest::DenyPublishers(ids) = &request {
+            // The deny list is the gate's; the worker then closes its own sessions of
+            // these ids (publishers, pay-per-view viewers).
+            self.0.gate().deny(ids);
         }
         self.0.handle(request).await
     }

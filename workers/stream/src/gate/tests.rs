@@ -53,6 +53,8 @@ fn info(session_id: u64) -> PublisherInfo {
         query: String::new(),
         source_url: None,
         relayed_from: None,
+        protocol: "RTMP",
+        admitted_id: None,
     }
 }
 
@@ -172,9 +174,9 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     );
     let owner = access(Protocol::Rtmp, "live", "tv");
     let intruder = access(Protocol::Rtsp, "live", "tv");
-    let publishing = rtmp.claim(&owner, info(1)).unwrap();
+    let publishing = rtmp.claim(&owner, None, info(1)).unwrap();
     assert_eq!(
-        rtsp.claim(&intruder, info(2)).err(),
+        rtsp.claim(&intruder, None, info(2)).err(),
         Some(Refusal::Busy(StreamKey::new("live", "tv")))
     );
     assert_eq!(
@@ -192,7 +194,10 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     let relayed = rtsp.hub().claim(&intruder.key, relay).unwrap();
     drop(relayed);
     drop(publishing);
-    assert!(rtsp.claim(&intruder, info(4)).is_ok(), "free once released");
+    assert!(
+        rtsp.claim(&intruder, None, info(4)).is_ok(),
+        "free once released"
+    );
 }
 
 #[test]
@@ -209,7 +214,7 @@ fn stream_requests_are_answered_by_the_gate() {
         Some(strom_ipc::FailureKind::NotFound)
     ));
     let _publishing = gate
-        .claim(&access(Protocol::Rtsp, "live", "on"), info(1))
+        .claim(&access(Protocol::Rtsp, "live", "on"), None, info(1))
         .unwrap();
     let reply = gate.answer(&strom_ipc::messages::WorkerRequest::IcecastMetadata {
         app: "live".into(),
@@ -219,7 +224,55 @@ fn stream_requests_are_answered_by_the_gate() {
     });
     assert_eq!(reply, Some(strom_ipc::messages::WorkerReply::Done));
     assert_eq!(
-        gate.answer(&strom_ipc::messages::WorkerRequest::ListStreams),
-        None
+        gate.answer(&strom_ipc::messages::WorkerRequest::ListSessions),
+        None,
+        "the worker's own"
     );
+}
+
+#[test]
+fn stream_and_publisher_lists_are_the_gates() {
+    use strom_ipc::messages::{WorkerReply, WorkerRequest};
+    let gate = gate();
+    let _pushed = gate
+        .claim(
+            &access(Protocol::Srt, "live", "pushed"),
+            Some("cam-7"),
+            PublisherInfo {
+                protocol: "SRT",
+                ..info(2)
+            },
+        )
+        .unwrap();
+    // A configured input claims through the hub: live, but not a publisher that
+    // publish control lists.
+    let _input = gate
+        .hub
+        .claim(
+            &StreamKey::new("live", "input"),
+            PublisherInfo {
+                protocol: "MPEGTS",
+                ..info(1)
+            },
+        )
+        .unwrap();
+    let Some(WorkerReply::Streams(mut streams)) = gate.answer(&WorkerRequest::ListStreams) else {
+        panic!("no stream list");
+    };
+    streams.sort_by(|a, b| a.stream.cmp(&b.stream));
+    let listed: Vec<_> = streams
+        .iter()
+        .map(|s| (s.stream.as_str(), s.protocol.as_str()))
+        .collect();
+    assert_eq!(listed, [("input", "MPEGTS"), ("pushed", "SRT")]);
+    let Some(WorkerReply::Publishers(publishers)) = gate.answer(&WorkerRequest::ListPublishers)
+    else {
+        panic!("no publisher list");
+    };
+    assert_eq!(publishers.len(), 1, "{publishers:?}");
+    assert_eq!(
+        (publishers[0].key.as_str(), publishers[0].id.as_str()),
+        ("2", "cam-7")
+    );
+    assert_eq!(publishers[0].stream, "live/pushed");
 }
