@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::media::{Proc, probe_streams, publish_coded, rtmp_url, wait_live};
+use common::media::{Proc, probe_streams, publish, publish_coded, rtmp_url, wait_live};
 use common::signing::{self, url_encoded};
 use common::{Server, free_port, require_tool, wait_for};
 use std::process::{Command, Stdio};
@@ -36,7 +36,8 @@ struct Ports {
 }
 
 /// A server that takes every ingest protocol into app `live` and packages HLS, with
-/// app `secure` requiring the login `alice`/`wonder`, an SRT listener for both apps,
+/// app `secure` requiring the login `alice`/`wonder` (stated in the `Access` key, apart
+/// from `RtmpSettings`), an SRT listener for both apps,
 /// SCTE-35 on `live`, and playback protection on app `paid`.
 fn start() -> (Server, Ports) {
     let ports = Ports {
@@ -45,8 +46,8 @@ fn start() -> (Server, Ports) {
     };
     let mut server = Server::prepare("");
     let rules = format!(
-        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}],
-      "apps": [{{"app": "secure", "login": "alice", "password": "wonder"}}]}},
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
+ "Access": {{"apps": [{{"app": "secure", "login": "alice", "password": "wonder"}}]}},
  "RtspSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtsp}}}],
       "limits": {{"player_wait_timeout_secs": 5}}}},
  "Cameras": [{{"id": "srt-in", "ip": "127.0.0.1", "port": {srt}, "protocol": "srt",
@@ -229,13 +230,23 @@ fn srt_callers_need_the_apps_publisher_login() {
             server.log()
         );
     }
+    // The same login holds for RTMP publishers (Adobe auth).
+    let mut rtmp = publish(&rtmp_url(&server, "secure/viartmp"));
+    assert!(
+        rtmp.wait_exit(REFUSED).is_some(),
+        "an RTMP publisher without the login was not refused; log:\n{}",
+        server.log()
+    );
     assert!(
         server.log().contains("publish refused: bad credentials"),
         "{}",
         server.log()
     );
     let (_, streams) = server.get("/manage/rtmp_status");
-    assert!(!streams.to_string().contains("viasrt"), "{streams}");
+    assert!(
+        !streams.to_string().contains("viasrt") && !streams.to_string().contains("viartmp"),
+        "{streams}"
+    );
     let _caller = publish_coded(
         &srt_url(ports.srt, "secure/viasrt", ",u=alice,s=wonder"),
         "mpegts",

@@ -181,6 +181,8 @@ struct RawRules {
     edges: Vec<edge::RawEdge>,
     #[serde(rename = "Delivery", default)]
     delivery: Option<delivery::RawDelivery>,
+    #[serde(rename = "Access", default)]
+    access: Option<access::RawAccess>,
     #[serde(rename = "AdInsertion", default)]
     ad_insertion: Vec<ad_insertion::RawAdInsertion>,
     #[serde(rename = "PlaybackProtection", default)]
@@ -211,7 +213,7 @@ impl RawRules {
             None => delivery::from_rtmp(&rtmp),
         };
         Ok(Rules {
-            access: access::from_rtmp(&rtmp),
+            access: access::validate(self.access, &rtmp)?,
             rtmp,
             republish,
             cameras,

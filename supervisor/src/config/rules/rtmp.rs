@@ -56,7 +56,7 @@ struct RawApp {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawPublishControl {
+pub(super) struct RawPublishControl {
     password: String,
     handler_url: Option<String>,
     handler_timeout_ms: Option<u32>,
@@ -160,7 +160,7 @@ impl RawApp {
 }
 
 impl RawPublishControl {
-    fn validate(self) -> Result<PublishControl, FieldError> {
+    pub(super) fn validate(self) -> Result<PublishControl, FieldError> {
         if self.password.is_empty() {
             return Err(FieldError::new("password", "must not be empty"));
         }
