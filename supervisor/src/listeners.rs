@@ -26,13 +26,15 @@ use thiserror::Error;
 /// worker restart. The kernel caps it at `net.core.somaxconn`.
 const BACKLOG: i32 = 4096;
 
+/// The cause is part of the message and deliberately not an error `source`: logs print
+/// the message alone, and `strom`'s exit message prints the chain, which would say the
+/// cause twice.
 #[derive(Debug, Error)]
-#[error("cannot listen on {addr} ({role:?}): {source}")]
+#[error("cannot listen on {addr} ({role:?}): {cause}")]
 pub struct BindError {
     pub addr: SocketAddr,
     pub role: ListenerRole,
-    #[source]
-    pub source: io::Error,
+    pub cause: io::Error,
 }
 
 /// The worker that serves a listener role.
@@ -193,10 +195,10 @@ impl ListenerTable {
     ) -> Result<BTreeSet<WorkerKind>, BindError> {
         let mut fresh = BTreeMap::new();
         for key in wanted.iter().filter(|key| !self.bound.contains_key(key)) {
-            let listener = Bound::bind(*key).map_err(|source| BindError {
+            let listener = Bound::bind(*key).map_err(|cause| BindError {
                 addr: key.addr,
                 role: key.role,
-                source,
+                cause,
             })?;
             tracing::info!(role = ?key.role, addr = %key.addr, "listening");
             fresh.insert(*key, listener);

@@ -26,9 +26,9 @@ const PANEL_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Error)]
 pub enum ReloadError {
-    #[error("{0}; keeping the rules in force")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}; keeping the rules in force")]
+    #[error(transparent)]
     Bind(#[from] BindError),
     #[error(
         "strom.conf sets no ssl_certificate and ssl_certificate_key (nor management_ssl_certificate and management_ssl_certificate_key)"

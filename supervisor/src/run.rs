@@ -238,7 +238,7 @@ async fn wait_for_signals(state: &SupervisorState) -> anyhow::Result<()> {
             _ = hangup.recv() => {
                 tracing::info!("SIGHUP: reloading rules");
                 if let Err(e) = reload::reload_rules(state, false).await {
-                    tracing::error!(error = %e, "reload failed");
+                    tracing::error!(error = %e, "reload failed; keeping the rules in force");
                 }
                 let tls_configured = state.instance.ssl_port.is_some()
                     || state.has_tls()

@@ -436,3 +436,35 @@ fn idle_hls_sessions_expire_after_the_configured_time() {
     })
     .expect("an idle HLS session ends after hls_session_timeout");
 }
+
+/// A playlist asked for as soon as the publish starts, before the first segment is cut
+/// (4 s segments here), is held until there is one and answered 200, not 404 "no such
+/// stream": a newcomer who opens the URL at once must not think the server broken.
+#[test]
+fn a_playlist_asked_before_the_first_segment_waits_for_it() {
+    let mut server = Server::prepare("");
+    std::fs::write(
+        server.path("rules.conf"),
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+                "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 4}}}}"#,
+            server.ports.rtmp
+        ),
+    )
+    .unwrap();
+    server.spawn();
+    server.wait_ready();
+    let _publisher = publish(&common::media::rtmp_url(&server, "live/fresh"));
+    wait_live(&server, "live", "fresh", LIVE)
+        .unwrap_or_else(|| panic!("not live; log:\n{}", server.log()));
+    let (status, _, body) = get(
+        &http(&server, "live/fresh/playlist.m3u8"),
+        &["--max-time", "30"],
+    );
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 200, "{body}\nlog:\n{}", server.log());
+    assert!(body.contains("#EXT-X-STREAM-INF"), "{body}");
+    // A name that is not live is still answered 404 at once.
+    let (status, _, _) = get(&http(&server, "live/absent/playlist.m3u8"), &[]);
+    assert_eq!(status, 404);
+}

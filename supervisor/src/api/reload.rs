@@ -16,9 +16,10 @@ impl From<ReloadError> for ApiError {
             }
             ReloadError::Panel(_) => ApiError::bad_gateway(e.to_string()),
             ReloadError::Internal(_) => ApiError::internal(e.to_string()),
-            ReloadError::Config(_) | ReloadError::Bind(_) | ReloadError::Tls(_) => {
-                ApiError::unprocessable(e.to_string())
+            ReloadError::Config(_) | ReloadError::Bind(_) => {
+                ApiError::unprocessable(format!("{e}; keeping the rules in force"))
             }
+            ReloadError::Tls(_) => ApiError::unprocessable(e.to_string()),
         }
     }
 }
@@ -37,7 +38,7 @@ pub async fn config(
     let note = reload::reload_rules(&state.supervisor, drm)
         .await
         .map_err(|e| {
-            tracing::error!(error = %e, "reload_config failed");
+            tracing::error!(error = %e, "reload_config failed; keeping the rules in force");
             ApiError::from(e)
         })?;
     Ok(ok_with(note))

@@ -272,6 +272,19 @@ async fn read_replies(
                 WorkerToSupervisor::Ready { .. } => {}
             },
             Err(IpcError::Closed) => break,
+            // A worker that exits (a stop, a crash) may reset its end of the channel:
+            // its exit is reported by the code that waits for it, not as a bad frame.
+            Err(IpcError::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::BrokenPipe
+                        | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                tracing::debug!(worker = %kind, error = %e, "worker control channel closed");
+                break;
+            }
             Err(e) => {
                 tracing::error!(worker = %kind, error = %e, "bad control frame from worker");
                 break;

@@ -280,6 +280,35 @@ impl EdgeDemand {
         }
     }
 
+    /// Waits (at most [`EDGE_WAIT`]) while `app/stream` is live but has no segment yet
+    /// (the first seconds after a publish): its first playlist request gets the playlist
+    /// once there is one, not a 404 that looks like a broken server.
+    pub async fn wait_for_first_segment(
+        &self,
+        app: &str,
+        stream: &str,
+        shutdown: &CancellationToken,
+    ) {
+        let key = StreamKey::new(app, stream);
+        let live = || {
+            self.packaging
+                .hub()
+                .get(&key)
+                .is_some_and(|s| s.publisher().is_some())
+        };
+        let has_segments = || {
+            self.packaging
+                .store
+                .get(app, stream)
+                .is_some_and(|s| s.has_segments())
+        };
+        if !live() || has_segments() {
+            return;
+        }
+        self.wait_until(shutdown, || has_segments() || !live())
+            .await;
+    }
+
     /// `true` when `ready` came true within [`EDGE_WAIT`] (or the worker stops).
     async fn wait_until(&self, shutdown: &CancellationToken, ready: impl Fn() -> bool) -> bool {
         let deadline = Instant::now() + EDGE_WAIT;

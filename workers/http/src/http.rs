@@ -267,7 +267,8 @@ pub fn parse_range(value: &str, len: usize) -> Option<(usize, usize)> {
 
 impl Context {
     /// A request under `/<app>/<stream>/` of an edge app keeps the stream wanted; a
-    /// playlist request waits for its first segments (the pull from the origin).
+    /// playlist request waits for its first segments (the pull from the origin), and so
+    /// does one of a live stream that has none yet.
     async fn edge_demand(&self, request: &Request<Incoming>) {
         let method = request.method();
         if method != Method::GET && method != Method::HEAD {
@@ -290,10 +291,16 @@ impl Context {
         if (master || listener) && self.draining.load(Ordering::Relaxed) {
             return;
         }
+        let playlist = master || matches!(file, "chunks.m3u8" | "chunks_fmp4.m3u8");
         if !self.edge.demand(app, stream, self.peer.ip()) {
+            if playlist {
+                self.edge
+                    .wait_for_first_segment(app, stream, &self.shutdown)
+                    .await;
+            }
             return;
         }
-        if master || matches!(file, "chunks.m3u8" | "chunks_fmp4.m3u8") {
+        if playlist {
             self.edge
                 .wait_for_segments(app, stream, &self.shutdown)
                 .await;
