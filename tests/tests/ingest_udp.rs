@@ -279,3 +279,101 @@ fn a_garbage_flood_at_one_input_leaves_another_alone() {
     assert!(sender.running(), "the good input's sender is still sending");
     let _ = sender.stop_and_stderr();
 }
+
+/// The body of `url` (curl), empty when it cannot be fetched.
+fn fetch(url: &str) -> String {
+    let output = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20", url])
+        .output()
+        .expect("curl (Debian package curl)");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Whether the first video frame of the segment at `url` is a keyframe (ffprobe).
+fn starts_with_keyframe(url: &str) -> bool {
+    let first = common::media::ffprobe(&[
+        "-select_streams",
+        "v:0",
+        "-read_intervals",
+        "%+#1",
+        "-show_entries",
+        "frame=key_frame",
+        "-of",
+        "csv=p=0",
+        url,
+    ]);
+    // ffprobe may end a frame's line with a comma (side data) and print empty lines.
+    first
+        .lines()
+        .map(|line| line.trim().trim_end_matches(','))
+        .find(|line| !line.is_empty())
+        == Some("1")
+}
+
+/// An input joined mid-GOP (added by a reload while its sender runs, and again after its
+/// worker is killed; 1 s GOPs, as long as the 1 s segments here): the audio's settings
+/// come at once, the video's only with the next keyframe. The stream is still packaged
+/// as video, so every HLS segment starts with a keyframe (after the restart it was cut as
+/// audio only, at any frame, for as long as the sender ran).
+#[test]
+fn an_input_joined_mid_gop_is_cut_at_keyframes() {
+    let udp_port = free_port();
+    let _sender = Proc(
+        std::process::Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-re"])
+            .args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25"])
+            .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+            .args([
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+            ])
+            .args(["-g", "25", "-keyint_min", "25", "-sc_threshold", "0"])
+            .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", "mpegts"])
+            .arg(format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ffmpeg (Debian package ffmpeg)"),
+    );
+    let server = start("127.0.0.1", udp_port, "");
+    let base = format!("http://127.0.0.1:{}/live/cam", server.ports.http);
+    let listed = |count: usize| {
+        wait_for(Duration::from_secs(60), "HLS segments", || {
+            let chunks = fetch(&format!("{base}/chunks.m3u8"));
+            let segments: Vec<String> = chunks
+                .lines()
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(str::to_owned)
+                .collect();
+            (segments.len() >= count).then_some(segments)
+        })
+        .unwrap_or_else(|| panic!("no segments; log:\n{}", server.log()))
+    };
+    listed(2);
+    // A restarted ingest worker joins the sender mid-GOP again.
+    let ingest = server.worker_pid("ingest");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ingest),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let segments = listed(6);
+    for segment in &segments {
+        let url = format!("{base}/{segment}");
+        assert!(
+            starts_with_keyframe(&url),
+            "{segment} does not start with a keyframe; log:\n{}",
+            server.log()
+        );
+    }
+    assert!(
+        !server.log().contains("packaged as audio only"),
+        "{}",
+        server.log()
+    );
+}

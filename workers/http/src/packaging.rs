@@ -279,7 +279,18 @@ struct Timeline {
     period: Option<(u64, i64, i64)>,
     /// LL-HLS: the parts of the segment being built.
     parts: Option<PartCutter>,
+    /// The decode time (90 kHz) of the first audio sample while no video is known yet:
+    /// a stream is packaged as audio only once [`AUDIO_ONLY_AFTER`] of audio came
+    /// without video.
+    audio_without_video_since: Option<i64>,
 }
+
+/// How much audio (90 kHz) may come before a stream's video is known (a TS input joined
+/// mid-GOP, a restarted worker: audio settings come at once, the video's with the next
+/// keyframe) before the stream is packaged as audio only. Deciding at the first sample
+/// would cut a video stream as audio only for as long as it lasts, at any frame. Ten
+/// seconds cover the longest common GOP (OBS's default, 8.3 s).
+const AUDIO_ONLY_AFTER: i64 = 10 * 90_000;
 
 impl Timeline {
     fn new(generation: u32, style: CueStyle, part_target_ms: Option<u32>) -> Self {
@@ -294,6 +305,7 @@ impl Timeline {
             generation,
             period: None,
             parts: part_target_ms.map(|ms| PartCutter::new(i64::from(ms) * 90)),
+            audio_without_video_since: None,
         }
     }
 
@@ -462,6 +474,14 @@ impl Packager {
             return;
         };
         let has_video = current.tracks.tracks.video.is_some();
+        if current.segmenter.is_none() && !has_video {
+            let since = *current.audio_without_video_since.get_or_insert(sample.dts);
+            if sample.dts.saturating_sub(since) < AUDIO_ONLY_AFTER {
+                // Perhaps a video stream whose settings come with its next keyframe.
+                return;
+            }
+            tracing::info!(stream = %self.key, "no video within 10 s of audio: packaged as audio only");
+        }
         let segmenter = current.segmenter.get_or_insert_with(|| {
             // The playlist's target duration is fixed when it starts and kept by every
             // later publisher; a longer configured duration cannot exceed it.
