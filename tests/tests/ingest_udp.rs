@@ -319,10 +319,7 @@ fn starts_with_keyframe(url: &str) -> bool {
 fn an_input_joined_mid_gop_is_cut_at_keyframes() {
     let udp_port = free_port();
     let _sender = Proc(
-        std::process::Command::new("ffmpeg")
-            .args(["-hide_banner", "-loglevel", "error", "-re"])
-            .args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25"])
-            .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        common::media::test_source()
             .args([
                 "-c:v",
                 "libx264",
@@ -334,9 +331,6 @@ fn an_input_joined_mid_gop_is_cut_at_keyframes() {
             .args(["-g", "25", "-keyint_min", "25", "-sc_threshold", "0"])
             .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", "mpegts"])
             .arg(format!("udp://127.0.0.1:{udp_port}?pkt_size=1316"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("ffmpeg (Debian package ffmpeg)"),
     );

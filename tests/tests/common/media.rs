@@ -49,13 +49,24 @@ pub fn publish_as(url: &str, format: &str) -> Proc {
     publish_coded(url, format, "libx264")
 }
 
-/// [`publish_as`] with another video encoder (`libx265`).
-pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
+/// ffmpeg reading the live test source (320x240 at 25 fps and a 440 Hz tone) in real
+/// time; the caller adds the encoding and the output.
+pub fn test_source() -> Command {
     require_tool("ffmpeg", "ffmpeg");
-    let child = Command::new("ffmpeg")
+    let mut command = Command::new("ffmpeg");
+    command
         .args(["-hide_banner", "-loglevel", "error", "-re"])
         .args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25"])
         .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// [`publish_as`] with another video encoder (`libx265`).
+pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
+    let child = test_source()
         .args([
             "-c:v",
             video_codec,
@@ -69,9 +80,6 @@ pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
             "yuv420p",
         ])
         .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", format, url])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     Proc(child)
