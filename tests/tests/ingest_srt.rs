@@ -105,8 +105,12 @@ fn srt_caller_with_passphrase_plays_and_is_listed() {
     })
     .unwrap_or_else(|| panic!("no SRT stats; log:\n{}", server.log()));
     let stats = &receiver["stats"];
+    // The input's listener address, the stream, and the caller apart.
+    assert_eq!(receiver["id"], format!("127.0.0.1:{port}"), "{receiver}");
+    assert_eq!(receiver["stream"], "live/cam", "{receiver}");
+    let peer = receiver["peer"].as_str().unwrap();
     assert!(
-        receiver["id"].as_str().unwrap().starts_with("127.0.0.1:"),
+        peer.starts_with("127.0.0.1:") && peer != format!("127.0.0.1:{port}"),
         "{receiver}"
     );
     assert_eq!(receiver["state"], "connected", "{receiver}");

@@ -34,6 +34,16 @@ fn label(name: &'static str, value: impl Into<String>) -> Labels {
     vec![(name, value.into())]
 }
 
+/// An SRT input connection's series: the input's address, its stream and its caller
+/// (one listener takes many callers, so `id` alone would repeat).
+fn link_labels(link: &super::snapshot::SrtLink) -> Labels {
+    vec![
+        ("id", link.id.clone()),
+        ("stream", link.stream.clone()),
+        ("peer", link.peer.clone()),
+    ]
+}
+
 /// Saturates instead of wrapping: gauges are `i64` in the client library.
 fn signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -157,7 +167,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Round-trip time of each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.rtt_ms / 1000.0)),
+                .map(|link| (link_labels(link), link.rtt_ms / 1000.0)),
         );
         counters(
             &mut registry,
@@ -165,7 +175,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Packets received on each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.packets_received)),
+                .map(|link| (link_labels(link), link.packets_received)),
         );
         counters(
             &mut registry,
@@ -173,7 +183,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Packets lost on each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.packets_lost)),
+                .map(|link| (link_labels(link), link.packets_lost)),
         );
         gauges(
             &mut registry,
@@ -181,7 +191,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "1 while the SRT input connection is connected",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), i64::from(link.connected))),
+                .map(|link| (link_labels(link), i64::from(link.connected))),
         );
     }
     if let Some(archives) = &snapshot.dvr_archives {
@@ -403,7 +413,9 @@ mod tests {
                 session(3, "HLS", None),
             ]),
             srt_receivers: Some(vec![SrtLink {
-                id: "10.0.0.7:4000".into(),
+                id: "0.0.0.0:4000".into(),
+                stream: "live/cam".into(),
+                peer: "10.0.0.7:5000".into(),
                 connected: true,
                 rtt_ms: 12.5,
                 packets_received: 900,
@@ -447,9 +459,9 @@ mod tests {
             "strom_sessions{type=\"HLS\"} 1\n",
             "strom_sessions{type=\"SRT\"} 0\n",
             "strom_session_dropped_frames{type=\"RTMP\"} 10\n",
-            "strom_srt_receiver_rtt_seconds{id=\"10.0.0.7:4000\"} 0.0125\n",
-            "strom_srt_receiver_packets_received_total{id=\"10.0.0.7:4000\"} 900\n",
-            "strom_srt_receiver_packets_lost_total{id=\"10.0.0.7:4000\"} 3\n",
+            "strom_srt_receiver_rtt_seconds{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 0.0125\n",
+            "strom_srt_receiver_packets_received_total{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 900\n",
+            "strom_srt_receiver_packets_lost_total{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 3\n",
             "strom_metrics_source_complete{source=\"streams\"} 1\n",
             "strom_metrics_source_complete{source=\"dvr\"} 0\n",
             "# TYPE strom_api_request_duration_seconds histogram\n",
