@@ -148,8 +148,14 @@ impl Server {
     }
 
     pub fn spawn(&mut self) {
+        self.spawn_with_env(&[]);
+    }
+
+    /// [`Self::spawn`] with extra environment variables (`TZ`, say) for the server.
+    pub fn spawn_with_env(&mut self, env: &[(&str, &str)]) {
         let log = std::fs::File::create(self.log_path()).unwrap();
         let child = Command::new(strom_bin())
+            .envs(env.iter().copied())
             .arg("run")
             .arg("--config")
             .arg(self.dir.path().join("strom.conf"))
