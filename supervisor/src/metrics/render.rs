@@ -1,5 +1,7 @@
 //! A [`Snapshot`] and the API latencies as OpenMetrics text (what Prometheus asks for
-//! first and reads natively), every name prefixed `strom_`. The `prometheus-client`
+//! first and reads natively; [`super::exposition`] turns it into the older text format
+//! for scrapers that ask for that), every name prefixed `strom_`. Rates are in the base
+//! unit, bytes per second, as Prometheus's naming rules ask. The `prometheus-client`
 //! crate writes the exposition: names, `# TYPE`/`# HELP`, the `_total` suffix of
 //! counters, histogram buckets and the escaping of label values (`\`, `"`, newline).
 //!
@@ -17,9 +19,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-
-/// `Content-Type` of [`render`]'s text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Worker states, each shown as a 0/1 series of `strom_worker_state`.
 const STATES: [WorkerState; 6] = WorkerState::ALL;
@@ -121,15 +120,15 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
         );
         gauges(
             &mut registry,
-            "stream_ingest_bitrate_bits_per_second",
-            "Incoming bitrate of each live stream",
+            "stream_ingest_bytes_per_second",
+            "Incoming rate of each live stream (rtmp_status bandwidth / 8)",
             live.iter().map(|((app, stream), (protocol, bps))| {
                 let labels = vec![
                     ("app", (*app).to_owned()),
                     ("stream", (*stream).to_owned()),
                     ("protocol", (*protocol).to_owned()),
                 ];
-                (labels, signed(*bps))
+                (labels, signed(*bps / 8))
             }),
         );
     }
@@ -262,9 +261,9 @@ fn workers(registry: &mut Registry, snapshot: &Snapshot) {
     );
     gauge(
         registry,
-        "out_rate_bits_per_second",
-        "Bits per second sent to clients, averaged over 10 s (server_status OutRate)",
-        sum(|w| w.out_rate_bps),
+        "out_rate_bytes_per_second",
+        "Bytes per second sent to clients, averaged over 10 s (server_status OutRate / 8)",
+        sum(|w| w.out_rate_bps) / 8,
     );
     let each = |value: fn(&super::snapshot::WorkerFacts) -> u64| {
         workers
@@ -440,14 +439,14 @@ mod tests {
         let expected = [
             "# TYPE strom_streams_live gauge\n",
             "strom_streams_live 2\n",
-            "strom_stream_ingest_bitrate_bits_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"} 2500000\n",
+            "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"} 312500\n",
             // Label values are escaped: backslash, double quote, newline.
-            "strom_stream_ingest_bitrate_bits_per_second{app=\"live\",stream=\"q\\\"uo\\\\te\\nd\",protocol=\"SRT\"} 1000\n",
+            "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"q\\\"uo\\\\te\\nd\",protocol=\"SRT\"} 125\n",
             "strom_connections 4\n",
             "# TYPE strom_bytes_sent counter\n",
             "strom_bytes_sent_total 1024\n",
             "strom_bytes_received_total 5000\n",
-            "strom_out_rate_bits_per_second 1000\n",
+            "strom_out_rate_bytes_per_second 125\n",
             "strom_worker_connections{worker=\"rtmp\"} 3\n",
             "strom_worker_bytes_sent_total{worker=\"packager\"} 24\n",
             "strom_worker_restarts_total{worker=\"rtmp\"} 2\n",
