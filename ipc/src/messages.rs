@@ -78,6 +78,9 @@ pub struct WorkerSettings {
     /// How long the packager keeps serving an unpublished stream's segments before it
     /// frees them in memory and on disk (`hls_stream_grace`).
     pub hls_stream_grace_secs: u32,
+    /// Audio a new Icecast listener of an audio-only stream starts with, in bytes
+    /// (`icecast_burst_size`, icecast2's `burst-size`).
+    pub icecast_burst_bytes: u32,
     /// Where the ingest worker browses for NDI sources: IP addresses of local
     /// interfaces, `*` for all; empty: no NDI discovery (`ndi_discovery_interfaces`).
     pub ndi_discovery_interfaces: Vec<String>,

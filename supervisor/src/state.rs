@@ -179,6 +179,7 @@ impl SupervisorState {
                 .unwrap_or_else(|| "*".to_owned()),
             hls_session_timeout_secs: self.instance.hls_session_timeout_secs,
             hls_stream_grace_secs: self.instance.hls_stream_grace_secs,
+            icecast_burst_bytes: self.instance.icecast_burst_bytes,
             http_limits: self.instance.http_limits,
             ndi_discovery_interfaces: self
                 .instance

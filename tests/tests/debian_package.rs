@@ -274,6 +274,11 @@ fn deb_builds_installs_serves_and_purges_cleanly() {
         "librist4",
         "libc6",
         "adduser",
+        // The description names what the server does, the newer protocols included.
+        "LL-HLS",
+        "MPEG-DASH",
+        "RTSP",
+        "DVR",
     ] {
         assert!(
             info.contains(field),

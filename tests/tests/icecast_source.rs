@@ -10,11 +10,11 @@
 
 mod common;
 
-use common::media::{Proc, ffprobe, probe_streams, rtmp_url};
-use common::{Server, require_tool, wait_for};
+use common::media::{Proc, ffprobe, icecast_source, probe_streams, rtmp_url};
+use common::{Server, wait_for};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(40);
@@ -31,32 +31,9 @@ fn server() -> Server {
     server
 }
 
-/// ffmpeg sending a live sine as an Icecast source: `codec` is `mp3` or `aac`.
+/// ffmpeg sending a live sine as an Icecast source at 128 kbit/s.
 fn source(url: &str, codec: &str, legacy: bool) -> Proc {
-    require_tool("ffmpeg", "ffmpeg");
-    let (encoder, format, content_type) = match codec {
-        "mp3" => ("libmp3lame", "mp3", "audio/mpeg"),
-        _ => ("aac", "adts", "audio/aac"),
-    };
-    let mut command = Command::new("ffmpeg");
-    command
-        .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
-        .args(["-c:a", encoder, "-b:a", "128k", "-t", "120"])
-        .args(["-ice_name", "Strom Radio", "-ice_genre", "Test Tones"])
-        .args(["-ice_description", "A sine", "-content_type", content_type])
-        .args(["-f", format]);
-    if legacy {
-        command.args(["-legacy_icecast", "1"]);
-    }
-    let child = command
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    Proc(child)
+    icecast_source(url, codec, "128k", legacy)
 }
 
 fn source_url(server: &Server, password: &str, mount: &str) -> String {

@@ -81,6 +81,8 @@ fn ffmpeg_sends_to_a_listening_rist_input_that_plays_with_stats() {
         item["receiver-stats"]["flowinstant"]["flow_id"].is_u64(),
         "{item}"
     );
+    // Each item names the input it belongs to.
+    assert_eq!(item["id"], "rist-in", "{item}");
 
     let (_, status) = server.get("/manage/mpeg2ts_status");
     let camera = &status["Cameras"][0];

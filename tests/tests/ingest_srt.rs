@@ -105,8 +105,12 @@ fn srt_caller_with_passphrase_plays_and_is_listed() {
     })
     .unwrap_or_else(|| panic!("no SRT stats; log:\n{}", server.log()));
     let stats = &receiver["stats"];
+    // The input's listener address, the stream, and the caller apart.
+    assert_eq!(receiver["id"], format!("127.0.0.1:{port}"), "{receiver}");
+    assert_eq!(receiver["stream"], "live/cam", "{receiver}");
+    let peer = receiver["peer"].as_str().unwrap();
     assert!(
-        receiver["id"].as_str().unwrap().starts_with("127.0.0.1:"),
+        peer.starts_with("127.0.0.1:") && peer != format!("127.0.0.1:{port}"),
         "{receiver}"
     );
     assert_eq!(receiver["state"], "connected", "{receiver}");
@@ -136,6 +140,21 @@ fn srt_caller_with_passphrase_plays_and_is_listed() {
     }
     let rate = stats["recv"]["mbpsRate"].as_f64().unwrap();
     assert!(stats["recv"]["mbpsRate"].is_f64() && rate < 50.0, "{stats}");
+
+    // The passphrase is never shown by the API: masked in settings and status alike,
+    // still a string, and no answer carries it.
+    for path in ["/manage/mpeg2ts_settings", "/manage/mpeg2ts_status"] {
+        let (_, body) = server.get(path);
+        let parameters = body["Cameras"][0]["parameters"].as_array().unwrap();
+        let passphrase = parameters
+            .iter()
+            .find(|p| p["name"] == "passphrase")
+            .unwrap_or_else(|| panic!("{path}: {body}"));
+        assert_eq!(passphrase["value"], "********", "{path}: {body}");
+        let latency = parameters.iter().find(|p| p["name"] == "latency").unwrap();
+        assert_eq!(latency["value"], "120", "{path}: {body}");
+        assert!(!body.to_string().contains(PASSPHRASE), "{path}: {body}");
+    }
 
     // The caller is a session; deleting it disconnects it and ends the stream.
     let (_, sessions) = server.get("/manage/sessions");

@@ -2,7 +2,8 @@
 //! stream published by ffmpeg, and Debian's real `prometheus` scraping it every second
 //! with the token; Prometheus's own query API must then report the stream live and the
 //! target up. Requests without the token get 401. Idle connections from one address do
-//! not block scrapes from another.
+//! not block scrapes from another. A scrape that asks for the text format 0.0.4 gets it,
+//! and `promtool check metrics` accepts it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -90,13 +91,28 @@ fn prometheus_scrapes_strom_with_a_bearer_token() {
         let (code, _, _) = fetch(&metrics_url, &args).expect("metrics listener answers");
         assert_eq!(code, 401, "{args:?}");
     }
-    let (code, content_type, text) = fetch(&metrics_url, &["-H", &bearer]).unwrap();
+    // OpenMetrics only when asked for; curl's `*/*` gets the text format 0.0.4.
+    let openmetrics = "Accept: application/openmetrics-text; version=1.0.0";
+    let (code, content_type, text) =
+        fetch(&metrics_url, &["-H", &bearer, "-H", openmetrics]).unwrap();
     assert_eq!(code, 200, "{text}");
     assert!(
         content_type.starts_with("application/openmetrics-text"),
         "{content_type}"
     );
     assert!(text.ends_with("# EOF\n"), "{text}");
+    assert!(text.contains("# TYPE strom_bytes_sent counter\n"), "{text}");
+    let (code, content_type, text) = fetch(&metrics_url, &["-H", &bearer]).unwrap();
+    assert_eq!(code, 200, "{text}");
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    assert!(!text.contains("# EOF"), "{text}");
+    assert!(
+        text.contains("# TYPE strom_bytes_sent_total counter\n"),
+        "{text}"
+    );
     assert!(text.contains("strom_streams_live 0\n"), "{text}");
     assert!(
         text.contains("strom_worker_state{worker=\"rtmp\",state=\"ready\"} 1\n"),
@@ -164,7 +180,7 @@ fn prometheus_scrapes_strom_with_a_bearer_token() {
     // arrive through the same scrape.
     let bitrate = query(
         prometheus_port,
-        "strom_stream_ingest_bitrate_bits_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"}",
+        "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"}",
     );
     assert!(bitrate.is_some(), "no bitrate series");
     let requests = query(
@@ -178,6 +194,59 @@ fn prometheus_scrapes_strom_with_a_bearer_token() {
         "no management API latency recorded"
     );
     drop(publisher);
+}
+
+/// `promtool check metrics` (Prometheus's own linter, which reads the text format 0.0.4)
+/// passes on a live scrape asked for as `text/plain; version=0.0.4`, with a stream live
+/// and an SRT input connected so that every metric family has series.
+#[test]
+fn promtool_accepts_a_live_text_format_scrape() {
+    require_tool("promtool", "prometheus");
+    require_tool("curl", "curl");
+    let metrics_port = free_port();
+    let srt_port = free_port();
+    let server = Server::start(&format!(
+        "metrics_listen_interfaces = 127.0.0.1\nmetrics_port = {metrics_port}"
+    ));
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": 1, "protocols": ["HLS"]}},
+ "Cameras": [{{"id": "srt-in", "ip": "0.0.0.0", "port": {srt_port}, "protocol": "srt", "receive_mode": "listen",
+   "app": "live", "stream": "srt", "parameters": []}}]}}"#,
+        server.ports.rtmp
+    ));
+    let mut rtmp = publish(&rtmp_url(&server, "live/cam"));
+    let mut srt = common::media::publish_coded(
+        &format!("srt://127.0.0.1:{srt_port}?pkt_size=1316"),
+        "mpegts",
+        "libx264",
+    );
+    for stream in ["cam", "srt"] {
+        wait_live(&server, "live", stream, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("{stream} not live; log:\n{}", server.log()));
+    }
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let text = wait_for(Duration::from_secs(30), "a scrape with SRT series", || {
+        let (code, content_type, text) =
+            fetch(&metrics_url, &["-H", "Accept: text/plain; version=0.0.4"])?;
+        (code == 200
+            && content_type.starts_with("text/plain; version=0.0.4")
+            && text.contains("strom_srt_receiver_connected{")
+            && text.contains("strom_stream_ingest_bytes_per_second{"))
+        .then_some(text)
+    })
+    .unwrap_or_else(|| panic!("no scrape with SRT series; log:\n{}", server.log()));
+    let output = common::run_with_input(
+        Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+    );
+    assert!(
+        output.status.success(),
+        "promtool check metrics failed:\n{}{}\nscrape:\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let _ = srt.stop_and_stderr();
+    let _ = rtmp.stop_and_stderr();
 }
 
 /// Issue 31 item 12 (in part): idle connections from one address cannot take every place

@@ -13,7 +13,6 @@ mod common;
 
 use common::media::{ffprobe, publish, publish_as, rtmp_url, wait_live};
 use common::{Server, free_port, require_tool, strom_bin, wait_for};
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -160,21 +159,12 @@ fn probe_both(url: &str) -> Vec<String> {
 /// what came back, handshake report included (the peer certificate's subject).
 fn tls_exchange(port: u16, requests: &str) -> String {
     require_tool("openssl", "openssl");
-    let mut child = Command::new("openssl")
-        .args(["s_client", "-quiet", "-connect"])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(requests.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = common::run_with_input(
+        Command::new("openssl")
+            .args(["s_client", "-quiet", "-connect"])
+            .arg(format!("127.0.0.1:{port}")),
+        requests.as_bytes(),
+    );
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stderr),

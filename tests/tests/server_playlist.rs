@@ -31,15 +31,21 @@ fn start() -> Server {
 
 /// [`start`] with HLS segments of `segment_secs`.
 fn start_with_segments(segment_secs: u32) -> Server {
-    let mut server = Server::prepare("");
+    let mut server = prepare_with_segments(segment_secs);
+    server.spawn();
+    server.wait_ready();
+    server
+}
+
+/// [`start_with_segments`]'s configuration, not started yet.
+fn prepare_with_segments(segment_secs: u32) -> Server {
+    let server = Server::prepare("");
     let rules = format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}], "duration": {segment_secs}, "protocols": ["HLS"]}},
             "ServerPlaylists": {{"Path": "playlist.json", "SyncInterval": 500}}}}"#,
         server.ports.rtmp
     );
     std::fs::write(server.path("rules.conf"), rules).unwrap();
-    server.spawn();
-    server.wait_ready();
     server
 }
 
@@ -680,4 +686,40 @@ fn a_source_that_is_no_mp4_echoes_none_of_its_bytes() {
         assert!(!refused.to_string().contains(part), "{part} in {refused}");
         assert!(!log.contains(part), "{part} in the log:\n{log}");
     }
+}
+
+/// A playlist file in the commercial server's own form: `SyncInterval` beside `Tasks`
+/// and a block `Start` without a zone, read in the server's local time zone (here
+/// `TZ=STROM-3`, UTC+3 with no daylight saving time). Read as UTC, the block would start
+/// three hours from now and the default stream would play instead.
+#[test]
+fn the_commercial_servers_playlist_file_plays_in_local_time() {
+    let mut server = prepare_with_segments(2);
+    server.spawn_with_env(&[("TZ", "STROM-3")]);
+    server.wait_ready();
+    make_clip(&server.path("filler.mp4"), 4, "testsrc2");
+    make_clip(&server.path("show.mp4"), 4, "testsrc");
+    // Local wall-clock time one second ago, as `YYYY-MM-DD HH:MM:SS`.
+    let local_now = rfc3339(unix_now() + 3 * 3600 - 1)
+        .replace('T', " ")
+        .replace('Z', "");
+    let playlist = serde_json::json!({"SyncInterval": 3600, "Tasks": [{
+        "Stream": "tv/channel",
+        "DefaultStream": {"Type": "vod", "Source": "filler.mp4"},
+        "Blocks": [{"Id": "local", "Start": local_now,
+                    "Streams": [{"Type": "vod", "Source": "show.mp4", "Duration": 600000, "Loop": true}]}]}]});
+    write_playlist(&server, &playlist);
+    let limit = Duration::from_secs(30);
+    let playing = wait_status(&server, limit, "the zone-less block plays now", |s| {
+        s["block_id"] == "local" && s.get("default_stream").is_none()
+    });
+    assert_eq!(
+        playing["main_stream"],
+        server.path("show.mp4").display().to_string(),
+        "{playing}"
+    );
+    wait_live(&server, "tv", "channel", limit)
+        .unwrap_or_else(|| panic!("tv/channel not live; log:\n{}", server.log()));
+    let log = server.log();
+    assert!(!log.contains("server playlist file rejected"), "{log}");
 }

@@ -11,6 +11,20 @@ use strom_ipc::WorkerKind;
 use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::status::CameraStatus;
 
+/// Parameters whose values are secrets: SRT's `passphrase` and RIST's `secret`.
+const SECRET_PARAMETERS: [&str; 2] = ["passphrase", "secret"];
+/// What the API shows instead of a secret (still a string, as deployed panels parse it).
+const MASK: &str = "********";
+
+/// A parameter's value as the API shows it: secrets masked, like RTSP credentials.
+fn shown_value<'a>(name: &str, value: &'a str) -> &'a str {
+    if SECRET_PARAMETERS.contains(&name) {
+        MASK
+    } else {
+        value
+    }
+}
+
 fn camera_entry(
     id: &str,
     ip: &str,
@@ -27,7 +41,7 @@ fn camera_entry(
         if !parameters.is_empty() {
             let parameters: Vec<Value> = parameters
                 .iter()
-                .map(|(name, value)| json!({"name": name, "value": value}))
+                .map(|(name, value)| json!({"name": name, "value": shown_value(name, value)}))
                 .collect();
             object.insert("parameters".into(), json!(parameters));
         }
@@ -37,7 +51,8 @@ fn camera_entry(
 
 /// `{CamerasHash, Cameras}`. The hash covers the configured fields only, so status and
 /// settings of the same configuration carry the same hash; `live` then adds each
-/// entry's live state (status only).
+/// entry's live state (status only). Secrets are masked before hashing, so the hash
+/// cannot be used to guess them (a change of a secret alone leaves it unchanged).
 fn cameras_document(cameras: Vec<Value>, live: impl FnOnce(&mut [Value])) -> Value {
     let digest = Sha256::digest(Value::Array(cameras.clone()).to_string().as_bytes());
     let hash = u64::from_be_bytes([

@@ -92,10 +92,13 @@ pub struct CamerasReply {
     pub Cameras: Vec<CameraEntry>,
 }
 
-/// One SRT connection's statistics (see README: the nested `stats` object).
+/// One SRT connection's statistics (see README: the nested `stats` object). Receiver
+/// entries also carry `stream` and `peer` (the sender entry has neither).
 #[derive(Serialize, ToSchema)]
 pub struct SrtStatsEntry {
     pub id: String,
+    pub stream: Option<String>,
+    pub peer: Option<String>,
     pub state: String,
     #[schema(value_type = Object)]
     pub stats: serde_json::Value,

@@ -63,6 +63,9 @@ pub struct InstanceConfig {
     /// Seconds the packager keeps an unpublished stream's HLS segments (memory and the
     /// `run_dir/hls` mirror) before freeing them (`hls_stream_grace`).
     pub hls_stream_grace_secs: u32,
+    /// Bytes of the latest audio a new Icecast listener of an audio-only stream gets at
+    /// once (`icecast_burst_size`, like icecast2's `burst-size`).
+    pub icecast_burst_bytes: u32,
     /// Interfaces the ingest worker browses for NDI sources over mDNS
     /// (`ndi_discovery_interfaces`); `None`: no discovery, nothing listens on 5353.
     pub ndi_discovery_interfaces: Option<Vec<ListenAddress>>,
@@ -180,7 +183,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 34] = [
+const KEYS: [&str; 35] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -200,6 +203,7 @@ const KEYS: [&str; 34] = [
     "access_control_allow_origin",
     "hls_session_timeout",
     "hls_stream_grace",
+    "icecast_burst_size",
     "http_max_connections",
     "http_max_connections_per_ip",
     "http_header_timeout",
@@ -219,6 +223,11 @@ const KEYS: [&str; 34] = [
 
 /// Upper bound of the cache sizes (1 PiB): keeps the byte count far from overflowing.
 const MAX_CACHE_MB: u64 = 1 << 30;
+/// icecast2's default `burst-size`: players with a 2-4 s pre-buffer start at once.
+const DEFAULT_ICECAST_BURST_BYTES: u32 = 65_536;
+/// The largest burst: all the audio a stream keeps for it
+/// (`strom_stream::audio_history::MAX_AUDIO_BURST_BYTES`).
+const MAX_ICECAST_BURST_BYTES: u32 = 512 * 1024;
 
 /// Reads and validates `path`.
 pub fn load(path: &Path) -> Result<InstanceConfig, ConfigError> {
@@ -339,6 +348,7 @@ impl InstanceConfig {
             access_control_allow_origin: None,
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 30,
+            icecast_burst_bytes: DEFAULT_ICECAST_BURST_BYTES,
             ndi_discovery_interfaces: None,
             http_limits: strom_ipc::messages::HttpLimits::default(),
             management: ManagementServer::default(),
@@ -406,6 +416,16 @@ impl InstanceConfig {
                 self.hls_stream_grace_secs = match value.parse::<u32>() {
                     Ok(secs) if (1..=86_400).contains(&secs) => secs,
                     _ => return Err(format!("expected seconds 1-86400, got {value:?}")),
+                }
+            }
+            "icecast_burst_size" => {
+                self.icecast_burst_bytes = match value.parse::<u32>() {
+                    Ok(bytes) if bytes <= MAX_ICECAST_BURST_BYTES => bytes,
+                    _ => {
+                        return Err(format!(
+                            "expected bytes 0-{MAX_ICECAST_BURST_BYTES}, got {value:?}"
+                        ));
+                    }
                 }
             }
             "management_header_timeout" => {
@@ -638,6 +658,11 @@ impl InstanceConfig {
             "hls_stream_grace",
             Some(self.hls_stream_grace_secs),
         );
+        show(
+            &mut out,
+            "icecast_burst_size",
+            Some(self.icecast_burst_bytes),
+        );
         let http = &self.http_limits;
         show(&mut out, "http_max_connections", Some(http.max_connections));
         show(
@@ -828,6 +853,7 @@ mod tests {
             max_file_cache_size = 100\n\
             access_control_allow_origin = *\n\
             hls_stream_grace = 5\n\
+            icecast_burst_size = 131072\n\
             management_header_timeout = 2\n\
             management_idle_timeout = 3\n\
             management_body_timeout = 4\n\
@@ -867,6 +893,7 @@ mod tests {
             access_control_allow_origin: Some("*".into()),
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 5,
+            icecast_burst_bytes: 131_072,
             ndi_discovery_interfaces: None,
             http_limits: strom_ipc::messages::HttpLimits {
                 max_connections: 8,
@@ -1033,6 +1060,10 @@ mod tests {
             (
                 "hls_stream_grace = 0",
                 "1: key 'hls_stream_grace': expected seconds 1-86400",
+            ),
+            (
+                "icecast_burst_size = 524289",
+                "1: key 'icecast_burst_size': expected bytes 0-524288",
             ),
             (
                 "management_header_timeout = 0",

@@ -1,9 +1,10 @@
-//! The metrics listener's HTTP side: `GET /metrics`, behind `Authorization: Bearer
+//! The metrics listener's HTTP side: `GET /metrics` (in the exposition format the scrape's
+//! `Accept` asks for), behind `Authorization: Bearer
 //! <metrics_token>` when a token is set (what Prometheus sends for `authorization:
 //! {credentials: ...}` or `bearer_token`). The token is compared in constant time, over
 //! SHA-256 digests so that its length does not show either. Anything else is 404.
 
-use super::{render, snapshot};
+use super::{exposition, render, snapshot};
 use crate::api::ApiState;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -27,10 +28,28 @@ pub fn router(api: ApiState, token: Option<String>) -> Router {
         .with_state(api)
 }
 
-async fn metrics(State(api): State<ApiState>) -> Response {
+/// One scrape, in the format its `Accept` negotiates ([`exposition`]).
+async fn metrics(State(api): State<ApiState>, headers: HeaderMap) -> Response {
+    let accept: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    let format = exposition::negotiate((!accept.is_empty()).then(|| accept.join(",")).as_deref());
     let snapshot = snapshot::take(&api).await;
-    let text = render::render(&snapshot, &crate::api_latency::api_latencies());
-    ([(header::CONTENT_TYPE, render::CONTENT_TYPE)], text).into_response()
+    let openmetrics = render::render(&snapshot, &crate::api_latency::api_latencies());
+    let text = match format {
+        exposition::Format::OpenMetrics => openmetrics,
+        exposition::Format::Text => exposition::to_text(&openmetrics),
+    };
+    (
+        [
+            (header::CONTENT_TYPE, format.content_type()),
+            (header::VARY, "Accept"),
+        ],
+        text,
+    )
+        .into_response()
 }
 
 async fn require_token(expected: Option<Arc<[u8; 32]>>, request: Request, next: Next) -> Response {

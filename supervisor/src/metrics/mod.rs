@@ -5,13 +5,16 @@
 //! `server_status`, `workers`, `rtmp_status`, `sessions`, `srt_receiver_stats` and
 //! `dvr_status`, through the same [`crate::api::gateway::WorkerGateway`] with the same
 //! timeout (`management_worker_timeout`) ([`snapshot`]), and renders the answers in the
-//! OpenMetrics text format with the `prometheus-client` crate ([`render`]). The
+//! OpenMetrics text format with the `prometheus-client` crate ([`render`]), or in the
+//! Prometheus text format 0.0.4 when the scrape's `Accept` does not prefer OpenMetrics
+//! ([`exposition`]). The
 //! management API's request latencies are recorded by a layer on its router
 //! ([`crate::api_latency`]). The listener is bound by the supervisor like every other socket and
 //! served by [`crate::management::serve`], so it gets the same header and idle timeouts
 //! and a connection cap of its own ([`MAX_CONNECTIONS`], [`MAX_CONNECTIONS_PER_IP`] from one
 //! address).
 
+pub mod exposition;
 mod http;
 pub mod render;
 pub mod snapshot;

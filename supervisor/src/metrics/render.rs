@@ -1,5 +1,7 @@
 //! A [`Snapshot`] and the API latencies as OpenMetrics text (what Prometheus asks for
-//! first and reads natively), every name prefixed `strom_`. The `prometheus-client`
+//! first and reads natively; [`super::exposition`] turns it into the older text format
+//! for scrapers that ask for that), every name prefixed `strom_`. Rates are in the base
+//! unit, bytes per second, as Prometheus's naming rules ask. The `prometheus-client`
 //! crate writes the exposition: names, `# TYPE`/`# HELP`, the `_total` suffix of
 //! counters, histogram buckets and the escaping of label values (`\`, `"`, newline).
 //!
@@ -18,9 +20,6 @@ use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
-/// `Content-Type` of [`render`]'s text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// Worker states, each shown as a 0/1 series of `strom_worker_state`.
 const STATES: [WorkerState; 6] = WorkerState::ALL;
 
@@ -32,6 +31,16 @@ type Labels = Vec<(&'static str, String)>;
 
 fn label(name: &'static str, value: impl Into<String>) -> Labels {
     vec![(name, value.into())]
+}
+
+/// An SRT input connection's series: the input's address, its stream and its caller
+/// (one listener takes many callers, so `id` alone would repeat).
+fn link_labels(link: &super::snapshot::SrtLink) -> Labels {
+    vec![
+        ("id", link.id.clone()),
+        ("stream", link.stream.clone()),
+        ("peer", link.peer.clone()),
+    ]
 }
 
 /// Saturates instead of wrapping: gauges are `i64` in the client library.
@@ -111,15 +120,15 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
         );
         gauges(
             &mut registry,
-            "stream_ingest_bitrate_bits_per_second",
-            "Incoming bitrate of each live stream",
+            "stream_ingest_bytes_per_second",
+            "Incoming rate of each live stream (rtmp_status bandwidth / 8)",
             live.iter().map(|((app, stream), (protocol, bps))| {
                 let labels = vec![
                     ("app", (*app).to_owned()),
                     ("stream", (*stream).to_owned()),
                     ("protocol", (*protocol).to_owned()),
                 ];
-                (labels, signed(*bps))
+                (labels, signed(*bps / 8))
             }),
         );
     }
@@ -157,7 +166,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Round-trip time of each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.rtt_ms / 1000.0)),
+                .map(|link| (link_labels(link), link.rtt_ms / 1000.0)),
         );
         counters(
             &mut registry,
@@ -165,7 +174,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Packets received on each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.packets_received)),
+                .map(|link| (link_labels(link), link.packets_received)),
         );
         counters(
             &mut registry,
@@ -173,7 +182,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "Packets lost on each SRT input connection",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), link.packets_lost)),
+                .map(|link| (link_labels(link), link.packets_lost)),
         );
         gauges(
             &mut registry,
@@ -181,7 +190,7 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             "1 while the SRT input connection is connected",
             links
                 .iter()
-                .map(|link| (label("id", &link.id), i64::from(link.connected))),
+                .map(|link| (link_labels(link), i64::from(link.connected))),
         );
     }
     if let Some(archives) = &snapshot.dvr_archives {
@@ -252,9 +261,9 @@ fn workers(registry: &mut Registry, snapshot: &Snapshot) {
     );
     gauge(
         registry,
-        "out_rate_bits_per_second",
-        "Bits per second sent to clients, averaged over 10 s (server_status OutRate)",
-        sum(|w| w.out_rate_bps),
+        "out_rate_bytes_per_second",
+        "Bytes per second sent to clients, averaged over 10 s (server_status OutRate / 8)",
+        sum(|w| w.out_rate_bps) / 8,
     );
     let each = |value: fn(&super::snapshot::WorkerFacts) -> u64| {
         workers
@@ -403,7 +412,9 @@ mod tests {
                 session(3, "HLS", None),
             ]),
             srt_receivers: Some(vec![SrtLink {
-                id: "10.0.0.7:4000".into(),
+                id: "0.0.0.0:4000".into(),
+                stream: "live/cam".into(),
+                peer: "10.0.0.7:5000".into(),
                 connected: true,
                 rtt_ms: 12.5,
                 packets_received: 900,
@@ -428,14 +439,14 @@ mod tests {
         let expected = [
             "# TYPE strom_streams_live gauge\n",
             "strom_streams_live 2\n",
-            "strom_stream_ingest_bitrate_bits_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"} 2500000\n",
+            "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"} 312500\n",
             // Label values are escaped: backslash, double quote, newline.
-            "strom_stream_ingest_bitrate_bits_per_second{app=\"live\",stream=\"q\\\"uo\\\\te\\nd\",protocol=\"SRT\"} 1000\n",
+            "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"q\\\"uo\\\\te\\nd\",protocol=\"SRT\"} 125\n",
             "strom_connections 4\n",
             "# TYPE strom_bytes_sent counter\n",
             "strom_bytes_sent_total 1024\n",
             "strom_bytes_received_total 5000\n",
-            "strom_out_rate_bits_per_second 1000\n",
+            "strom_out_rate_bytes_per_second 125\n",
             "strom_worker_connections{worker=\"rtmp\"} 3\n",
             "strom_worker_bytes_sent_total{worker=\"packager\"} 24\n",
             "strom_worker_restarts_total{worker=\"rtmp\"} 2\n",
@@ -447,9 +458,9 @@ mod tests {
             "strom_sessions{type=\"HLS\"} 1\n",
             "strom_sessions{type=\"SRT\"} 0\n",
             "strom_session_dropped_frames{type=\"RTMP\"} 10\n",
-            "strom_srt_receiver_rtt_seconds{id=\"10.0.0.7:4000\"} 0.0125\n",
-            "strom_srt_receiver_packets_received_total{id=\"10.0.0.7:4000\"} 900\n",
-            "strom_srt_receiver_packets_lost_total{id=\"10.0.0.7:4000\"} 3\n",
+            "strom_srt_receiver_rtt_seconds{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 0.0125\n",
+            "strom_srt_receiver_packets_received_total{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 900\n",
+            "strom_srt_receiver_packets_lost_total{id=\"0.0.0.0:4000\",stream=\"live/cam\",peer=\"10.0.0.7:5000\"} 3\n",
             "strom_metrics_source_complete{source=\"streams\"} 1\n",
             "strom_metrics_source_complete{source=\"dvr\"} 0\n",
             "# TYPE strom_api_request_duration_seconds histogram\n",

@@ -34,8 +34,12 @@ pub struct WorkerFacts {
 /// One SRT input connection, from `srt_receiver_stats`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SrtLink {
-    /// `<ip>:<port>` of the caller.
+    /// `<ip>:<port>` of the input (its listener's address).
     pub id: String,
+    /// `<app>/<stream>` the connection carries.
+    pub stream: String,
+    /// `<ip>:<port>` of the caller (several callers may share one listener).
+    pub peer: String,
     pub connected: bool,
     pub rtt_ms: f64,
     pub packets_received: u64,
@@ -144,10 +148,16 @@ async fn srt_receivers(gateway: &dyn WorkerGateway) -> Option<Vec<SrtLink>> {
     }
 }
 
-/// An `SrtReceivers` entry (`{"id","state","stats":{"link":{"rtt"},"recv":{...}}}`);
-/// `None` without an id.
+/// An `SrtReceivers` entry (`{"id","stream","peer","state","stats":{"link":{"rtt"},
+/// "recv":{...}}}`); `None` without an id.
 pub fn srt_link(item: &Value) -> Option<SrtLink> {
     let id = item.get("id")?.as_str()?.to_owned();
+    let text = |field: &str| {
+        item.get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let stats = item.get("stats");
     let recv = |field: &str| {
         stats
@@ -165,6 +175,8 @@ pub fn srt_link(item: &Value) -> Option<SrtLink> {
             .unwrap_or_default(),
         packets_received: recv("packetsReceived"),
         packets_lost: recv("packetsLost"),
+        stream: text("stream"),
+        peer: text("peer"),
         id,
     })
 }
@@ -189,13 +201,16 @@ mod tests {
 
     #[test]
     fn srt_entries_are_read_leniently() {
-        let entry = json!({"id": "10.0.0.7:4000", "state": "connected", "stats": {
+        let entry = json!({"id": "0.0.0.0:4000", "stream": "live/cam",
+            "peer": "10.0.0.7:5000", "state": "connected", "stats": {
             "time": 1200, "link": {"rtt": 12.5, "mbpsBandwidth": 10.0},
             "recv": {"packetsReceived": 900, "packetsLost": 3, "NAKsSent": 1}}});
         assert_eq!(
             srt_link(&entry),
             Some(SrtLink {
-                id: "10.0.0.7:4000".into(),
+                id: "0.0.0.0:4000".into(),
+                stream: "live/cam".into(),
+                peer: "10.0.0.7:5000".into(),
                 connected: true,
                 rtt_ms: 12.5,
                 packets_received: 900,

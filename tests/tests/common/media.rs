@@ -85,6 +85,17 @@ pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
     Proc(child)
 }
 
+/// A media source process: no input, stdout ignored, stderr kept for a failure report.
+fn spawn_source(command: &mut Command) -> Proc {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
 /// ffmpeg reading `url` and throwing the frames away, until killed.
 pub fn play(url: &str) -> Proc {
     require_tool("ffmpeg", "ffmpeg");
@@ -171,4 +182,26 @@ pub fn is_live(server: &Server, app: &str, stream: &str) -> bool {
 
 pub fn rtmp_url(server: &Server, path: &str) -> String {
     format!("rtmp://127.0.0.1:{}/{path}", server.ports.rtmp)
+}
+
+/// ffmpeg sending a live sine as an Icecast source to `url` (`icecast://...`): `codec`
+/// is `mp3` or `aac`, at `bitrate` (`128k`); `legacy` uses `SOURCE` instead of `PUT`.
+pub fn icecast_source(url: &str, codec: &str, bitrate: &str, legacy: bool) -> Proc {
+    require_tool("ffmpeg", "ffmpeg");
+    let (encoder, format, content_type) = match codec {
+        "mp3" => ("libmp3lame", "mp3", "audio/mpeg"),
+        _ => ("aac", "adts", "audio/aac"),
+    };
+    let mut command = Command::new("ffmpeg");
+    command
+        .args(["-hide_banner", "-loglevel", "error", "-re"])
+        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        .args(["-c:a", encoder, "-b:a", bitrate, "-t", "120"])
+        .args(["-ice_name", "Strom Radio", "-ice_genre", "Test Tones"])
+        .args(["-ice_description", "A sine", "-content_type", content_type])
+        .args(["-f", format]);
+    if legacy {
+        command.args(["-legacy_icecast", "1"]);
+    }
+    spawn_source(command.arg(url))
 }

@@ -148,8 +148,14 @@ impl Server {
     }
 
     pub fn spawn(&mut self) {
+        self.spawn_with_env(&[]);
+    }
+
+    /// [`Self::spawn`] with extra environment variables (`TZ`, say) for the server.
+    pub fn spawn_with_env(&mut self, env: &[(&str, &str)]) {
         let log = std::fs::File::create(self.log_path()).unwrap();
         let child = Command::new(strom_bin())
+            .envs(env.iter().copied())
             .arg("run")
             .arg("--config")
             .arg(self.dir.path().join("strom.conf"))
@@ -305,6 +311,19 @@ impl Drop for Server {
 }
 
 /// Polls `probe` every 20 ms until it yields a value or `limit` passes.
+/// Runs `command` with `input` on its stdin (closed after it) and returns what it printed.
+pub fn run_with_input(command: &mut Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 pub fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {

@@ -85,6 +85,8 @@ pub struct Delivery {
     pub header_timeout: Duration,
     /// DVR playback from the archives ([`crate::dvr_playback`]).
     pub dvr: Arc<crate::dvr_playback::DvrPlayback>,
+    /// `icecast_burst_size`: the audio a new Icecast listener starts with.
+    pub icecast_burst_bytes: usize,
 }
 
 impl ConnectionHandler for Delivery {
@@ -171,6 +173,7 @@ impl Delivery {
             cors_origin: self.cors_origin.clone(),
             sources: Arc::clone(&self.sources),
             dvr: Arc::clone(&self.dvr),
+            icecast_burst_bytes: self.icecast_burst_bytes,
             peer,
             shutdown: shutdown.clone(),
         };
@@ -220,6 +223,7 @@ struct Context {
     cors_origin: HeaderValue,
     sources: Arc<Sources>,
     dvr: Arc<crate::dvr_playback::DvrPlayback>,
+    icecast_burst_bytes: usize,
     peer: SocketAddr,
     shutdown: CancellationToken,
 }
@@ -347,6 +351,7 @@ impl Context {
                         metadata,
                         titles,
                         station,
+                        burst_bytes: self.icecast_burst_bytes,
                     },
                     Protocol::Icecast,
                 )

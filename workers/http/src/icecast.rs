@@ -8,8 +8,9 @@
 //! `StreamTitle='...';StreamUrl='...';` in the first block and whenever it changed, an
 //! empty block (one zero byte) otherwise. Listeners without it get the audio alone.
 //! Listeners are sessions of type `ICECAST`, bounded and ended like `mpegts.stream`
-//! viewers, and start with the audio of the stream's current GOP (a burst, so players
-//! start at once).
+//! viewers, and start with a burst so players start at once: the latest
+//! `icecast_burst_size` bytes of an audio-only stream, else the audio of the current GOP
+//! ([`crate::ts_http`]).
 //!
 //! The title: `icecast_metadata` puts it into the stream at its producer as a timed
 //! metadata frame (`strom_stream::titles`), which reaches this worker's hub in timeline

@@ -142,6 +142,8 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
                 limits.max_connections_per_ip,
             )
         },
+        icecast_burst_bytes: usize::try_from(context.hello.settings.icecast_burst_bytes)
+            .unwrap_or(usize::MAX),
         header_timeout: Duration::from_secs(u64::from(
             context.hello.settings.http_limits.header_timeout_secs,
         )),

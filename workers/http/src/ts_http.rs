@@ -8,6 +8,13 @@
 //! session), never slowing the stream or anyone else. The response ends when the viewer
 //! goes away, when `sessions/delete` names its session, or [`IDLE_END`] after the last
 //! frame (the publisher left and nobody took over).
+//!
+//! Icecast listeners of an audio-only stream start with the latest `icecast_burst_size`
+//! bytes of audio, written at once, so that players fill their pre-buffer and start
+//! (icecast2's `burst-size`). A listener that asks with `Icy-MetaData` gets an ICY
+//! answer as icecast2 gives it: `HTTP/1.0`, no `Transfer-Encoding: chunked` (clients
+//! that do not de-chunk would read the chunk sizes as audio and lose the metadata
+//! blocks), the body ending when the connection closes.
 
 use crate::icecast::{IcyWriter, METAINT, Titles, content_type};
 use crate::packaging::mpegts_enabled;
@@ -96,6 +103,8 @@ pub enum Format {
         titles: Arc<Titles>,
         /// What the stream's Icecast source said about itself, if it has one.
         station: Option<IceInfo>,
+        /// Audio a new listener of an audio-only stream starts with (`icecast_burst_size`).
+        burst_bytes: usize,
     },
 }
 
@@ -197,13 +206,26 @@ impl TsDelivery<'_> {
             let measured = u32::try_from(live.bandwidth_bps() / 1000).unwrap_or(u32::MAX);
             station.bitrate_kbps.get_or_insert(measured.max(1));
             icy_headers(&station, *metadata, head_response.headers_mut());
+            if *metadata {
+                // icecast2's answer: close-delimited, so hyper writes no chunked encoding.
+                *head_response.version_mut() = hyper::Version::HTTP_10;
+                head_response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
         }
         if head {
             return Ok(head_response);
         }
         // The session id names the reader too, so the hub's drop log lines name it.
         let reader = self.viewers.next_id();
-        let (frames, dropped) = self.hub.subscribe(&key, reader);
+        let (frames, dropped) = match &format {
+            Format::Icecast { burst_bytes, .. } => {
+                self.hub
+                    .subscribe_with_audio_burst(&key, reader, *burst_bytes)
+            }
+            Format::MpegTs => self.hub.subscribe(&key, reader),
+        };
         let stop = self.shutdown.child_token();
         let viewer = match self.viewers.open(
             reader,
@@ -308,6 +330,16 @@ async fn follow(
 ) {
     let viewer = &following.viewer;
     let mut out = BytesMut::with_capacity(64 * 1024);
+    // What the reader starts with (configuration, GOP or audio burst) goes out at once,
+    // not after a coalescing window: it is what lets a player start.
+    let mut written = 0;
+    while let Ok(frame) = frames.try_recv() {
+        written += feed.push(&frame, &mut out);
+    }
+    if written > 0 && chunks.send(out.split().freeze()).await.is_ok() {
+        viewer.sent(written);
+        counters.add_sent(written as u64);
+    }
     let why = loop {
         let frame = tokio::select! {
             () = viewer.stop.cancelled() => break "ended by request",

@@ -88,8 +88,8 @@ impl RistInputs {
     /// librist's latest stats JSON of every running input with `rist-stats-interval`.
     pub fn receiver_stats(&self) -> Vec<String> {
         locked(&self.stats)
-            .values()
-            .filter_map(|slot| slot.latest())
+            .iter()
+            .filter_map(|(id, slot)| slot.latest_named(id))
             .collect()
     }
 }

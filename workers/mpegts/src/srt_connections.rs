@@ -17,6 +17,10 @@ pub struct Connection {
     pub session_id: u64,
     pub camera: String,
     pub key: StreamKey,
+    /// The input's own SRT address: where its listener listens (`0.0.0.0:1234`), or
+    /// the remote listener a pull input calls. Stats clients (NOALBS) find a feed by it,
+    /// as the commercial server reports it.
+    pub input_addr: String,
     pub peer: SocketAddr,
     pub created: i64,
     pub socket: Arc<SrtSocket>,
@@ -48,18 +52,21 @@ impl Connections {
             .count()
     }
 
-    /// `SrtReceivers` entries: libsrt's statistics of every connection.
+    /// `SrtReceivers` entries: libsrt's statistics of every connection, under the
+    /// input's address (`id`), with the stream it carries (`stream`, `<app>/<stream>` as
+    /// in `publish_control/status`) and the caller's address (`peer`), so that several
+    /// callers of one listener can be told apart.
     pub fn receiver_stats(&self) -> Vec<String> {
-        let connections: Vec<_> = locked(&self.by_session).values().cloned().collect();
+        let mut connections: Vec<_> = locked(&self.by_session).values().cloned().collect();
+        connections.sort_by_key(|c| c.session_id);
         connections
             .iter()
             .filter_map(|c| {
                 let stats = c.socket.stats().ok()?;
-                Some(
-                    stats
-                        .receiver_json(&c.peer.to_string(), c.socket.state())
-                        .to_string(),
-                )
+                let mut entry = stats.receiver_json(&c.input_addr, c.socket.state());
+                entry["stream"] = c.key.to_string().into();
+                entry["peer"] = c.peer.to_string().into();
+                Some(entry.to_string())
             })
             .collect()
     }

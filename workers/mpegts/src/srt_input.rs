@@ -234,6 +234,15 @@ struct Caller {
     publishing: Option<Publishing>,
 }
 
+/// The input's SRT address as stats report it: `ip:port` of the entry (the listener's
+/// bound address, or the remote listener of a pull), `[v6]:port` for IPv6.
+fn input_addr(camera: &CameraSettings) -> String {
+    match camera.ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => SocketAddr::new(ip, camera.port).to_string(),
+        Err(_) => format!("{}:{}", camera.ip, camera.port),
+    }
+}
+
 fn connection(
     shared: &Arc<IngestShared>,
     camera: &CameraSettings,
@@ -243,6 +252,7 @@ fn connection(
         session_id: caller.session_id,
         camera: camera.id.clone(),
         key: caller.key,
+        input_addr: input_addr(camera),
         peer: caller.peer,
         created: unix_now(),
         socket: Arc::new(caller.socket),

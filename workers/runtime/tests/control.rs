@@ -78,6 +78,7 @@ fn hello(kind: WorkerKind, listeners: Vec<ListenerSpec>) -> SupervisorToWorker {
             cors_origin: "*".to_owned(),
             hls_session_timeout_secs: 60,
             hls_stream_grace_secs: 30,
+            icecast_burst_bytes: 65_536,
             ndi_discovery_interfaces: Vec::new(),
             http_limits: Default::default(),
         },

@@ -148,7 +148,19 @@ impl Hub {
     /// Adds reader `id` to `key` (created if needed), under the map lock for the same
     /// reason as [`Hub::claim`].
     pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, DropCounter) {
-        self.add_reader(key, |stream| stream.subscribe(id))
+        self.add_reader(key, |stream| stream.subscribe(id, 0))
+    }
+
+    /// [`Hub::subscribe`] for a listener that wants a burst: on an audio-only stream it
+    /// starts with the latest `bytes` of audio (at most
+    /// [`crate::audio_history::MAX_AUDIO_BURST_BYTES`]) instead of at the live edge.
+    pub fn subscribe_with_audio_burst(
+        &self,
+        key: &StreamKey,
+        id: u64,
+        bytes: usize,
+    ) -> (FrameReceiver, DropCounter) {
+        self.add_reader(key, |stream| stream.subscribe(id, bytes))
     }
 
     /// Adds cursor reader `id` to `key` (created if needed): a reader among many that read

@@ -15,6 +15,7 @@
 //! outputs read a stream through a [`TsFeed`]. SCTE-35 cues ([`cues`]) and stream
 //! titles ([`titles`]) are data frames put into the stream at its producer.
 
+pub mod audio_history;
 pub mod bus;
 pub mod cues;
 pub mod cursor;

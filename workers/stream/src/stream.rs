@@ -2,6 +2,7 @@
 //! metadata and GOP a new reader starts with, its readers, the codecs learned from
 //! configuration frames, and the measured ingest bandwidth.
 
+use crate::audio_history::AudioHistory;
 use crate::cues::{Cue, CueError, Cues};
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
@@ -41,6 +42,8 @@ struct StreamState {
     audio_header: Option<Arc<SharedFrame>>,
     gop: Vec<Arc<SharedFrame>>,
     gop_bytes: usize,
+    /// The latest audio while the stream has no video (nothing in `gop` then).
+    audio_history: AudioHistory,
     readers: Vec<Reader>,
     /// Cursor readers and the frames they read ([`crate::ring`]).
     cursors: Vec<CursorSlot>,
@@ -253,12 +256,22 @@ impl Stream {
     }
 
     /// Adds reader `id`; it gets metadata, configuration frames and the current GOP at
-    /// once, then every frame published from now on.
-    pub(crate) fn subscribe(&self, id: u64) -> (FrameReceiver, DropCounter) {
+    /// once (for an audio-only stream: its latest `audio_burst_bytes` of audio), then
+    /// every frame published from now on.
+    pub(crate) fn subscribe(
+        &self,
+        id: u64,
+        audio_burst_bytes: usize,
+    ) -> (FrameReceiver, DropCounter) {
         let (tx, rx) = mpsc::channel(READER_QUEUE_FRAMES);
         let dropped = DropCounter::default();
         let mut state = locked(&self.state);
-        for frame in state.headers().into_iter().chain(state.gop.iter().cloned()) {
+        let start = state
+            .headers()
+            .into_iter()
+            .chain(state.gop.iter().cloned())
+            .chain(state.audio_history.tail(audio_burst_bytes));
+        for frame in start {
             // The queue is larger than the GOP cache can grow, so this cannot fill it.
             let _ = tx.try_send(frame);
         }
@@ -355,6 +368,7 @@ impl Stream {
         state.audio_header = None;
         state.gop.clear();
         state.gop_bytes = 0;
+        state.audio_history.clear();
         state.codecs = CodecInfo::default();
         state.window_start = None;
         state.cues = Cues::default();
@@ -375,6 +389,7 @@ impl Stream {
         state.audio_header = None;
         state.gop.clear();
         state.gop_bytes = 0;
+        state.audio_history.clear();
         state.codecs = CodecInfo::default();
         state.generation = state.generation.wrapping_add(1);
     }
@@ -385,6 +400,7 @@ impl Stream {
             state.publisher = None;
             state.gop.clear();
             state.gop_bytes = 0;
+            state.audio_history.clear();
             self.live.send_replace(false);
             return true;
         }
@@ -439,6 +455,11 @@ impl StreamState {
 
     fn cache(&mut self, frame: &Arc<SharedFrame>) {
         let media = &frame.frame;
+        if self.video_header.is_some() {
+            self.audio_history.clear();
+        } else if media.track == Track::Audio {
+            self.audio_history.push(frame);
+        }
         if media.track == Track::Video && media.keyframe {
             self.gop.clear();
             self.gop_bytes = 0;

@@ -78,7 +78,7 @@ impl OutputState {
         outputs.sort_by(|a, b| a.0.cmp(&b.0));
         outputs
             .into_iter()
-            .filter_map(|(_, slot)| slot.latest())
+            .filter_map(|(id, slot)| slot.latest_named(&id))
             .collect()
     }
 

@@ -15,6 +15,7 @@ mod channel;
 mod feed;
 mod file_feed;
 mod live_feed;
+mod local_time;
 mod output;
 pub mod schedule;
 mod status;

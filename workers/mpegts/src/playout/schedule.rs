@@ -5,7 +5,7 @@
 //! previous playlist). Blocks of one task that overlap make only that task invalid: its
 //! default stream plays and its status says why ([`Task::problem`]).
 
-use super::utc;
+use super::{local_time, utc};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use strom_stream::StreamKey;
@@ -22,6 +22,11 @@ pub const MAX_DURATION_MS: u64 = 31 * 86_400_000;
 #[serde(deny_unknown_fields, rename_all = "PascalCase")]
 struct RawPlaylist {
     tasks: Vec<RawTask>,
+    /// The commercial server's files carry their re-read interval here; strom re-reads
+    /// every `ServerPlaylists.SyncInterval` of rules.conf, so it is accepted and unused.
+    #[serde(default)]
+    #[allow(dead_code)]
+    sync_interval: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -259,10 +264,17 @@ fn source(field: &str, kind: &str, text: &str, base: &Path) -> Result<Source, St
     }
 }
 
+/// An RFC 3339 time (with its zone), or the commercial server's zone-less
+/// `YYYY-MM-DD HH:MM:SS` in the server's local time.
 fn time(field: &str, text: &str) -> Result<i64, String> {
-    utc::parse_ms(text).ok_or_else(|| {
-        format!("{field}: expected an RFC 3339 UTC time (2026-11-23T08:00:00Z), got {text:?}")
-    })
+    utc::parse_ms(text)
+        .or_else(|| local_time::parse_ms(text))
+        .ok_or_else(|| {
+            format!(
+                "{field}: expected an RFC 3339 time (2026-11-23T08:00:00Z) or a local time \
+                 (2026-11-23 08:00:00), got {text:?}"
+            )
+        })
 }
 
 impl RawTask {

@@ -137,3 +137,24 @@ fn the_readme_playlist_example_is_valid() {
     assert_eq!(task.markers.len(), 2);
     assert!(task.problem.is_none(), "{:?}", task.problem);
 }
+
+/// A file as the commercial server writes it: `SyncInterval` beside `Tasks`, block starts
+/// without a zone (server local time), mixed with RFC 3339 starts.
+#[test]
+fn the_commercial_servers_own_file_format_is_accepted() {
+    let text = r#"{"SyncInterval": 60, "Tasks": [{"Stream": "tv/one", "Blocks": [
+        {"Id": "local", "Start": "2026-11-23 08:00:00",
+         "Streams": [{"Type": "vod", "Source": "a.mp4", "Duration": 10000}]},
+        {"Id": "utc", "Start": "2026-11-24T08:00:00Z",
+         "Streams": [{"Type": "vod", "Source": "b.mp4", "Duration": 10000}]}]}]}"#;
+    let task = playlist(text).unwrap().tasks.remove(0);
+    let local = task.blocks.iter().find(|b| b.id == "local").unwrap();
+    assert_eq!(
+        Some(local.start_ms),
+        super::local_time::parse_ms("2026-11-23 08:00:00")
+    );
+    let utc = task.blocks.iter().find(|b| b.id == "utc").unwrap();
+    assert_eq!(utc.start_ms, T0_MS + 86_400_000);
+    let error = playlist(r#"{"SyncInterval": 60, "Tasks": [], "Other": 1}"#).unwrap_err();
+    assert!(error.contains("Other"), "{error}");
+}

@@ -1,8 +1,22 @@
 //! RFC 3339 times of playlist files (`2026-11-23T08:00:00Z`, `...T08:00:00.500+01:00`)
-//! as Unix milliseconds, without a date-time crate for one format.
+//! as Unix milliseconds, without a date-time crate for one format. [`parse_civil`] reads
+//! the date and time of day alone, for the zone-less form ([`super::local_time`]).
 
-/// Unix milliseconds of an RFC 3339 date-time; `None` when it is not one.
-pub fn parse_ms(text: &str) -> Option<i64> {
+/// A date and time of day as written, before any zone is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+    pub millis: i64,
+}
+
+/// `YYYY-MM-DD[T ]HH:MM:SS[.fff]` at the start of `text`, checked for range, and the
+/// rest of `text` (the zone, if any).
+pub fn parse_civil(text: &str) -> Option<(Civil, &str)> {
     let bytes = text.as_bytes();
     let digits = |range: std::ops::Range<usize>| -> Option<i64> {
         let part = text.get(range)?;
@@ -11,7 +25,7 @@ pub fn parse_ms(text: &str) -> Option<i64> {
         }
         part.parse().ok()
     };
-    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' {
+    if bytes.len() < 19 || bytes[4] != b'-' || bytes[7] != b'-' {
         return None;
     }
     if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
@@ -25,7 +39,7 @@ pub fn parse_ms(text: &str) -> Option<i64> {
     if hour > 23 || minute > 59 || second > 60 {
         return None;
     }
-    let mut rest = &text[19..];
+    let mut rest = text.get(19..)?;
     let mut millis = 0;
     if let Some(fraction) = rest.strip_prefix('.') {
         let len = fraction.bytes().take_while(u8::is_ascii_digit).count();
@@ -36,6 +50,21 @@ pub fn parse_ms(text: &str) -> Option<i64> {
         millis = padded.parse::<i64>().ok()?;
         rest = &fraction[len..];
     }
+    let civil = Civil {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        millis,
+    };
+    Some((civil, rest))
+}
+
+/// Unix milliseconds of an RFC 3339 date-time; `None` when it is not one.
+pub fn parse_ms(text: &str) -> Option<i64> {
+    let (civil, rest) = parse_civil(text)?;
     let offset_minutes = match rest {
         "Z" | "z" => 0,
         _ => {
@@ -56,9 +85,10 @@ pub fn parse_ms(text: &str) -> Option<i64> {
             sign * (h * 60 + m)
         }
     };
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
-    Some(seconds * 1000 + millis)
+    let days = days_from_civil(civil.year, civil.month, civil.day);
+    let seconds =
+        days * 86_400 + civil.hour * 3600 + civil.minute * 60 + civil.second - offset_minutes * 60;
+    Some(seconds * 1000 + civil.millis)
 }
 
 fn days_in_month(year: i64, month: i64) -> i64 {

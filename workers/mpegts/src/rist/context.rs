@@ -32,6 +32,21 @@ impl StatsSlot {
     pub fn latest(&self) -> Option<String> {
         locked(&self.latest).clone()
     }
+
+    /// The latest report with `"id": <id>` added beside librist's own object (the
+    /// `Cameras` or `TsOutputs` entry it belongs to), so that clients can tell the items
+    /// of several inputs or outputs apart. A report that is not a JSON object is passed
+    /// through as it came.
+    pub fn latest_named(&self, id: &str) -> Option<String> {
+        let latest = self.latest()?;
+        match serde_json::from_str::<serde_json::Value>(&latest) {
+            Ok(serde_json::Value::Object(mut object)) => {
+                object.insert("id".into(), id.into());
+                Some(serde_json::Value::Object(object).to_string())
+            }
+            _ => Some(latest),
+        }
+    }
 }
 
 /// What the auth handler callbacks need: the context's name for logs, the last peer.
