@@ -8,28 +8,13 @@ mod common;
 
 use base64::Engine;
 use common::media::{is_live, publish};
-use common::{Server, free_port};
-use socket2::{Domain, SockAddr, Socket, Type};
+use common::{Server, connect_from, free_port};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+
 use std::time::Duration;
 
 /// More failures than the throttle lets through (10 per minute).
 const GUESSES: usize = 12;
-
-/// A TCP connection to `port` on 127.0.0.1 from `source` (a loopback address).
-fn connect_from(source: &str, port: u16) -> TcpStream {
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    let local: SocketAddr = format!("{source}:0").parse().unwrap();
-    socket.bind(&SockAddr::from(local)).unwrap();
-    let remote: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    socket.connect(&SockAddr::from(remote)).unwrap();
-    let stream: TcpStream = socket.into();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-}
 
 fn basic(user: &str, password: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
