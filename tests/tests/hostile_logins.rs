@@ -1,6 +1,7 @@
 //! Password guessing on source logins (issue 31 item 11): after a burst of failed Icecast
-//! source, RTSP publisher and RTMP publisher logins, the guessing address is refused even
-//! with the right password for a while, and other addresses are not affected.
+//! source, RTSP publisher, RTMP publisher logins and SRT passphrases, the guessing address
+//! is refused even with the right password for a while, and other addresses are not
+//! affected.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,9 +9,9 @@ mod common;
 
 use base64::Engine;
 use common::media::{is_live, publish};
-use common::{Server, connect_from, free_port};
+use common::{Server, connect_from, free_port, require_tool};
 use std::io::{Read, Write};
-
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// More failures than the throttle lets through (10 per minute).
@@ -121,4 +122,121 @@ fn guessed_source_passwords_lock_the_guesser_out() {
         "the RTMP guesser got in with the right password: {exited:?}"
     );
     assert!(!is_live(&server, "secure", "cam"));
+}
+
+const SRT_PASSPHRASE: &str = "right-srt-passphrase";
+
+/// One SRT call from `source` to `port` publishing `live/cam` with `passphrase`
+/// (`srt-live-transmit` as a caller bound to `source`, relaying a UDP port nobody sends
+/// to): its first line saying how the handshake ended (`REJECT ...` or `SRT target
+/// connected`), or "" when it said neither within 20 s. The caller is stopped then
+/// (srt-live-transmit does not exit on a refusal).
+fn srt_call(source: &str, port: u16, passphrase: &str) -> String {
+    require_tool("srt-live-transmit", "srt-tools");
+    let input = format!("udp://127.0.0.1:{}", free_port());
+    let url = format!(
+        "srt://127.0.0.1:{port}?mode=caller&adapter={source}&passphrase={passphrase}&streamid=#!::r=live/cam,m=publish"
+    );
+    let mut child = Command::new("srt-live-transmit")
+        .args(["-a:no", &input, &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, outcome) = std::sync::mpsc::channel();
+    for pipe in [
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)).map_while(Result::ok)
+            {
+                if line.contains("REJECT") || line.contains("connected") {
+                    let _ = lines.send(line);
+                }
+            }
+        });
+    }
+    let said = outcome
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    said
+}
+
+/// Whether an SRT caller from `source` is connected (listed by `srt_receiver_stats`).
+fn srt_connected_from(server: &Server, source: &str) -> bool {
+    let (_, stats) = server.get("/manage/srt_receiver_stats");
+    stats["SrtReceivers"]
+        .as_array()
+        .is_some_and(|list| list.iter().any(|r| r.to_string().contains(source)))
+}
+
+/// SRT passphrases: libsrt refuses a wrong one inside its handshake; those refusals count
+/// as failed logins, and then even the right passphrase is refused from that address.
+#[test]
+fn guessed_srt_passphrases_lock_the_guesser_out() {
+    let port = free_port();
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": []}},
+ "Cameras": [{{"id": "srt-in", "ip": "127.0.0.1", "port": {port}, "protocol": "srt", "receive_mode": "listen",
+   "app": "live", "stream": "cam", "parameters": [{{"name": "passphrase", "value": "{SRT_PASSPHRASE}"}}]}}]}}"#,
+        server.ports.rtmp
+    ));
+    // libsrt's own refusal names the passphrase; strom's (in libsrt's listen callback,
+    // before the passphrase is checked) does not.
+    for guess in 0..GUESSES {
+        let said = srt_call("127.0.0.1", port, &format!("wrong-guess-{guess:04}"));
+        let expected = if guess < 10 {
+            "Incorrect passphrase"
+        } else {
+            "REJECT"
+        };
+        assert!(said.contains(expected), "guess {guess}: {said:?}");
+        assert_eq!(
+            said.contains("passphrase"),
+            guess < 10,
+            "guess {guess} (10 are checked): {said:?}; log:\n{}",
+            server.log()
+        );
+    }
+    let said = srt_call("127.0.0.1", port, SRT_PASSPHRASE);
+    assert!(
+        said.contains("REJECT") && !said.contains("passphrase"),
+        "the SRT guesser got in with the right passphrase: {said:?}; log:\n{}",
+        server.log()
+    );
+    assert!(!srt_connected_from(&server, "127.0.0.1"));
+    let log = server.log();
+    let lines = |text: &str| log.lines().filter(|l| l.contains(text)).count();
+    assert!(
+        lines("wrong or missing passphrase") >= 1 && lines("wrong or missing passphrase") <= 6,
+        "failures logged, rate limited:\n{log}"
+    );
+    assert!(
+        lines("too many failed logins from this address") >= 1,
+        "{log}"
+    );
+
+    // Another address with the right passphrase connects.
+    let said = srt_call("127.0.0.2", port, SRT_PASSPHRASE);
+    assert!(
+        said.contains("connected"),
+        "another address is refused: {said:?}; log:\n{}",
+        server.log()
+    );
 }
