@@ -8,8 +8,8 @@
 mod common;
 
 use base64::Engine;
-use common::media::{is_live, publish};
-use common::{Server, connect_from, free_port, require_tool};
+use common::media::{is_live, publish, publish_as};
+use common::{Server, connect_from, free_port, require_tool, wait_for};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -126,17 +126,16 @@ fn guessed_source_passwords_lock_the_guesser_out() {
 
 const SRT_PASSPHRASE: &str = "right-srt-passphrase";
 
-/// One SRT call from `source` to `port` publishing `live/cam` with `passphrase`
+/// One SRT call from `source` to `port` with the URL parameters `params`
 /// (`srt-live-transmit` as a caller bound to `source`, relaying a UDP port nobody sends
-/// to): its first line saying how the handshake ended (`REJECT ...` or `SRT target
-/// connected`), or "" when it said neither within 20 s. The caller is stopped then
+/// to): its first line saying how the handshake ended (`REJECT ...`, `SRT target
+/// connected`, or `Connection was broken` when the server closed it at once), or ""
+/// when it said none within 20 s. The caller is stopped then
 /// (srt-live-transmit does not exit on a refusal).
-fn srt_call(source: &str, port: u16, passphrase: &str) -> String {
+fn srt_call(source: &str, port: u16, params: &str) -> String {
     require_tool("srt-live-transmit", "srt-tools");
     let input = format!("udp://127.0.0.1:{}", free_port());
-    let url = format!(
-        "srt://127.0.0.1:{port}?mode=caller&adapter={source}&passphrase={passphrase}&streamid=#!::r=live/cam,m=publish"
-    );
+    let url = format!("srt://127.0.0.1:{port}?mode=caller&adapter={source}&{params}");
     let mut child = Command::new("srt-live-transmit")
         .args(["-a:no", &input, &url])
         .stdin(Stdio::null())
@@ -162,7 +161,10 @@ fn srt_call(source: &str, port: u16, passphrase: &str) -> String {
         std::thread::spawn(move || {
             for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)).map_while(Result::ok)
             {
-                if line.contains("REJECT") || line.contains("connected") {
+                if ["REJECT", "connected", "broken"]
+                    .iter()
+                    .any(|w| line.contains(w))
+                {
                     let _ = lines.send(line);
                 }
             }
@@ -174,6 +176,11 @@ fn srt_call(source: &str, port: u16, passphrase: &str) -> String {
     let _ = child.kill();
     let _ = child.wait();
     said
+}
+
+/// The parameters of a caller publishing `live/cam` with `passphrase`.
+fn passphrase(passphrase: &str) -> String {
+    format!("passphrase={passphrase}&streamid=#!::r=live/cam,m=publish")
 }
 
 /// Whether an SRT caller from `source` is connected (listed by `srt_receiver_stats`).
@@ -200,7 +207,11 @@ fn guessed_srt_passphrases_lock_the_guesser_out() {
     // libsrt's own refusal names the passphrase; strom's (in libsrt's listen callback,
     // before the passphrase is checked) does not.
     for guess in 0..GUESSES {
-        let said = srt_call("127.0.0.1", port, &format!("wrong-guess-{guess:04}"));
+        let said = srt_call(
+            "127.0.0.1",
+            port,
+            &passphrase(&format!("wrong-guess-{guess:04}")),
+        );
         let expected = if guess < 10 {
             "Incorrect passphrase"
         } else {
@@ -214,7 +225,7 @@ fn guessed_srt_passphrases_lock_the_guesser_out() {
             server.log()
         );
     }
-    let said = srt_call("127.0.0.1", port, SRT_PASSPHRASE);
+    let said = srt_call("127.0.0.1", port, &passphrase(SRT_PASSPHRASE));
     assert!(
         said.contains("REJECT") && !said.contains("passphrase"),
         "the SRT guesser got in with the right passphrase: {said:?}; log:\n{}",
@@ -233,10 +244,59 @@ fn guessed_srt_passphrases_lock_the_guesser_out() {
     );
 
     // Another address with the right passphrase connects.
-    let said = srt_call("127.0.0.2", port, SRT_PASSPHRASE);
+    let said = srt_call("127.0.0.2", port, &passphrase(SRT_PASSPHRASE));
     assert!(
         said.contains("connected"),
         "another address is refused: {said:?}; log:\n{}",
         server.log()
     );
+}
+
+/// SRT logins in the streamid (`u=`/`s=`, for an app with a publisher login) are
+/// throttled like every source login: after 10 wrong ones the address is refused even
+/// with the right one; another address gets in.
+#[test]
+fn guessed_srt_stream_id_logins_lock_the_guesser_out() {
+    let port = free_port();
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}],
+                              "apps": [{{"app": "secure", "login": "enc", "password": "s3cret"}}]}},
+ "Delivery": {{"outputs": []}},
+ "Cameras": [{{"id": "srt-in", "ip": "127.0.0.1", "port": {port}, "protocol": "srt", "receive_mode": "listen",
+   "app": "secure", "stream": "cam"}}]}}"#,
+        server.ports.rtmp
+    ));
+    let login = |password: &str| format!("streamid=#!::r=secure/cam,m=publish,u=enc,s={password}");
+    // ffmpeg publishing from 127.0.0.1: libsrt accepts it, the publish gate refuses the
+    // login and closes the connection, and ffmpeg fails.
+    let guess = |password: &str| {
+        let url = format!("srt://127.0.0.1:{port}?pkt_size=1316&{}", login(password));
+        let mut ffmpeg = publish_as(&url, "mpegts");
+        let exited = ffmpeg.wait_exit(Duration::from_secs(30));
+        assert!(
+            matches!(exited, Some(c) if c != 0),
+            "a publisher with {password:?}: {exited:?}; log:\n{}",
+            server.log()
+        );
+    };
+    for n in 0..GUESSES {
+        guess(&format!("guess{n}"));
+    }
+    guess("s3cret");
+    assert!(
+        server
+            .log()
+            .contains("SRT publisher refused: too many failed logins from this address"),
+        "the right login was checked; log:\n{}",
+        server.log()
+    );
+    assert!(!srt_connected_from(&server, "127.0.0.1"));
+    let _other = std::thread::spawn(move || srt_call("127.0.0.2", port, &login("s3cret")));
+    wait_for(
+        Duration::from_secs(20),
+        "the other address publishing",
+        || srt_connected_from(&server, "127.0.0.2").then_some(()),
+    )
+    .unwrap_or_else(|| panic!("another address is refused; log:\n{}", server.log()));
 }
