@@ -5,7 +5,9 @@
 //! and `auth.rs`; the same bytes as a publisher's announced SDP
 //! (`strom_media::rtp::announce`), as a publisher's RTP packets (each behind a length
 //! byte) through the H.264, H.265 and AAC depacketizers, and as an access unit through
-//! the RTP packetizers, whose payloads must stay within the packet size.
+//! the RTP packetizers, whose payloads must stay within the packet size. The same
+//! stream, as a pulled source's answers, through the relay's framing-aware limit
+//! (`workers/rtsp/src/pull/message_limit.rs`) in the same pieces.
 //!
 //! The input: a byte of piece size, then the stream. Files compiled by path, as the
 //! RTMP targets do.
@@ -16,6 +18,8 @@
 mod auth;
 #[path = "../../workers/rtsp/src/message.rs"]
 mod message;
+#[path = "../../workers/rtsp/src/pull/message_limit.rs"]
+mod message_limit;
 #[path = "../../workers/rtsp/src/transport.rs"]
 mod transport;
 
@@ -57,6 +61,15 @@ fuzz_target!(|data: &[u8]| {
             buffer.len() <= 2048 + 4 + 0xffff,
             "the parser holds more than one message"
         );
+    }
+
+    // A source's answers: the limit never panics, and a stream it lets through holds no
+    // head longer than its limit.
+    let mut limit = message_limit::MessageLimit::default();
+    for chunk in stream.chunks(piece) {
+        if limit.feed(chunk).is_err() {
+            break;
+        }
     }
 
     let _ = rtp::announce::parse(&String::from_utf8_lossy(stream));

@@ -11,4 +11,8 @@ pub struct ServerPlaylistSettings {
     pub path: PathBuf,
     /// How often the file is read again, in milliseconds.
     pub sync_interval_ms: u32,
+    /// The only directory `vod` sources are read from (`MediaDirectory`, absolute):
+    /// relative sources resolve under it, and a source outside it (`..`, another absolute
+    /// path) makes the playlist file invalid. Defaults to the playlist file's directory.
+    pub media_dir: PathBuf,
 }

@@ -486,9 +486,10 @@ fn paths_named(dir: &std::path::Path, part: &str) -> Vec<std::path::PathBuf> {
 }
 
 /// Issue 31 item 3: names published without media leave no archive directory and no
-/// descriptor in the dvr worker, and an archive is open only while it records.
+/// descriptor in the dvr worker, an archive is open only while it records, and
+/// `cleanup_archive` removing everything removes its directory.
 #[test]
-fn names_without_media_leave_no_archive_and_archives_close_after_recording() {
+fn names_without_media_leave_no_archive_and_archives_close_after_recording_and_cleanup() {
     const NAMES: usize = 40;
     let server = start();
     let dvr = server.worker_pid("dvr");
@@ -551,6 +552,27 @@ fn names_without_media_leave_no_archive_and_archives_close_after_recording() {
         closed.is_some(),
         "dvr worker descriptors {baseline} -> {} after recording",
         descriptors(dvr)
+    );
+
+    // Cleaning up everything frees the archive's directory too, not only its segments.
+    assert_eq!(paths_named(&server.path("data"), "real").len(), 1);
+    let (status, reply) = server.post("/manage/dvr/cleanup_archive/live/real", "");
+    assert_eq!(
+        (status, reply["status"].as_str()),
+        (200, Some("Ok")),
+        "{reply}"
+    );
+    assert_eq!(
+        paths_named(&server.path("data"), "real"),
+        Vec::<std::path::PathBuf>::new(),
+        "the archive directory is left after removing everything"
+    );
+    assert!(archive(&server, "real").is_none());
+    let (status, reply) = server.post("/manage/dvr/cleanup_archive/live/real", "");
+    assert_eq!(
+        (status, reply["status"].as_str()),
+        (200, Some("Not found")),
+        "{reply}"
     );
     assert_eq!(server.worker_pid("dvr"), dvr);
 }

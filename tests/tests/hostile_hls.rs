@@ -8,7 +8,7 @@ mod common;
 
 use common::http::keep_alive_get;
 use common::media::{is_live, publish, rtmp_url};
-use common::{Server, wait_for};
+use common::{Server, rss, wait_for};
 use std::io::BufReader;
 use std::net::TcpStream;
 use std::process::Command;
@@ -77,17 +77,6 @@ fn session_id(master: &str) -> Option<u128> {
         .1
         .parse()
         .ok()
-}
-
-/// Resident memory of a process, in bytes.
-fn rss(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
 }
 
 /// 3,000 master playlist requests with a 60 KB User-Agent from one address: the packager

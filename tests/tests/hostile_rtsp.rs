@@ -2,7 +2,7 @@
 //! closed once the request timeout passes, so they cannot hold every place under
 //! `max_connections` against a real OPTIONS; UDP SETUPs for RECORD without RECORD bind
 //! one port pair per announced track at most, and all connections together at most
-//! `max_udp_pairs`.
+//! `max_udp_pairs`. A pulled source cannot make the worker hold a huge response.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -237,4 +237,76 @@ fn udp_setups_for_record_without_record_are_capped() {
         rtsp,
         "the rtsp worker was not restarted"
     );
+}
+
+/// A hostile RTSP server on a free port: every connection's first request is answered
+/// with a status line and a 10 MB header, then the connection is closed. Counts the
+/// connections it answered.
+fn hostile_rtsp_source() -> (u16, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&answered);
+    std::thread::spawn(move || {
+        for mut connection in listener.incoming().map_while(Result::ok) {
+            let mut request = Vec::new();
+            let mut byte = [0u8; 1];
+            while !request.ends_with(b"\r\n\r\n") {
+                match connection.read(&mut byte) {
+                    Ok(1) => request.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let junk = vec![b'a'; 1024 * 1024];
+            let _ = connection.write_all(b"RTSP/1.0 200 OK\r\nCSeq: 1\r\nX-Junk: ");
+            // Until 10 MB went or the client hung up.
+            for _ in 0..10 {
+                if connection.write_all(&junk).is_err() {
+                    break;
+                }
+            }
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    (port, answered)
+}
+
+/// Issue 31 item 12: a pulled RTSP source that answers with a 10 MB header is cut off
+/// (the pull fails with that reason, logged) and the rtsp worker does not hold what it
+/// sent: its resident memory barely grows over several attempts.
+#[test]
+fn a_hostile_rtsp_source_cannot_make_the_worker_hold_a_huge_header() {
+    let rtsp_port = free_port();
+    let server = start(rtsp_port, "");
+    let rtsp = server.worker_pid("rtsp");
+    let before = common::rss(rtsp);
+    let (source, answered) = hostile_rtsp_source();
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+            "RtspSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtsp_port}}}]}},
+            "RtmpPullSources": [{{"app": "live", "stream": "hostile",
+                                  "url": "rtsp://127.0.0.1:{source}/live/cam"}}]}}"#,
+        server.ports.rtmp
+    ));
+    wait_for(SOON, "three attempts answered and refused", || {
+        let log = server.log();
+        let refused = log
+            .lines()
+            .filter(|l| l.contains("RTSP pull failed") && l.contains("message head longer than"))
+            .count();
+        (answered.load(Ordering::Relaxed) >= 3 && refused >= 3).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "{} attempts answered; log:\n{}",
+            answered.load(Ordering::Relaxed),
+            server.log()
+        )
+    });
+    let after = common::rss(rtsp);
+    assert!(
+        after < before + 30 * 1024 * 1024,
+        "the rtsp worker grew from {before} to {after} bytes"
+    );
+    assert_eq!(server.worker_pid("rtsp"), rtsp);
 }

@@ -1,9 +1,9 @@
 //! `/metrics` end to end: strom with the metrics listener and a bearer token, one RTMP
 //! stream published by ffmpeg, and Debian's real `prometheus` scraping it every second
 //! with the token; Prometheus's own query API must then report the stream live and the
-//! target up. Requests without the token get 401. Idle connections from one address do
-//! not block scrapes from another. A scrape that asks for the text format 0.0.4 gets it,
-//! and `promtool check metrics` accepts it.
+//! target up. Requests without the token get 401. Idle connections, from one address or
+//! from several, do not block scrapes. A scrape that asks for the text format 0.0.4 gets
+//! it, and `promtool check metrics` accepts it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -269,6 +269,64 @@ fn idle_connections_from_one_address_do_not_block_scrapes() {
         matches!(scraped, Some((200, _, _))),
         "a scrape from another address while 16 idle connections are open: {scraped:?}; log:\n{}",
         server.log()
+    );
+    drop(idle);
+}
+
+/// Issue 31 item 12: idle connections from several addresses (each within the cap of 4
+/// per address) fill all 16 places; a scrape is still answered, at once rather than after
+/// their idle timeout: it takes the place of the oldest idle connection.
+#[test]
+fn idle_connections_from_many_addresses_do_not_block_scrapes() {
+    require_tool("curl", "curl");
+    let metrics_port = free_port();
+    // An idle timeout far longer than curl waits: only making room can answer it.
+    let server = Server::start(&format!(
+        "metrics_listen_interfaces = 127.0.0.1\nmetrics_port = {metrics_port}\n\
+         management_idle_timeout = 60\nmanagement_header_timeout = 60"
+    ));
+    server.wait_ready();
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let mut idle: Vec<std::net::TcpStream> = (1..=4)
+        .flat_map(|n| (0..4).map(move |_| format!("127.0.0.{n}")))
+        .map(|source| common::connect_from(&source, metrics_port))
+        .collect();
+    for round in 0..3 {
+        let scraped = fetch(&metrics_url, &["--interface", "127.0.0.5"]);
+        assert!(
+            matches!(scraped, Some((200, _, _))),
+            "scrape {round} while 16 idle connections from 4 addresses are open: {scraped:?}; log:\n{}",
+            server.log()
+        );
+        // The flood goes on: the evicted place is taken again.
+        idle.push(common::connect_from("127.0.0.6", metrics_port));
+    }
+    // The oldest idle connection was the one closed; the newest is still open.
+    let state = |stream: &mut std::net::TcpStream| {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        match std::io::Read::read(stream, &mut byte) {
+            Ok(0) => "closed",
+            Ok(_) => "answered",
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                "open"
+            }
+            Err(_) => "closed",
+        }
+    };
+    assert_eq!(state(&mut idle[0]), "closed", "the oldest idle connection");
+    let newest = idle.len() - 1;
+    assert_eq!(
+        state(&mut idle[newest]),
+        "open",
+        "the newest idle connection"
     );
     drop(idle);
 }

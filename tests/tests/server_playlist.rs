@@ -723,3 +723,48 @@ fn the_commercial_servers_playlist_file_plays_in_local_time() {
     let log = server.log();
     assert!(!log.contains("server playlist file rejected"), "{log}");
 }
+
+/// Issue 31 item 12: `vod` sources are confined to the media directory (by default the
+/// playlist file's directory): a playlist naming a file outside it (absolute or through
+/// `..`) is rejected whole with the field and the reason, nothing of it plays, and a
+/// file inside it does.
+#[test]
+fn sources_outside_the_media_directory_are_refused() {
+    let server = start();
+    make_clip(&server.path("inside.mp4"), 4, "testsrc");
+    for outside in ["/etc/passwd", "../outside.mp4"] {
+        let playlist = serde_json::json!({"Tasks": [{
+            "Stream": "tv/channel",
+            "DefaultStream": {"Type": "vod", "Source": "inside.mp4"},
+            "Blocks": [{"Id": "escape", "Start": rfc3339(unix_now() - 1),
+                        "Streams": [{"Type": "vod", "Source": outside, "Duration": 600000}]}]}]});
+        write_playlist(&server, &playlist);
+        wait_for(Duration::from_secs(30), "the playlist rejected", || {
+            let log = server.log();
+            log.lines()
+                .any(|l| {
+                    l.contains("server playlist file rejected")
+                        && l.contains("Streams[0].Source")
+                        && l.contains(&format!("{outside:?}"))
+                })
+                .then_some(())
+        })
+        .unwrap_or_else(|| panic!("{outside} not refused; log:\n{}", server.log()));
+        assert_eq!(channel_status(&server, "tv/channel"), None, "{outside}");
+    }
+    let log = server.log();
+    assert!(!log.contains("root:"), "{log}");
+    // Inside the directory (by an absolute path too) plays.
+    let inside = server.path("inside.mp4").display().to_string();
+    let playlist = serde_json::json!({"Tasks": [{
+        "Stream": "tv/channel",
+        "Blocks": [{"Id": "inside", "Start": rfc3339(unix_now() - 1),
+                    "Streams": [{"Type": "vod", "Source": inside, "Duration": 600000, "Loop": true}]}]}]});
+    write_playlist(&server, &playlist);
+    wait_status(
+        &server,
+        Duration::from_secs(30),
+        "the inside file plays",
+        |s| s["block_id"] == "inside" && s["error"].is_null(),
+    );
+}

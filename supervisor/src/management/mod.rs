@@ -14,11 +14,13 @@
 //! Connections over the cap are accepted and closed at once, with a log line at most
 //! every 10 seconds.
 
+pub mod eviction;
 pub mod fd_limit;
 pub mod watch;
 
 use axum::Router;
 use axum::body::Bytes;
+use eviction::Eviction;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -41,6 +43,10 @@ use watch::{ResponseGuard, Watch, Watched};
 /// answered 431.
 const MAX_REQUEST_HEAD: usize = 64 * 1024;
 
+/// How long a new connection waits for the place an evicted one frees (it is closed at
+/// once; this only covers its task ending).
+const EVICTED_PLACE_WAIT: Duration = Duration::from_secs(2);
+
 /// How long a handler may take to read a request body; put into every request's
 /// extensions for [`crate::api::error::JsonBody`].
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +66,8 @@ pub struct Management {
     per_ip: Arc<ConnectionCaps>,
     over_cap: RateLimitedLog,
     accept_failed: RateLimitedLog,
+    /// `Some`: when full, a new connection takes the place of the oldest idle one.
+    eviction: Option<Arc<Eviction>>,
 }
 
 impl std::fmt::Debug for Management {
@@ -94,7 +102,16 @@ impl Management {
             per_ip: ConnectionCaps::new(usize::MAX, max_connections_per_ip),
             over_cap: RateLimitedLog::new(Duration::from_secs(10)),
             accept_failed: RateLimitedLog::new(Duration::from_secs(10)),
+            eviction: None,
         }
+    }
+
+    /// When every place is taken, a new connection closes the oldest connection that is
+    /// not serving a request and takes its place (see [`eviction`]).
+    #[must_use]
+    pub fn evicting_idle(mut self) -> Self {
+        self.eviction = Some(Arc::new(Eviction::default()));
+        self
     }
 }
 
@@ -135,22 +152,44 @@ pub async fn serve(
             }
             continue;
         };
-        let Ok(permit) = Arc::clone(&management.slots).try_acquire_owned() else {
-            drop(stream);
-            if let Some(suppressed) = management.over_cap.note() {
-                tracing::warn!(
-                    %peer,
-                    max_connections = management.capacity,
-                    refused_since_last_line = suppressed,
-                    "management connection refused: too many open connections"
-                );
+        let permit = match Arc::clone(&management.slots).try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_)
+                if management
+                    .eviction
+                    .as_ref()
+                    .is_some_and(|eviction| eviction.evict_oldest_idle()) =>
+            {
+                None
             }
-            continue;
+            Err(_) => {
+                drop(stream);
+                if let Some(suppressed) = management.over_cap.note() {
+                    tracing::warn!(
+                        %peer,
+                        max_connections = management.capacity,
+                        refused_since_last_line = suppressed,
+                        "management connection refused: too many open connections"
+                    );
+                }
+                continue;
+            }
         };
         let router = router.clone();
         let management = Arc::clone(&management);
         let stop = stop.clone();
         tokio::spawn(async move {
+            // An evicted connection's place comes free when its task ends.
+            let permit = match permit {
+                Some(permit) => permit,
+                None => {
+                    let freed = Arc::clone(&management.slots).acquire_owned();
+                    match tokio::time::timeout(EVICTED_PLACE_WAIT, freed).await {
+                        Ok(Ok(permit)) => permit,
+                        _ => return,
+                    }
+                }
+            };
             connection(stream, peer, router, &management, stop).await;
             drop(permit);
             drop(place);
@@ -170,6 +209,28 @@ async fn connection(
         management.header_timeout,
         management.idle_timeout,
     ));
+    let Some(eviction) = &management.eviction else {
+        serve_connection(stream, peer, router, management, watch, stop).await;
+        return;
+    };
+    let (_registration, evicted) = eviction.register(&watch);
+    tokio::select! {
+        () = serve_connection(stream, peer, router, management, watch, stop) => {}
+        () = evicted.cancelled() => {
+            tracing::debug!(%peer, "idle connection closed to make room for a new one");
+        }
+    }
+}
+
+/// Serves one connection (after the TLS handshake, if any) until it ends.
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    management: &Management,
+    watch: Arc<Watch>,
+    stop: CancellationToken,
+) {
     match &management.tls {
         None => {
             let io = Watched::new(stream, Arc::clone(&watch));

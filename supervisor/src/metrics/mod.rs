@@ -12,7 +12,9 @@
 //! ([`crate::api_latency`]). The listener is bound by the supervisor like every other socket and
 //! served by [`crate::management::serve`], so it gets the same header and idle timeouts
 //! and a connection cap of its own ([`MAX_CONNECTIONS`], [`MAX_CONNECTIONS_PER_IP`] from one
-//! address).
+//! address). When every place is taken, a new connection takes the place of the oldest
+//! one that is not serving a request, so idle connections from several addresses cannot
+//! refuse scrapes ([`crate::management::eviction`]).
 
 pub mod exposition;
 mod http;
@@ -65,14 +67,17 @@ pub fn start(
     }
     let limits = &api.supervisor.instance.management;
     let seconds = |secs: u32| Duration::from_secs(secs.into());
-    let server = Arc::new(Management::new(
-        seconds(limits.header_timeout_secs),
-        seconds(limits.idle_timeout_secs),
-        seconds(limits.body_timeout_secs),
-        MAX_CONNECTIONS,
-        limits.max_connections_per_ip.min(MAX_CONNECTIONS_PER_IP),
-        None,
-    ));
+    let server = Arc::new(
+        Management::new(
+            seconds(limits.header_timeout_secs),
+            seconds(limits.idle_timeout_secs),
+            seconds(limits.body_timeout_secs),
+            MAX_CONNECTIONS,
+            limits.max_connections_per_ip.min(MAX_CONNECTIONS_PER_IP),
+            None,
+        )
+        .evicting_idle(),
+    );
     let token = api.supervisor.instance.metrics.token.clone();
     let router = http::router(api, token);
     for listener in listeners {

@@ -49,6 +49,33 @@ pub fn require_tool(tool: &str, package: &str) {
 /// server binds it. Test processes run in parallel (one per test under nextest) and
 /// would otherwise draw the same ports: each port is claimed with a marker file created
 /// exclusively in a shared directory; markers older than ten minutes are stale.
+/// A TCP connection to `port` on 127.0.0.1 from `source` (a loopback address: every
+/// 127.x.y.z is local on Linux), with a 10 s read timeout.
+pub fn connect_from(source: &str, port: u16) -> TcpStream {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    let local: SocketAddr = format!("{source}:0").parse().unwrap();
+    socket.bind(&SockAddr::from(local)).unwrap();
+    let remote: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    socket.connect(&SockAddr::from(remote)).unwrap();
+    let stream: TcpStream = socket.into();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
+/// Resident memory of a process (`VmRSS`), in bytes.
+pub fn rss(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const FIRST: u32 = 10_000;

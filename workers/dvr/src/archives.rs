@@ -58,6 +58,9 @@ impl SharedArchive {
     }
 }
 
+/// How often [`Archives::open`] tries when a cleanup removes the directory meanwhile.
+const OPEN_TRIES: usize = 3;
+
 /// An archive's directory and its writer while someone holds it.
 type OpenWriter = (PathBuf, Weak<Mutex<ArchiveWriter>>);
 
@@ -98,7 +101,25 @@ impl Archives {
             return Ok(archive);
         }
         let dir = self.root().join(&key.app).join(&key.stream);
-        let (writer, report) = ArchiveWriter::open(&dir)?;
+        // A cleanup may remove the directory between this open and the table below
+        // (see `remove_if_empty`): then it is opened again, so nothing records into a
+        // directory that is gone.
+        for _ in 0..OPEN_TRIES {
+            if let Some(archive) = self.open_at(key, &dir)? {
+                return Ok(archive);
+            }
+        }
+        Err(io::Error::other("DVR archive removed while it was opened"))
+    }
+
+    /// One try of [`Archives::open`]: `None` when the directory went meanwhile.
+    fn open_at(&self, key: &StreamKey, dir: &Path) -> io::Result<Option<SharedArchive>> {
+        let (writer, report) = match ArchiveWriter::open(dir) {
+            Ok(opened) => opened,
+            // The app directory went between its creation and the stream's.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
         if report.repaired_anything() {
             tracing::warn!(
                 stream = %key,
@@ -114,12 +135,52 @@ impl Archives {
             .get(key)
             .and_then(|(d, w)| Some((d.clone(), w.upgrade()?)))
         {
-            return Ok(SharedArchive { dir, writer });
+            return Ok(Some(SharedArchive { dir, writer }));
+        }
+        // Removal happens under this lock, so a directory here now stays until the
+        // writer is let go.
+        if !dir.is_dir() {
+            return Ok(None);
         }
         open.retain(|_, (_, writer)| writer.strong_count() > 0);
         let writer = Arc::new(Mutex::new(writer));
-        open.insert(key.clone(), (dir.clone(), Arc::downgrade(&writer)));
-        Ok(SharedArchive { dir, writer })
+        open.insert(key.clone(), (dir.to_path_buf(), Arc::downgrade(&writer)));
+        Ok(Some(SharedArchive {
+            dir: dir.to_path_buf(),
+            writer,
+        }))
+    }
+
+    /// Removes the archive of `key` when it has no segment left and nobody holds it
+    /// (a recorder keeps its own), with its app directory if that is empty then:
+    /// otherwise every name ever published and cleaned up kept a directory. `true`
+    /// when it went.
+    pub fn remove_if_empty(&self, key: &StreamKey) -> io::Result<bool> {
+        let open = locked(&self.open);
+        if open
+            .get(key)
+            .is_some_and(|(_, writer)| writer.strong_count() > 0)
+        {
+            return Ok(false);
+        }
+        let app_dir = self.root().join(&key.app);
+        let dir = app_dir.join(&key.stream);
+        if !dir.is_dir() {
+            return Ok(false);
+        }
+        // Opened (so reconciled) to read its index: anything listed is kept.
+        let (writer, _) = ArchiveWriter::open(&dir)?;
+        let empty = writer.entries().is_empty();
+        drop(writer);
+        if !empty {
+            return Ok(false);
+        }
+        fs::remove_dir_all(&dir)?;
+        // Only when empty: another stream of the app may be there.
+        if fs::remove_dir(&app_dir).is_err() {
+            tracing::debug!(app = %key.app, "DVR app directory kept: not empty");
+        }
+        Ok(true)
     }
 
     /// The archive of `key` if someone holds it open now.
@@ -239,5 +300,29 @@ mod tests {
             assert!(archives.existing(&key.app, &key.stream).unwrap().is_some());
         }
         assert_eq!(archives.open_count(), 0);
+    }
+
+    #[test]
+    fn an_empty_archive_nobody_holds_is_removed_with_its_directories() {
+        let root = tempfile::tempdir().unwrap();
+        let archives = Archives::new(root.path().to_path_buf());
+        let cam = StreamKey::new("live", "cam");
+        let other = StreamKey::new("live", "other");
+        let held = archives.open(&cam).unwrap();
+        drop(archives.open(&other).unwrap());
+        // Held (a recorder): kept.
+        assert!(!archives.remove_if_empty(&cam).unwrap());
+        drop(held);
+        assert!(archives.remove_if_empty(&cam).unwrap());
+        assert!(!root.path().join("live/cam").exists());
+        assert!(root.path().join("live").is_dir(), "another stream is there");
+        assert!(archives.remove_if_empty(&other).unwrap());
+        assert!(!root.path().join("live").exists());
+        // Nothing there: nothing created.
+        assert!(!archives.remove_if_empty(&cam).unwrap());
+        assert!(!root.path().join("live").exists());
+        // And it can be recorded again.
+        drop(archives.open(&cam).unwrap());
+        assert!(root.path().join("live/cam").is_dir());
     }
 }

@@ -114,11 +114,17 @@ impl DvrWorker {
                 return Ok(None);
             };
             let removed = retention::cleanup(&archive, bounds)?;
+            // Let go before asking: an archive left empty and held by nobody (no
+            // recorder) goes with its directory.
+            drop(archive);
+            let key = StreamKey::new(app.clone(), stream.clone());
+            let directory_removed = archives.remove_if_empty(&key)?;
             tracing::info!(
                 app,
                 stream,
                 segments = removed.0,
                 bytes = removed.1,
+                directory_removed,
                 ?bounds,
                 "DVR cleanup"
             );

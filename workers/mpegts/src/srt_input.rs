@@ -19,9 +19,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::CameraSettings;
-use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
+use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, Refusal, StreamKey};
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::limited_log;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use tokio_util::sync::CancellationToken;
 
 /// How long a thread waits in libsrt before looking at its stop token.
@@ -88,15 +90,16 @@ pub fn listen(
                     return;
                 }
             };
+            let credentials = credentials(&options, &stream_id);
+            let shown = Shown {
+                guess: matches!(credentials, Credentials::Login { .. }),
+                proven: !matches!(credentials, Credentials::None),
+            };
             let access = Access::new(Protocol::Srt, key.clone(), peer.ip())
-                .with_credentials(credentials(&options, &stream_id))
+                .with_credentials(credentials)
                 .with_signature(crate::srt::stream_id::value(&stream_id, "publishsign"));
-            let control_id = match shared.gate.admit_publisher(&access) {
-                Ok(admission) => admission.control_id,
-                Err(refusal) => {
-                    tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");
-                    return;
-                }
+            let Some(control_id) = admit(&shared, &camera, peer, &access, shown) else {
+                return;
             };
             if shared.srt.count_for(&camera.id) >= limit {
                 tracing::warn!(input = %camera.id, %peer, limit, "SRT caller refused: too many callers");
@@ -133,6 +136,50 @@ pub fn listen(
             spawn_connection(&shared, &camera, caller, &stop);
         },
     );
+}
+
+/// What kind of credentials a caller showed.
+#[derive(Debug, Clone, Copy)]
+struct Shown {
+    /// A login (`u=`/`s=`): a wrong one is a failed login.
+    guess: bool,
+    /// Any credentials (a login, or the input's passphrase).
+    proven: bool,
+}
+
+/// The publish gate's answer for a caller (its control id), with `u=`/`s=` logins
+/// throttled per address as every source login is (see `login_throttle`): `None`
+/// (logged, rate limited) when refused.
+fn admit(
+    shared: &IngestShared,
+    camera: &CameraSettings,
+    peer: SocketAddr,
+    access: &Access,
+    shown: Shown,
+) -> Option<Option<String>> {
+    let client = peer.ip();
+    // An address that failed too often is refused unchecked.
+    if shown.guess && !SOURCE_LOGINS.allows(client) {
+        limited_log!(warn, 5, Duration::from_secs(10); input = %camera.id, %peer, "SRT publisher refused: too many failed logins from this address");
+        return None;
+    }
+    match shared.gate.admit_publisher(access) {
+        Ok(admission) => {
+            if shown.proven {
+                SOURCE_LOGINS.succeeded(client);
+            }
+            Some(admission.control_id)
+        }
+        Err(Refusal::BadAuth) if shown.guess => {
+            let locked_out = SOURCE_LOGINS.failed(client);
+            limited_log!(warn, 5, Duration::from_secs(10); input = %camera.id, %peer, locked_out, "SRT publisher authentication failed");
+            None
+        }
+        Err(refusal) => {
+            tracing::warn!(input = %camera.id, %peer, %refusal, "SRT publisher refused");
+            None
+        }
+    }
 }
 
 /// What an SRT caller showed as publisher credentials: `u=`/`s=` in its streamid (the

@@ -12,8 +12,9 @@
 //! published into the hub the same way.
 //!
 //! RTSP over TLS (`rtsps://`, [`tls`]) runs the same connection code over a TLS stream,
-//! interleaved only; `rtsps://` pulls go through a local TLS relay (`pull::tls_relay`)
-//! because retina speaks plain TCP.
+//! interleaved only; `rtsps://` pulls (and `rtsp://` pulls with RTP over TCP) go through
+//! a local relay (`pull::relay`) because retina speaks plain TCP and bounds nothing it
+//! reads.
 //!
 //! A player that SETUPs the stream's URL itself without a DESCRIBE (SAT>IP style, as VLC
 //! without live555 does) gets the whole stream as MPEG-TS over RTP ([`mp2t_rtp`], the TS

@@ -52,7 +52,7 @@ pub struct LoginThrottle {
 }
 
 /// The key an address counts under: itself, or its /64 for IPv6.
-fn client_key(ip: IpAddr) -> IpAddr {
+pub fn client_key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
         v4 => v4,

@@ -7,7 +7,7 @@
 
 use super::{local_time, utc};
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use strom_stream::StreamKey;
 
 /// Limits that keep a playlist file from sizing anything without bound.
@@ -226,8 +226,8 @@ impl Task {
     }
 }
 
-/// Reads a playlist file's text; relative `vod` paths are relative to `base` (the
-/// playlist file's directory).
+/// Reads a playlist file's text; `vod` files must lie in `base` (the media directory:
+/// relative paths resolve under it; see [`confined`]).
 pub fn parse(text: &str, base: &Path) -> Result<Playlist, String> {
     let raw: RawPlaylist = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if raw.tasks.len() > MAX_TASKS {
@@ -259,9 +259,31 @@ fn source(field: &str, kind: &str, text: &str, base: &Path) -> Result<Source, St
     match kind {
         "live" => Ok(Source::Live(stream_key(field, text)?)),
         "vod" if text.is_empty() => Err(format!("{field}: a file path is needed")),
-        "vod" => Ok(Source::Vod(base.join(text))),
+        "vod" => confined(base, text)
+            .map(Source::Vod)
+            .map_err(|why| format!("{field}: {text:?} {why}")),
         other => Err(format!("Type: expected live or vod, got {other:?}")),
     }
+}
+
+/// `text` as a file of the media directory `base`: relative paths resolve under it, an
+/// absolute one must lie in it, and no `..` may lead out of it. Without this whoever
+/// writes the playlist file could have any file the worker can read opened (and, before
+/// the errors stopped quoting them, shown). Symbolic links in the directory are the
+/// operator's and are followed.
+fn confined(base: &Path, text: &str) -> Result<PathBuf, String> {
+    let path = Path::new(text);
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Err("must not contain `..`".into());
+    }
+    let full = base.join(path);
+    if !full.starts_with(base) {
+        return Err(format!(
+            "is outside the media directory {} (ServerPlaylists.MediaDirectory)",
+            base.display()
+        ));
+    }
+    Ok(full)
 }
 
 /// An RFC 3339 time (with its zone), or the commercial server's zone-less

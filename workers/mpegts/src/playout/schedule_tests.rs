@@ -16,7 +16,7 @@ fn three_blocks(repeat: bool) -> Task {
             "DefaultStream": {{"Type": "vod", "Source": "filler.mp4"}},
             "Blocks": [
               {{"Id": "b", "Start": "2026-11-23T08:00:20Z",
-                "Streams": [{{"Type": "vod", "Source": "/abs/c.mp4", "Duration": 10000}}]}},
+                "Streams": [{{"Type": "vod", "Source": "/media/sub/c.mp4", "Duration": 10000}}]}},
               {{"Id": "a", "Start": "{T0}", "Streams": [
                 {{"Type": "vod", "Source": "a.mp4", "Duration": 10000}},
                 {{"Type": "live", "Source": "live/cam", "Duration": 5000}}]}}
@@ -53,7 +53,7 @@ fn plans_walk_blocks_entries_and_gaps() {
     assert_eq!((gap.slot, gap.until_ms), (None, Some(T0_MS + 20_000)));
 
     let last = task.plan(T0_MS + 25_000).slot.unwrap();
-    assert_eq!(last.entry.source, Source::Vod("/abs/c.mp4".into()));
+    assert_eq!(last.entry.source, Source::Vod("/media/sub/c.mp4".into()));
     assert_eq!(
         task.plan(T0_MS + 30_000),
         Plan {
@@ -123,6 +123,37 @@ fn invalid_files_name_the_field() {
     for (text, expected) in cases {
         let error = playlist(text).unwrap_err();
         assert!(error.contains(expected), "{text}: {error}");
+    }
+}
+
+#[test]
+fn files_outside_the_media_directory_are_refused() {
+    let with = |source: &str| {
+        playlist(&format!(
+            r#"{{"Tasks": [{{"Stream": "a/b", "DefaultStream": {{"Type": "vod", "Source": "{source}"}}}}]}}"#
+        ))
+    };
+    for source in [
+        "/etc/shadow",
+        "../etc/shadow",
+        "sub/../../etc/shadow",
+        "/media/../etc/shadow",
+        "/mediax/a.mp4",
+    ] {
+        let error = with(source).unwrap_err();
+        assert!(
+            error.contains("DefaultStream.Source")
+                && (error.contains("outside the media directory") || error.contains("..")),
+            "{source}: {error}"
+        );
+    }
+    for (source, path) in [
+        ("a.mp4", "/media/a.mp4"),
+        ("sub/b.mp4", "/media/sub/b.mp4"),
+        ("/media/c.mp4", "/media/c.mp4"),
+    ] {
+        let task = with(source).unwrap().tasks.remove(0);
+        assert_eq!(task.default, Some(Source::Vod(path.into())), "{source}");
     }
 }
 

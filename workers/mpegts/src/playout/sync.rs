@@ -35,18 +35,15 @@ pub(super) async fn follow(
             .unwrap_or_else(|e| Err(e.to_string()));
         if last.as_ref() != Some(&read) {
             match &read {
-                Ok(text) => {
-                    let base = path.parent().unwrap_or(Path::new("/"));
-                    match schedule::parse(text, base) {
-                        Ok(playlist) => {
-                            tracing::info!(path = %path.display(), tasks = playlist.tasks.len(), "server playlist loaded");
-                            playouts.install(playlist);
-                        }
-                        Err(error) => {
-                            tracing::warn!(path = %path.display(), %error, "server playlist file rejected; the previous playlist goes on");
-                        }
+                Ok(text) => match schedule::parse(text, &settings.media_dir) {
+                    Ok(playlist) => {
+                        tracing::info!(path = %path.display(), tasks = playlist.tasks.len(), "server playlist loaded");
+                        playouts.install(playlist);
                     }
-                }
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "server playlist file rejected; the previous playlist goes on");
+                    }
+                },
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "server playlist file cannot be read; the previous playlist goes on");
                 }

@@ -1,11 +1,14 @@
 //! The accept loop of an SRT listener on a socket the supervisor lends, shared by SRT
 //! inputs (contributors call in) and SRT outputs (viewers call in): libsrt takes over a
 //! duplicate of the lent socket, and every caller is handed to `on_caller` with its
-//! `streamid`, until `stop`.
+//! `streamid`, until `stop`. On a listener with a passphrase, failed handshakes are
+//! failed logins ([`super::handshakes`]).
 
+use super::handshakes::Handshakes;
 use super::{SrtListener, SrtOptions, SrtSocket};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::time::Duration;
 use strom_worker_runtime::InheritedUdpSocket;
 use tokio_util::sync::CancellationToken;
@@ -24,16 +27,35 @@ pub fn accept_callers(
     mut on_caller: impl FnMut(SrtSocket, SocketAddr, String),
 ) {
     super::startup();
-    let listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), options, backlog) {
+    let mut listener = match SrtListener::bind_acquire(inherited.socket.as_fd(), options, backlog) {
         Ok(listener) => listener,
         Err(e) => {
             tracing::error!(listener = name, error = %e, "SRT listener failed");
             return;
         }
     };
+    // Only a passphrase makes libsrt refuse callers over credentials (see `handshakes`).
+    let handshakes = options
+        .passphrase
+        .is_some()
+        .then(|| Arc::new(Handshakes::new(name)));
+    if let Some(handshakes) = &handshakes
+        && let Err(e) = listener.watch_handshakes(Arc::clone(handshakes))
+    {
+        tracing::error!(listener = name, error = %e, "SRT listener failed");
+        return;
+    }
     tracing::info!(listener = name, addr = %inherited.spec.addr, "SRT listening");
     while !stop.is_cancelled() {
-        match listener.accept(POLL) {
+        let accepted = listener.accept(POLL);
+        if let Some(handshakes) = &handshakes {
+            let handle = match &accepted {
+                Ok(Some((socket, _))) => Some(socket.handle()),
+                _ => None,
+            };
+            handshakes.settle(handle);
+        }
+        match accepted {
             Ok(Some((socket, peer))) => {
                 let stream_id = socket.stream_id();
                 on_caller(socket, peer, stream_id);

@@ -160,8 +160,23 @@ pub struct SRT_TRACEBSTATS {
     pub byteRecvUnique: u64,
 }
 
+/// `srt_listen_callback_fn`: called for each caller's handshake on a listener.
+pub type srt_listen_callback_fn = unsafe extern "C" fn(
+    opaq: *mut c_void,
+    ns: SRTSOCKET,
+    hsversion: c_int,
+    peeraddr: *const sockaddr,
+    streamid: *const c_char,
+) -> c_int;
+
 #[link(name = "srt")]
 unsafe extern "C" {
+    pub fn srt_listen_callback(
+        lsn: SRTSOCKET,
+        hook_fn: Option<srt_listen_callback_fn>,
+        hook_opaque: *mut c_void,
+    ) -> c_int;
+    pub fn srt_setrejectreason(sock: SRTSOCKET, value: c_int) -> c_int;
     pub fn srt_startup() -> c_int;
     pub fn srt_setloglevel(ll: c_int);
     pub fn srt_create_socket() -> SRTSOCKET;

@@ -6,6 +6,7 @@
 
 pub mod accepting;
 mod ffi;
+pub mod handshakes;
 mod socket;
 mod stats;
 pub mod stream_id;

@@ -5,12 +5,14 @@
 //! Everything is live mode (`SRTT_LIVE`). Handles are closed on drop.
 
 use super::ffi::{self, SRTSOCKET};
+use super::handshakes::{self, Handshakes};
 use super::stats::SrtStats;
 use libc::{c_int, c_void};
 use socket2::SockAddr;
 use std::ffi::CStr;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -178,6 +180,10 @@ pub struct SrtListener {
     sock: SRTSOCKET,
     /// libsrt epoll set holding `sock` for `SRT_EPOLL_IN`, used by [`Self::accept`].
     eid: c_int,
+    /// What libsrt's listen callback reports to ([`Self::watch_handshakes`]); dropped
+    /// after the listener is closed (fields drop after `Drop::drop`), so the callback
+    /// never sees it freed.
+    handshakes: Option<Arc<Handshakes>>,
 }
 
 impl SrtListener {
@@ -243,7 +249,22 @@ impl SrtListener {
         Ok(SrtListener {
             sock: owned.into_inner(),
             eid,
+            handshakes: None,
         })
+    }
+
+    /// Reports every caller's handshake to `handshakes` (libsrt's listen callback), which
+    /// may refuse it before libsrt checks its passphrase.
+    pub fn watch_handshakes(&mut self, handshakes: Arc<Handshakes>) -> Result<(), SrtError> {
+        let opaque = Arc::as_ptr(&handshakes).cast_mut().cast::<c_void>();
+        // Kept before the callback is installed: it must outlive every call.
+        self.handshakes = Some(handshakes);
+        // SAFETY: `opaque` points to the `Handshakes` this listener holds until after
+        // `srt_close` (libsrt stops calling the hook once the listener is closed);
+        // `on_handshake` matches `srt_listen_callback_fn`.
+        let rc =
+            unsafe { ffi::srt_listen_callback(self.sock, Some(handshakes::on_handshake), opaque) };
+        check(rc, "listen_callback").map(|_| ())
     }
 
     /// Waits up to `timeout` for a caller: `Ok(None)` on timeout, else the accepted
@@ -410,7 +431,9 @@ impl SrtSocket {
         Ok(Self::from_owned(owned))
     }
 
-    fn handle(&self) -> SRTSOCKET {
+    /// libsrt's handle of this socket (an accepted one: the one the listen callback
+    /// named).
+    pub(super) fn handle(&self) -> SRTSOCKET {
         self.sock.load(Ordering::Acquire)
     }
 

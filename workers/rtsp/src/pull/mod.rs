@@ -1,5 +1,5 @@
-//! Pulled RTSP sources (`rtsp://` and `rtsps://` entries of `RtmpPullSources`, the
-//! latter through a local TLS relay, [`tls_relay`]): IP cameras and other
+//! Pulled RTSP sources (`rtsp://` and `rtsps://` entries of `RtmpPullSources`, through a
+//! local relay that bounds what a source may send, [`relay`]): IP cameras and other
 //! RTSP servers played with the `retina` client and published into the hub like an RTSP
 //! publisher, so they are packaged, played and recorded like any stream and listed with
 //! their `source_url` and protocol `RTSP`.
@@ -7,9 +7,10 @@
 //! One task per source ([`source`]) pulls always or while the stream has players here,
 //! and reconnects with backoff; [`session`] runs one RTSP session.
 
+mod message_limit;
+mod relay;
 mod session;
 mod source;
-mod tls_relay;
 
 use crate::shared::Shared;
 use std::collections::HashMap;

@@ -3,9 +3,10 @@
 //! retina's demuxer (MP4 framing: length-prefixed NAL units, `avcC`/`hvcC` and
 //! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
 //! the first frame and released when the session ends. An `rtsps://` source is reached
-//! through a [`TlsRelay`] (TCP interleaved only).
+//! through a [`SourceRelay`] (TCP interleaved only), as is an `rtsp://` source with RTP
+//! over TCP, so that what a source sends is bounded.
 
-use super::tls_relay::{RelayError, TlsRelay};
+use super::relay::{RelayError, SourceRelay};
 use crate::publish::frame;
 use crate::shared::Shared;
 use bytes::Bytes;
@@ -53,6 +54,8 @@ pub enum PullError {
     Quiet(Duration),
     #[error("the source ended the session")]
     Ended,
+    #[error("the source was cut off: it sent {0}")]
+    TooLarge(String),
     #[error("{0} is already being published")]
     Taken(StreamKey),
 }
@@ -106,14 +109,35 @@ pub async fn pull(
         // Over TLS the media stays inside the connection.
         _ => Transport::Tcp(TcpTransportOptions::default()),
     };
-    let connect = async {
-        let relay = match tls {
-            true => Some(TlsRelay::open(&url).await?),
-            false => None,
-        };
-        if let Some(relay) = &relay {
-            url = relay.local_url(&url).map_err(PullError::Url)?;
+    // RTP over UDP needs retina to see the source's own address: only those connect
+    // directly (see `relay`).
+    let relayed = tls || matches!(transport, Transport::Tcp(_));
+    let deadline = Instant::now() + CONNECT_LIMIT;
+    let open_relay = async {
+        match relayed {
+            true => SourceRelay::open(&url).await.map(Some),
+            false => Ok(None),
         }
+    };
+    // The relay lives as long as the session.
+    let relay = tokio::select! {
+        () = stop.cancelled() => return Ok(SessionEnd::Stopped),
+        opened = tokio::time::timeout_at(deadline, open_relay) => {
+            opened.map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))??
+        }
+    };
+    if let Some(relay) = &relay {
+        url = relay.local_url(&url).map_err(PullError::Url)?;
+    }
+    // retina only sees its connection close when the relay cut the source off: the
+    // reason is the relay's.
+    let cut_off = |error: PullError| {
+        relay
+            .as_ref()
+            .and_then(SourceRelay::broken)
+            .map_or(error, PullError::TooLarge)
+    };
+    let connect = async {
         let options = SessionOptions::default()
             .creds(creds)
             .user_agent("strom".to_owned());
@@ -142,13 +166,14 @@ pub async fn pull(
             session.setup(*index, setup).await?;
         }
         let playing = session.play(PlayOptions::default()).await?;
-        Ok((playing.demuxed()?, tracks, relay))
+        Ok((playing.demuxed()?, tracks))
     };
-    // The relay (rtsps) lives as long as the session.
-    let (mut demuxed, tracks, _relay) = tokio::select! {
+    let (mut demuxed, tracks) = tokio::select! {
         () = stop.cancelled() => return Ok(SessionEnd::Stopped),
-        connected = tokio::time::timeout(CONNECT_LIMIT, connect) => {
-            connected.map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))??
+        connected = tokio::time::timeout_at(deadline, connect) => {
+            connected
+                .map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))?
+                .map_err(cut_off)?
         }
     };
     tracing::info!(stream = %key, url = %shown, tracks = tracks.len(), "RTSP pull connected");
@@ -173,7 +198,7 @@ pub async fn pull(
         let Some(item) = item else {
             return Err(PullError::Ended);
         };
-        let received = match item? {
+        let received = match item.map_err(|e| cut_off(e.into()))? {
             CodecItem::VideoFrame(frame) => Received {
                 index: frame.stream_id(),
                 time: ticks(frame.timestamp()),
