@@ -65,8 +65,13 @@ pub const TEST_SOURCE: &str = "-f lavfi -i testsrc=size=320x240:rate=25 \
 /// for [`Proc::stop_and_stderr`].
 pub fn ffmpeg(line: &str) -> Proc {
     require_tool("ffmpeg", "ffmpeg");
-    let child = Command::new("ffmpeg")
-        .args(line.split_whitespace())
+    spawn(Command::new("ffmpeg").args(line.split_whitespace()))
+}
+
+/// `command` started with no input and its output dropped, its stderr kept for
+/// [`Proc::stop_and_stderr`].
+pub fn spawn(command: &mut Command) -> Proc {
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -5,8 +5,10 @@
 //! their `source_url` and protocol `RTSP`.
 //!
 //! One task per source ([`source`]) pulls always or while the stream has players here,
-//! and reconnects with backoff; [`session`] runs one RTSP session.
+//! and reconnects with backoff; [`session`] runs one RTSP session, which a bad packet
+//! does not end ([`packet_errors`]).
 
+mod packet_errors;
 mod session;
 mod source;
 mod tls_relay;

@@ -3,10 +3,12 @@
 //! retina's demuxer (MP4 framing: length-prefixed NAL units, `avcC`/`hvcC` and
 //! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
 //! the first frame and released when the session ends. An `rtsps://` source is reached
-//! through a [`TlsRelay`] (TCP interleaved only).
+//! through a [`TlsRelay`] (TCP interleaved only). A bad packet is skipped, not fatal
+//! ([`super::packet_errors`]); video decode times are derived as for RTSP publishers.
 
+use super::packet_errors::{SkippedPackets, recoverable};
 use super::tls_relay::{RelayError, TlsRelay};
-use crate::publish::frame;
+use crate::publish::{frame, reordered};
 use crate::shared::Shared;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -17,7 +19,8 @@ use retina::client::{
 use retina::codec::{CodecItem, FrameFormat, ParametersRef};
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
-use strom_media::frame::Codec;
+use strom_media::decode_time::DecodeTimes;
+use strom_media::frame::{Codec, Track};
 use strom_stream::{DemandWatch, HubEvent, PublisherInfo, Publishing, StreamKey, Unwatched};
 use strom_worker_runtime::clock::unix_now;
 use tokio::sync::broadcast::Receiver;
@@ -158,7 +161,10 @@ pub async fn pull(
     let mut claim: Option<Publishing> = None;
     // Stream indexes whose configuration went out.
     let mut configured: Vec<usize> = Vec::new();
+    // retina hands out presentation times; decode times for B-frame sources.
+    let mut decode_times = DecodeTimes::default();
     let mut heard = Instant::now();
+    let skipped = SkippedPackets::default();
     loop {
         let item = tokio::select! {
             () = stop.cancelled() => return Ok(SessionEnd::Stopped),
@@ -173,7 +179,16 @@ pub async fn pull(
         let Some(item) = item else {
             return Err(PullError::Ended);
         };
-        let received = match item? {
+        let item = match item {
+            Err(error) if recoverable(&error) => {
+                // A source that sends only bad packets still ends at QUIET_LIMIT:
+                // `heard` follows frames only.
+                skipped.report(key, &error);
+                continue;
+            }
+            item => item?,
+        };
+        let received = match item {
             CodecItem::VideoFrame(frame) => Received {
                 index: frame.stream_id(),
                 time: ticks(frame.timestamp()),
@@ -219,17 +234,24 @@ pub async fn pull(
             let Some(extra) = extra.filter(|e| !e.is_empty()) else {
                 continue;
             };
+            if track == Track::Video {
+                decode_times.configure(codec, &extra);
+            }
             publishing.publish(frame(track, codec, received.time, true, false, extra));
             configured.push(received.index);
         }
-        publishing.publish(frame(
+        let sample = frame(
             track,
             codec,
             received.time,
             false,
             received.keyframe,
             received.payload,
-        ));
+        );
+        publishing.publish(match track {
+            Track::Video => reordered(sample, &mut decode_times),
+            _ => sample,
+        });
     }
 }
 
