@@ -163,6 +163,9 @@ pub struct HevcSpsInfo {
     pub width: u32,
     /// Display height in pixels, after the conformance window.
     pub height: u32,
+    /// `sps_max_num_reorder_pics` of the highest sub-layer: pictures that may come
+    /// before a picture in decoding order and after it in output order.
+    pub max_num_reorder_pics: u32,
 }
 
 impl HevcSpsInfo {
@@ -207,13 +210,26 @@ impl HevcSpsInfo {
             _ => (1, 1),
         };
         let [left, right, top, bottom] = window;
+        let bit_depth_luma = 8 + small(r.read_ue()?, 8, "bit_depth_luma")?;
+        let bit_depth_chroma = 8 + small(r.read_ue()?, 8, "bit_depth_chroma")?;
+        r.read_ue()?; // log2_max_pic_order_cnt_lsb_minus4
+        // sps_sub_layer_ordering_info_present_flag: one entry per sub-layer, else one
+        // for all; the last one is the highest sub-layer's.
+        let first = if r.read_bit()? { 0 } else { sub_layers };
+        let mut max_num_reorder_pics = 0;
+        for _ in first..=sub_layers {
+            r.read_ue()?; // sps_max_dec_pic_buffering_minus1
+            max_num_reorder_pics = r.read_ue()?;
+            r.read_ue()?; // sps_max_latency_increase_plus1
+        }
         Ok(Self {
             profile,
             chroma_format_idc,
-            bit_depth_luma: 8 + small(r.read_ue()?, 8, "bit_depth_luma")?,
-            bit_depth_chroma: 8 + small(r.read_ue()?, 8, "bit_depth_chroma")?,
+            bit_depth_luma,
+            bit_depth_chroma,
             width: cropped(full_width, sub_width * (left + right))?,
             height: cropped(full_height, sub_height * (top + bottom))?,
+            max_num_reorder_pics,
         })
     }
 

@@ -10,6 +10,8 @@
 //! - [`flv_adapter`]: FLV bodies to frames and back, byte for byte.
 //! - [`avc`], [`sps`]: H.264 `avcC` records and SPS (picture size).
 //! - [`hevc`]: H.265 `hvcC` records and SPS.
+//! - [`decode_time`]: decode times for reordered video that arrives with presentation
+//!   times only (RTP).
 //! - [`aac`]: AudioSpecificConfig and ADTS headers.
 //! - [`mpeg_audio`]: MPEG audio (MP3) frame headers.
 //! - [`audio_stream`]: elementary MP3/ADTS byte streams (Icecast sources) to frames.
@@ -34,6 +36,7 @@ pub mod bits;
 pub mod codec_string;
 mod cursor;
 pub mod dash;
+pub mod decode_time;
 pub mod dvr;
 mod error;
 pub mod flv;
@@ -52,6 +55,7 @@ pub mod rtp;
 pub mod sample;
 pub mod scte35;
 pub mod sps;
+mod sps_vui;
 pub mod timed_metadata;
 pub mod track_builder;
 pub mod track_info;

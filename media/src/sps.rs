@@ -1,6 +1,7 @@
 //! H.264 sequence parameter set parsing, far enough for the facts a streaming
 //! server needs: profile/constraints/level (for the RFC 6381 `avc1` string),
-//! chroma format, bit depth and the cropped picture size. VUI is not read.
+//! chroma format, bit depth, the cropped picture size, and from the VUI the reorder
+//! depth ([`crate::sps_vui`]).
 
 use crate::ParseError;
 use crate::bits::BitReader;
@@ -23,6 +24,10 @@ pub struct SpsInfo {
     pub width: u32,
     /// Display height in pixels, after frame cropping.
     pub height: u32,
+    /// The VUI's `max_num_reorder_frames`: frames that may come before a frame in
+    /// decoding order and after it in output order. `None` when the SPS does not say
+    /// (or its VUI cannot be read, which the rest of the SPS does not depend on).
+    pub max_num_reorder_frames: Option<u32>,
 }
 
 /// Profiles whose SPS carries chroma format, bit depth and scaling matrices.
@@ -99,6 +104,12 @@ impl SpsInfo {
             (false, 2) => (2, field_factor),
             (false, _) => (1, field_factor),
         };
+        let max_num_reorder_frames = match r.read_bit() {
+            Ok(true) => crate::sps_vui::max_num_reorder_frames(&mut r)
+                .ok()
+                .flatten(),
+            _ => None,
+        };
         let [left, right, top, bottom] = crop;
         let width = cropped(width_mbs * 16, crop_unit_x * (left + right))?;
         let height = cropped(
@@ -115,6 +126,7 @@ impl SpsInfo {
             frame_mbs_only,
             width,
             height,
+            max_num_reorder_frames,
         })
     }
 
@@ -204,6 +216,7 @@ mod tests {
                 frame_mbs_only: true,
                 width: 1280,
                 height: 720,
+                max_num_reorder_frames: Some(2),
             }
         );
         assert_eq!(sps.codec_string(), "avc1.64001f");
@@ -265,6 +278,10 @@ mod tests {
                 (sps.codec_string().as_str(), sps.width, sps.height),
                 (*codec, *width, *height)
             );
+            // libx264's defaults: B-frames with a pyramid, so two frames of reorder;
+            // Baseline has no B-frames.
+            let reorder = if sps.profile_idc == 66 { 0 } else { 2 };
+            assert_eq!(sps.max_num_reorder_frames, Some(reorder), "{codec}");
         }
     }
 

@@ -11,12 +11,13 @@
 mod common;
 
 use common::media::{Proc, ffprobe, publish, rtmp_url, wait_live};
+use common::vlc::run_cvlc;
 use common::{Server, free_port, require_tool, wait_for};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(30);
@@ -119,39 +120,21 @@ fn audio_frames(path: &Path) -> u64 {
     .unwrap_or(0)
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-}
-
-/// `cvlc` recording `url` into `out` for `seconds`. VLC refuses to run as root, so as
-/// root it runs as `nobody` (util-linux `setpriv`), with `home` (writable by anyone) as
-/// its home.
+/// `cvlc` recording `url` into `out` for `seconds` ([`cvlc`]: as `nobody` when root).
 fn vlc_record(url: &str, out: &Path, home: &Path, seconds: u32) -> Proc {
-    require_tool("cvlc", "vlc-bin vlc-plugin-base");
-    let mut command = if is_root() {
-        require_tool("setpriv", "util-linux");
-        let mut command = Command::new("setpriv");
-        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", "cvlc"]);
-        command
-    } else {
-        Command::new("cvlc")
-    };
     let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
-    let child = command
-        .args(["--intf", "dummy", "--play-and-exit", "--no-interact"])
-        .args(["--run-time", &seconds.to_string()])
-        .arg(url)
-        .args(["--sout", &sout])
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    Proc(child)
+    let seconds = seconds.to_string();
+    run_cvlc(
+        home,
+        &[
+            "--play-and-exit",
+            "--run-time",
+            &seconds,
+            url,
+            "--sout",
+            &sout,
+        ],
+    )
 }
 
 #[test]

@@ -49,15 +49,14 @@ pub fn publish_as(url: &str, format: &str) -> Proc {
     publish_coded(url, format, "libx264")
 }
 
-/// ffmpeg reading the live test source (320x240 at 25 fps and a 440 Hz tone) in real
-/// time; the caller adds the encoding and the output.
+/// ffmpeg reading the live test source ([`TEST_SOURCE`]) in real time; the caller adds
+/// the encoding and the output.
 pub fn test_source() -> Command {
     require_tool("ffmpeg", "ffmpeg");
     let mut command = Command::new("ffmpeg");
     command
         .args(["-hide_banner", "-loglevel", "error", "-re"])
-        .args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"])
+        .args(TEST_SOURCE.split_whitespace())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -66,27 +65,26 @@ pub fn test_source() -> Command {
 
 /// [`publish_as`] with another video encoder (`libx265`).
 pub fn publish_coded(url: &str, format: &str, video_codec: &str) -> Proc {
-    let child = test_source()
-        .args([
-            "-c:v",
-            video_codec,
-            "-preset",
-            "ultrafast",
-            "-tune",
-            "zerolatency",
-            "-g",
-            "25",
-            "-pix_fmt",
-            "yuv420p",
-        ])
-        .args(["-c:a", "aac", "-b:a", "64k", "-t", "120", "-f", format, url])
-        .spawn()
-        .unwrap();
-    Proc(child)
+    ffmpeg(&format!(
+        "-hide_banner -loglevel error -re {TEST_SOURCE} -c:v {video_codec} -preset ultrafast \
+         -tune zerolatency -g 25 -pix_fmt yuv420p -c:a aac -b:a 64k -t 120 -f {format} {url}"
+    ))
 }
 
-/// A media source process: no input, stdout ignored, stderr kept for a failure report.
-fn spawn_source(command: &mut Command) -> Proc {
+/// ffmpeg's live test source: 320x240 test pattern at 25 fps and a 440 Hz tone.
+pub const TEST_SOURCE: &str = "-f lavfi -i testsrc=size=320x240:rate=25 \
+    -f lavfi -i sine=frequency=440:sample_rate=44100";
+
+/// ffmpeg running with the whitespace-separated arguments of `line`, its stderr kept
+/// for [`Proc::stop_and_stderr`].
+pub fn ffmpeg(line: &str) -> Proc {
+    require_tool("ffmpeg", "ffmpeg");
+    spawn(Command::new("ffmpeg").args(line.split_whitespace()))
+}
+
+/// `command` started with no input and its output dropped, its stderr kept for
+/// [`Proc::stop_and_stderr`].
+pub fn spawn(command: &mut Command) -> Proc {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -203,5 +201,53 @@ pub fn icecast_source(url: &str, codec: &str, bitrate: &str, legacy: bool) -> Pr
     if legacy {
         command.args(["-legacy_icecast", "1"]);
     }
-    spawn_source(command.arg(url))
+    spawn(command.arg(url))
+}
+
+/// Decode and presentation times (90 kHz or the container's timebase) of the video
+/// packets ffprobe reads in the first `seconds` of `url`, and its warnings (timestamp
+/// complaints such as "DTS out of order" or "non monotonically increasing dts").
+pub fn video_packet_times(url: &str, seconds: u32) -> (Vec<(i64, i64)>, String) {
+    require_tool("ffprobe", "ffmpeg");
+    let output = Command::new("timeout")
+        .arg("60")
+        .arg("ffprobe")
+        .args(["-hide_banner", "-v", "warning", "-select_streams", "v:0"])
+        .args(["-read_intervals", &format!("%+{seconds}")])
+        // ffprobe writes a packet's fields in its own order: pts, then dts.
+        .args(["-show_entries", "packet=pts,dts", "-of", "csv=p=0", url])
+        .output()
+        .unwrap();
+    let times = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (pts, dts) = line.trim().trim_end_matches(',').split_once(',')?;
+            Some((dts.parse().ok()?, pts.parse().ok()?))
+        })
+        .collect();
+    (times, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// What ffmpeg says when it remuxes the first `seconds` of `url` (audio and video
+/// copied into MPEG-TS): empty when every timestamp is in order.
+pub fn remux_complaints(url: &str, seconds: u32) -> String {
+    require_tool("ffmpeg", "ffmpeg");
+    let output = Command::new("timeout")
+        .arg("60")
+        .arg("ffmpeg")
+        .args(["-hide_banner", "-nostats", "-v", "warning", "-i", url])
+        .args([
+            "-t",
+            &seconds.to_string(),
+            "-c",
+            "copy",
+            "-f",
+            "mpegts",
+            "-y",
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -437,3 +437,4 @@ pub mod http;
 pub mod media;
 pub mod raw_rtmp;
 pub mod signing;
+pub mod vlc;

@@ -1,6 +1,6 @@
 //! The `dvr` worker: records the streams whose delivery includes `DVR` into archives
 //! under the `Dvr` root ([`recording`], [`recorder`], [`cutter`]; the archive format is
-//! `strom_media::dvr`), answers `dvr_status` ([`status`]), and removes old content
+//! `strom_media::dvr`; codecs it cannot hold are warned about, [`unrecorded`]), answers `dvr_status` ([`status`]), and removes old content
 //! ([`retention`]: cleanup requests, depth and size limits, the free-space floor).
 //! The packager serves DVR playback from the same files.
 
@@ -16,6 +16,7 @@ mod recorder;
 mod recording;
 mod retention;
 mod status;
+mod unrecorded;
 
 use archives::Archives;
 use recording::Recording;

@@ -8,11 +8,13 @@
 //! and logged) rather than blocking the publisher.
 //!
 //! The archive is opened (its directory created, its index descriptor taken) at the
-//! stream's first frame, not when the stream is listed: a name published without media
-//! leaves nothing on disk and holds no descriptor.
+//! stream's first frame it can record, not when the stream is listed: a name published
+//! without media, or with only codecs the archive cannot hold ([`crate::unrecorded`],
+//! warned about), leaves nothing on disk and holds no descriptor.
 
 use crate::archives::{Archives, SharedArchive};
 use crate::cutter::{Cut, Cutter};
+use crate::unrecorded::Unrecorded;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use strom_media::dvr::{OpenSegment, SegmentEntry};
@@ -75,9 +77,15 @@ fn write_loop(
     segment_secs: u32,
     committed: Committed,
 ) {
-    // Nothing on disk until the stream sends its first frame.
-    let Some(first) = frames.blocking_recv() else {
-        return;
+    // Nothing on disk until the stream sends its first frame the archive can hold.
+    let mut unrecorded = Unrecorded::default();
+    let first = loop {
+        let Some(frame) = frames.blocking_recv() else {
+            return;
+        };
+        if unrecorded.recordable(&key, &frame.frame) {
+            break frame;
+        }
     };
     let archive = match archives.open(&key) {
         Ok(archive) => archive,
@@ -95,6 +103,9 @@ fn write_loop(
     // Reused for every frame: what the cutter decided, applied in order.
     let mut cuts = Vec::with_capacity(4);
     while let Some(frame) = pending.take().or_else(|| frames.blocking_recv()) {
+        if !unrecorded.recordable(&key, &frame.frame) {
+            continue;
+        }
         let now_ms = strom_worker_runtime::clock::unix_now_ms();
         cutter.push(&frame.frame, frame.generation, now_ms, &mut |cut| {
             cuts.push(cut)

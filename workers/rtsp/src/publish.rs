@@ -2,11 +2,13 @@
 //! depacketized into neutral frames (`strom_media::rtp::depacketize`) and published into
 //! the hub under the publisher's claim. RTP clocks become 90 kHz stream time, each
 //! track aligned to the wall clock at its first packet, so audio and video start
-//! together. Video gets `dts = pts`: RTP carries presentation times only, so streams
-//! with B-frames are not reordered here (contribution encoders send none).
+//! together. RTP carries presentation times only: video decode times are derived from
+//! the stream's reorder depth ([`DecodeTimes`]), so B-frame streams (ffmpeg's default
+//! libx264) play over RTMP and MP4 in order.
 
 use bytes::Bytes;
 use std::time::Instant;
+use strom_media::decode_time::DecodeTimes;
 use strom_media::frame::{Codec, Frame, Track};
 use strom_media::rtp::announce::AnnouncedTrack;
 use strom_media::rtp::depacketize::{AacDepacketizer, Depacketized, VideoDepacketizer};
@@ -31,6 +33,8 @@ pub struct TrackReceiver {
     offset: Option<i64>,
     /// The AudioSpecificConfig, published once before the first audio frame.
     audio_config: Option<Bytes>,
+    /// Video decode times (unused for audio).
+    decode_times: DecodeTimes,
 }
 
 impl TrackReceiver {
@@ -57,6 +61,7 @@ impl TrackReceiver {
             wraps: 0,
             offset: None,
             audio_config: track.audio_config.clone(),
+            decode_times: DecodeTimes::default(),
         })
     }
 
@@ -98,6 +103,7 @@ impl TrackReceiver {
             match output {
                 Depacketized::Config(record) => {
                     let time = self.stream_time(packet.timestamp, started);
+                    self.decode_times.configure(self.codec, &record);
                     publishing.publish(frame(track, self.codec, time, true, false, record));
                 }
                 Depacketized::Sample {
@@ -109,7 +115,11 @@ impl TrackReceiver {
                     if let Some(config) = self.audio_config.take() {
                         publishing.publish(frame(track, self.codec, time, true, false, config));
                     }
-                    publishing.publish(frame(track, self.codec, time, false, keyframe, payload));
+                    let sample = frame(track, self.codec, time, false, keyframe, payload);
+                    publishing.publish(match track {
+                        Track::Video => reordered(sample, &mut self.decode_times),
+                        _ => sample,
+                    });
                 }
             }
         }
@@ -129,5 +139,13 @@ pub(crate) fn frame(
         config,
         keyframe,
         ..Frame::neutral(track, codec, time, payload)
+    }
+}
+
+/// `sample` (a video frame at its presentation time) with its derived decode time.
+pub(crate) fn reordered(sample: Frame, decode_times: &mut DecodeTimes) -> Frame {
+    Frame {
+        dts: decode_times.next(sample.pts),
+        ..sample
     }
 }

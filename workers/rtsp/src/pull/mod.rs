@@ -5,9 +5,11 @@
 //! their `source_url` and protocol `RTSP`.
 //!
 //! One task per source ([`source`]) pulls always or while the stream has players here,
-//! and reconnects with backoff; [`session`] runs one RTSP session.
+//! and reconnects with backoff; [`session`] runs one RTSP session, which a bad packet
+//! does not end ([`packet_errors`]).
 
 mod message_limit;
+mod packet_errors;
 mod relay;
 mod session;
 mod source;

@@ -4,10 +4,12 @@
 //! AudioSpecificConfig as extra data) published into the hub. The stream is claimed at
 //! the first frame and released when the session ends. An `rtsps://` source is reached
 //! through a [`SourceRelay`] (TCP interleaved only), as is an `rtsp://` source with RTP
-//! over TCP, so that what a source sends is bounded.
+//! over TCP, so that what a source sends is bounded. A bad packet is skipped, not fatal
+//! ([`super::packet_errors`]); video decode times are derived as for RTSP publishers.
 
+use super::packet_errors::{SkippedPackets, recoverable};
 use super::relay::{RelayError, SourceRelay};
-use crate::publish::frame;
+use crate::publish::{frame, reordered};
 use crate::shared::Shared;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -18,7 +20,8 @@ use retina::client::{
 use retina::codec::{CodecItem, FrameFormat, ParametersRef};
 use std::time::Duration;
 use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
-use strom_media::frame::Codec;
+use strom_media::decode_time::DecodeTimes;
+use strom_media::frame::{Codec, Track};
 use strom_stream::{DemandWatch, HubEvent, PublisherInfo, Publishing, StreamKey, Unwatched};
 use strom_worker_runtime::clock::unix_now;
 use tokio::sync::broadcast::Receiver;
@@ -183,7 +186,10 @@ pub async fn pull(
     let mut claim: Option<Publishing> = None;
     // Stream indexes whose configuration went out.
     let mut configured: Vec<usize> = Vec::new();
+    // retina hands out presentation times; decode times for B-frame sources.
+    let mut decode_times = DecodeTimes::default();
     let mut heard = Instant::now();
+    let skipped = SkippedPackets::default();
     loop {
         let item = tokio::select! {
             () = stop.cancelled() => return Ok(SessionEnd::Stopped),
@@ -198,7 +204,17 @@ pub async fn pull(
         let Some(item) = item else {
             return Err(PullError::Ended);
         };
-        let received = match item.map_err(|e| cut_off(e.into()))? {
+        let item = match item {
+            Err(error) if recoverable(&error) => {
+                // A source that sends only bad packets still ends at QUIET_LIMIT:
+                // `heard` follows frames only.
+                skipped.report(key, &error);
+                continue;
+            }
+            Err(error) => return Err(cut_off(error.into())),
+            Ok(item) => item,
+        };
+        let received = match item {
             CodecItem::VideoFrame(frame) => Received {
                 index: frame.stream_id(),
                 time: ticks(frame.timestamp()),
@@ -244,17 +260,24 @@ pub async fn pull(
             let Some(extra) = extra.filter(|e| !e.is_empty()) else {
                 continue;
             };
+            if track == Track::Video {
+                decode_times.configure(codec, &extra);
+            }
             publishing.publish(frame(track, codec, received.time, true, false, extra));
             configured.push(received.index);
         }
-        publishing.publish(frame(
+        let sample = frame(
             track,
             codec,
             received.time,
             false,
             received.keyframe,
             received.payload,
-        ));
+        );
+        publishing.publish(match track {
+            Track::Video => reordered(sample, &mut decode_times),
+            _ => sample,
+        });
     }
 }
 
