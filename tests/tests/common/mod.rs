@@ -117,6 +117,16 @@ pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
     )
 }
 
+/// A rules.conf with RTMP on `rtmp_port` and the delivery `outputs` (`"HLS"`,
+/// `"DASH"`, ...) in segments of `segment_secs`.
+pub fn delivery_rules(rtmp_port: u16, outputs: &[&str], segment_secs: u32) -> String {
+    serde_json::json!({
+        "RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": rtmp_port}]},
+        "Delivery": {"outputs": outputs, "segment_duration_secs": segment_secs},
+    })
+    .to_string()
+}
+
 impl Server {
     /// Writes a config (plus `extra` strom.conf lines) and starts `strom run`.
     pub fn start(extra: &str) -> Self {
@@ -387,6 +397,7 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
+pub mod browser;
 pub mod http;
 pub mod media;
 pub mod raw_rtmp;
