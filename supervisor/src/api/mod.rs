@@ -21,6 +21,7 @@ mod republish;
 mod server_status;
 mod sessions;
 mod shapes;
+mod stream_urls;
 mod streams;
 mod workers;
 
@@ -66,6 +67,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(advertizer::scte35_out))
         .routes(routes!(advertizer::scte35_in))
         .routes(routes!(streams::server_playlists))
+        .routes(routes!(stream_urls::get))
         .routes(routes!(publish_control::status))
         .routes(routes!(publish_control::deny))
         .routes(routes!(dvr::status_all))
