@@ -2,7 +2,8 @@
 //!
 //! One module per resource; handlers reach workers through [`gateway::WorkerGateway`].
 //! Every request passes [`auth`] first when a token is configured, except `GET /health`
-//! ([`health`]), which load balancers check without credentials.
+//! ([`health`]), which load balancers check without credentials, and the web console's
+//! static files ([`crate::console`]), whose API calls carry the token themselves.
 
 mod advertizer;
 mod auth;
@@ -118,6 +119,8 @@ pub fn router(state: ApiState) -> Router {
         }))
         // Load balancers check this one without credentials.
         .route("/health", get(health::health))
+        // Static files only: every API call the console makes is signed like any other.
+        .merge(crate::console::routes())
         .layer(axum::middleware::from_fn(
             crate::api_latency::record_api_latency,
         ))
