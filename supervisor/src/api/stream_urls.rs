@@ -26,7 +26,8 @@ pub struct StreamUrls {
 
 #[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StreamUrl {
-    /// `RTMP`, `SRT`, `RTSP`, `RTSPS`, `HLS`, `HLS fMP4`, `LL-HLS`, `DASH`.
+    /// `RTMP`, `SRT`, `RTSP`, `RTSPS`, `HLS`, `HLS fMP4`, `LL-HLS`, `DASH`, `DVR HLS`
+    /// (the whole recording).
     protocol: &'static str,
     url: String,
     /// What else the client needs (a passphrase, a login), when something does.
@@ -125,6 +126,7 @@ fn urls(
         (DeliveryOutput::Hls, "HLS fMP4", "playlist_fmp4.m3u8"),
         (DeliveryOutput::LlHls, "LL-HLS", "playlist_fmp4.m3u8"),
         (DeliveryOutput::Dash, "DASH", "manifest.mpd"),
+        (DeliveryOutput::Dvr, "DVR HLS", "playlist_dvr.m3u8"),
     ];
     let bases = std::iter::once(format!("http://{host}:{}", delivery.http_port)).chain(
         delivery
@@ -219,7 +221,11 @@ mod tests {
         rules.delivery.streams.push(StreamDelivery {
             app: "live".into(),
             stream: "b c".into(),
-            outputs: Some(vec![DeliveryOutput::Hls, DeliveryOutput::Dash]),
+            outputs: Some(vec![
+                DeliveryOutput::Hls,
+                DeliveryOutput::Dash,
+                DeliveryOutput::Dvr,
+            ]),
             segment_duration_secs: None,
         });
         let delivery = Delivery {
@@ -251,6 +257,10 @@ mod tests {
                     "http://media.example:8081/live/b%20c/playlist_fmp4.m3u8"
                 ),
                 ("DASH", "http://media.example:8081/live/b%20c/manifest.mpd"),
+                (
+                    "DVR HLS",
+                    "http://media.example:8081/live/b%20c/playlist_dvr.m3u8"
+                ),
             ]
         );
     }
