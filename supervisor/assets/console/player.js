@@ -24,6 +24,7 @@ const StromPlayer = (() => {
     return candidates.find((u) => u.url.startsWith(`${location.protocol}//`)) || candidates[0];
   }
 
+  // `kind`: HLS, LL-HLS (hls.js in its low-latency mode) or DASH.
   function play(video, kind, url) {
     stop();
     const state = window.consolePlayer = { kind, url, fatalErrors: [], version: null };
@@ -37,7 +38,7 @@ const StromPlayer = (() => {
       dash.initialize(video, url, true);
       current = { dash };
     } else if (typeof Hls !== 'undefined' && Hls.isSupported()) {
-      const hls = new Hls();
+      const hls = new Hls({ lowLatencyMode: kind === 'LL-HLS' });
       state.version = Hls.version;
       hls.on(Hls.Events.ERROR, (_, data) => {
         if (data.fatal) state.fatalErrors.push(`${data.type}: ${data.details}`);
@@ -99,7 +100,7 @@ const StromPlayer = (() => {
       .filter(([, url]) => url);
     const buttons = el('div', { class: 'actions' }, choices.map(([protocol, url]) => el('button', {
       id: `play-${protocol.toLowerCase()}`,
-      onclick: () => play(video, protocol === 'DASH' ? 'DASH' : 'HLS', url.url),
+      onclick: () => play(video, protocol, url.url),
     }, `Play ${protocol}`)));
     const details = el('div', { id: 'stream-details' });
     const sessions = el('div', { id: 'stream-sessions' });
@@ -110,7 +111,7 @@ const StromPlayer = (() => {
       el('h3', {}, 'Publish'), urlList(urls.data.publish, 'publish'),
       el('h3', {}, 'Play'), urlList(urls.data.play, 'play'),
       sessions);
-    if (choices.length > 0) play(video, choices[0][0] === 'DASH' ? 'DASH' : 'HLS', choices[0][1].url);
+    if (choices.length > 0) play(video, choices[0][0], choices[0][1].url);
     else status.textContent = 'No HLS or DASH output is enabled for this stream: nothing to play in a browser.';
     const timer = setInterval(() => {
       const state = window.consolePlayer;

@@ -46,20 +46,22 @@ const StromViews = (() => {
   };
   const since = (unix) => (unix ? new Date(Number(unix) * 1000).toLocaleString() : '');
 
-  // A button that runs `action` (async), shows its outcome beside it, then refreshes.
-  function actionButton(label, action, confirmText) {
-    const outcome = el('span', { class: 'outcome' });
+  // A button that runs `action` (async) and says how it went in the notice line, which
+  // (unlike the views, redrawn every refresh) keeps the message until the next action.
+  function actionButton(label, action, what, confirmText) {
     const button = el('button', {
+      class: 'action',
       onclick: async () => {
         if (confirmText && !window.confirm(confirmText)) return;
         button.disabled = true;
         const result = await action();
         button.disabled = false;
-        outcome.textContent = result.ok ? 'done' : StromApi.failure(result);
-        outcome.className = result.ok ? 'outcome ok' : 'outcome failed';
+        const notice = document.getElementById('notice');
+        notice.textContent = `${label} ${what}: ${result.ok ? 'done' : StromApi.failure(result)}`;
+        notice.className = result.ok ? 'ok' : 'failed';
       },
     }, label);
-    return el('span', { class: 'action' }, button, outcome);
+    return button;
   }
 
   // What failed, in place of a view's content.
@@ -100,9 +102,9 @@ const StromViews = (() => {
       w.kind, w.pid, el('span', { class: `state ${w.state}` }, w.state), w.restarts,
       duration(w.uptime), bytes(w.bytes_received)]);
     const reloads = el('div', { class: 'actions' },
-      actionButton('Reload rules.conf', () => StromApi.post('/manage/reload_config')),
-      actionButton('Reload TLS certificates', () => StromApi.post('/manage/reload_ssl_certificates')),
-      actionButton('Sync panel settings', () => StromApi.post('/manage/sync_panel_settings')));
+      actionButton('Reload', () => StromApi.post('/manage/reload_config'), 'rules.conf'),
+      actionButton('Reload', () => StromApi.post('/manage/reload_ssl_certificates'), 'TLS certificates'),
+      actionButton('Sync', () => StromApi.post('/manage/sync_panel_settings'), 'panel settings'));
     container.replaceChildren(el('h2', {}, 'Server'), facts,
       el('h2', {}, 'Workers'),
       workers.ok
@@ -133,7 +135,7 @@ const StromViews = (() => {
   function sessionRows(list) {
     return list.map((s) => [s.id, `${s.app}/${s.stream}`, s.type, s.client_ip, s.user_agent,
       bytes(s.bytes_sent), bytes(s.bytes_recv), since(s.created),
-      actionButton('Disconnect', () => StromApi.post('/manage/sessions/delete', [s.id]))]);
+      actionButton('Disconnect', () => StromApi.post('/manage/sessions/delete', [s.id]), `session ${s.id}`)]);
   }
   const SESSION_HEADERS = ['id', 'stream', 'type', 'client', 'user agent', 'sent', 'received', 'since', ''];
 
@@ -146,16 +148,21 @@ const StromViews = (() => {
   }
 
   async function publishers(container) {
-    const result = await StromApi.get('/manage/publish_control/status');
-    if (!result.ok) return container.replaceChildren(problem('publishers', result));
     const deny = (id) => StromApi.post('/manage/publish_control/deny', { PublishControlDenyRequest: [id] });
+    // The deny form is built once, so that a refresh does not wipe what is being typed.
+    let list = container.querySelector('#publishers');
+    if (!list) {
+      list = el('div', { id: 'publishers' });
+      const input = el('input', { type: 'text', placeholder: 'publisher id', id: 'deny-id' });
+      container.replaceChildren(el('h2', {}, 'Publishers'), list, el('h2', {}, 'Deny an id'),
+        el('p', {}, input, ' ', actionButton('Deny', () => deny(input.value.trim()), 'the id')));
+    }
+    const result = await StromApi.get('/manage/publish_control/status');
+    if (!result.ok) return list.replaceChildren(problem('publishers', result));
     const rows = (result.data.PublishControlStatus || []).map((p) => [p.stream, p.id, p.ip, p.key,
-      p.id ? actionButton('Deny', () => deny(p.id), `Deny publisher id ${p.id}?`) : '']);
-    const input = el('input', { type: 'text', placeholder: 'publisher id', id: 'deny-id' });
-    container.replaceChildren(el('h2', {}, 'Publishers'),
-      table(['stream', 'publisher id', 'address', 'key', ''], rows, 'No publisher goes through publish control.'),
-      el('h2', {}, 'Deny an id'),
-      el('p', {}, input, ' ', actionButton('Deny', () => deny(input.value.trim()))));
+      p.id ? actionButton('Deny', () => deny(p.id), `publisher ${p.id}`, `Deny publisher id ${p.id}?`) : '']);
+    return list.replaceChildren(
+      table(['stream', 'publisher id', 'address', 'key', ''], rows, 'No publisher goes through publish control.'));
   }
 
   async function dvr(container) {
@@ -167,8 +174,13 @@ const StromViews = (() => {
       return [a.stream, duration(a.duration), bytes(a.size), a.resolution,
         [a.vcodec, a.acodec].filter(Boolean).join(' + '), a.periods,
         // Signed when clicked, so that a token entered later is used.
-        el('a', { href: path, class: 'export', onclick: (e) => { e.currentTarget.href = StromApi.link(path); } },
-          'Export MP4')];
+        el('a', {
+          href: path,
+          class: 'export',
+          'data-stream': a.stream,
+          download: `${a.stream.replace('/', '_')}.mp4`,
+          onclick: (e) => { e.currentTarget.href = StromApi.link(path); },
+        }, 'Export MP4')];
     });
     container.replaceChildren(el('h2', {}, 'DVR archives'),
       table(['stream', 'duration', 'size', 'resolution', 'codecs', 'periods', ''], rows, 'No DVR archive.'));
