@@ -4,7 +4,9 @@
 //! token, says a wrong one is refused, accepts the right one, lists the five workers and
 //! the live stream (protocol, codecs, resolution, publisher), and on the stream's page
 //! plays it with hls.js and then dash.js (both served by strom itself), with
-//! `currentTime` advancing and frames decoded, and shows its publish and play URLs.
+//! `currentTime` advancing and frames decoded, and shows its publish and play URLs;
+//! its Disconnect button ends a session, and the DVR page's link downloads the
+//! recording as an MP4.
 //! Every API call the page made once it had the token was signed, and the API still
 //! refuses unsigned calls: the console's files are the only thing served without it.
 //! A second test checks that against a server without a token the console works at once.
@@ -96,8 +98,9 @@ fn texts(value: &Value) -> Vec<String> {
 #[test]
 fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     let mut server = Server::prepare(&format!("management_token = {TOKEN}"));
-    let rules = delivery_rules(server.ports.rtmp, &["HLS", "DASH"], 1);
-    std::fs::write(server.path("rules.conf"), rules).unwrap();
+    let mut rules = delivery_rules(server.ports.rtmp, &["HLS", "DASH", "DVR"], 1);
+    rules["Dvr"] = serde_json::json!({"segment_duration_secs": 2, "min_free_space_mb": 0});
+    std::fs::write(server.path("rules.conf"), rules.to_string()).unwrap();
     server.spawn();
     server.wait_ready();
     let management = format!("http://127.0.0.1:{}", server.ports.management);
@@ -213,6 +216,27 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     let sessions = texts(&result["sessions"]).join("\n");
     if !(sessions.contains("HLS") || sessions.contains("DASH")) {
         problems.push(format!("the player's session is not listed: {sessions}"));
+    }
+    // The session the console disconnected is gone.
+    let notice = result["disconnect"].as_str().unwrap_or_default();
+    match notice
+        .strip_prefix("Disconnect session ")
+        .and_then(|rest| rest.strip_suffix(": done"))
+        .and_then(|id| id.parse::<u64>().ok())
+    {
+        Some(id) => {
+            let (_, sessions) = server.get("/manage/sessions");
+            let listed = sessions.as_array().unwrap().iter().any(|s| s["id"] == id);
+            if listed {
+                problems.push(format!("session {id} still listed after Disconnect"));
+            }
+        }
+        None => problems.push(format!("disconnect: {}", result["disconnect"])),
+    }
+    // The DVR page's export link downloads an MP4 of the archive.
+    let export = &result["export"];
+    if export["box"] != "ftyp" || export["bytes"].as_u64().unwrap_or(0) < 10_000 {
+        problems.push(format!("MP4 export: {export}"));
     }
     assert!(
         problems.is_empty(),

@@ -117,14 +117,13 @@ pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
     )
 }
 
-/// A rules.conf with RTMP on `rtmp_port` and the delivery `outputs` (`"HLS"`,
-/// `"DASH"`, ...) in segments of `segment_secs`.
-pub fn delivery_rules(rtmp_port: u16, outputs: &[&str], segment_secs: u32) -> String {
+/// rules.conf with RTMP on `rtmp_port` and the delivery `outputs` (`"HLS"`, `"DASH"`,
+/// ...) in segments of `segment_secs`, as JSON a test may add keys to.
+pub fn delivery_rules(rtmp_port: u16, outputs: &[&str], segment_secs: u32) -> serde_json::Value {
     serde_json::json!({
         "RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": rtmp_port}]},
         "Delivery": {"outputs": outputs, "segment_duration_secs": segment_secs},
     })
-    .to_string()
 }
 
 impl Server {
