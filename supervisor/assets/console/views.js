@@ -46,8 +46,9 @@ const StromViews = (() => {
   };
   const since = (unix) => (unix ? new Date(Number(unix) * 1000).toLocaleString() : '');
 
-  // A button that runs `action` (async) and says how it went in the notice line, which
-  // (unlike the views, redrawn every refresh) keeps the message until the next action.
+  // A button that runs `action` (async) and says how it went (`<label> <what>: done`) in
+  // the notice line, which (unlike the views, redrawn every refresh) keeps the message
+  // until the next action.
   function actionButton(label, action, what, confirmText) {
     const button = el('button', {
       class: 'action',
@@ -57,7 +58,8 @@ const StromViews = (() => {
         const result = await action();
         button.disabled = false;
         const notice = document.getElementById('notice');
-        notice.textContent = `${label} ${what}: ${result.ok ? 'done' : StromApi.failure(result)}`;
+        const done = [label, what].filter(Boolean).join(' ');
+        notice.textContent = `${done}: ${result.ok ? 'done' : StromApi.failure(result)}`;
         notice.className = result.ok ? 'ok' : 'failed';
       },
     }, label);
@@ -102,9 +104,9 @@ const StromViews = (() => {
       w.kind, w.pid, el('span', { class: `state ${w.state}` }, w.state), w.restarts,
       duration(w.uptime), bytes(w.bytes_received)]);
     const reloads = el('div', { class: 'actions' },
-      actionButton('Reload', () => StromApi.post('/manage/reload_config'), 'rules.conf'),
-      actionButton('Reload', () => StromApi.post('/manage/reload_ssl_certificates'), 'TLS certificates'),
-      actionButton('Sync', () => StromApi.post('/manage/sync_panel_settings'), 'panel settings'));
+      actionButton('Reload rules.conf', () => StromApi.post('/manage/reload_config')),
+      actionButton('Reload TLS certificates', () => StromApi.post('/manage/reload_ssl_certificates')),
+      actionButton('Sync panel settings', () => StromApi.post('/manage/sync_panel_settings')));
     container.replaceChildren(el('h2', {}, 'Server'), facts,
       el('h2', {}, 'Workers'),
       workers.ok
@@ -171,7 +173,7 @@ const StromViews = (() => {
     const rows = result.data.map((a) => {
       const [app, ...rest] = a.stream.split('/');
       const path = `/manage/dvr/export_mp4/${encodeURIComponent(app)}/${encodeURIComponent(rest.join('/'))}`;
-      return [a.stream, duration(a.duration), bytes(a.size), a.resolution,
+      return [streamLink(app, rest.join('/')), duration(a.duration), bytes(a.size), a.resolution,
         [a.vcodec, a.acodec].filter(Boolean).join(' + '), a.periods,
         // Signed when clicked, so that a token entered later is used.
         el('a', {
