@@ -2,12 +2,12 @@
 // Debian's headless Chromium, as a user would, for tests/tests/console.rs:
 // 1. opens it without a token and reads the banner; 2. enters a wrong token, then the
 // right one (as typed into the form), reading the banner each time; 3. reads the
-// overview's worker table and the stream list; 4. opens the stream's page, where the
-// HLS player starts by itself, and samples video.currentTime for 8 s of wall time;
-// 5. switches to DASH and samples again, reads the stream's sessions and disconnects
-// one; 6. downloads the stream's DVR archive as MP4 from the DVR page. Prints one JSON
-// line with what it saw. Token `-`: the server has none (the banner must say so);
-// stream `-`: stop after the overview.
+// overview's worker table and reloads rules.conf with its button; 4. reads the stream
+// list, opens the stream's page, where the HLS player starts by itself, and samples
+// video.currentTime for 8 s of wall time; 5. switches to DASH and samples again, reads
+// the stream's sessions and disconnects one; 6. downloads the stream's DVR archive as
+// MP4 from the DVR page. Prints one JSON line with what it saw. Token `-`: the server
+// has none (the banner must say so); stream `-`: stop after the overview.
 //
 //   node tests/browser/console.mjs <console URL> <token> <app/stream> <screenshot.png>
 import { readFileSync } from 'node:fs';
@@ -68,6 +68,12 @@ try {
   await step('workers', async () => {
     await page.waitForSelector('main table tbody tr', { timeout: WAIT_MS });
     return page.$$eval('main table tbody tr', (rows) => rows.map((r) => r.textContent));
+  });
+  await step('reload', async () => {
+    await page.click('button:has-text("Reload rules.conf")');
+    await page.waitForFunction(() => document.getElementById('notice').textContent.startsWith('Reload rules.conf: '),
+      null, { timeout: WAIT_MS, polling: 100 });
+    return page.textContent('#notice');
   });
   // The stream's pages, unless the run stops after the overview.
   if (stream !== '-') {

@@ -1,15 +1,15 @@
 //! The web console (`/console/` on the management port) end to end: a real strom with a
 //! management token, an ffmpeg RTMP publisher, and Debian's headless Chromium driven by
 //! `tests/browser/console.mjs` as a user would drive it. The console says it needs the
-//! token, says a wrong one is refused, accepts the right one, lists the five workers and
-//! the live stream (protocol, codecs, resolution, publisher), and on the stream's page
-//! plays it with hls.js and then dash.js (both served by strom itself), with
-//! `currentTime` advancing and frames decoded, and shows its publish and play URLs;
-//! its Disconnect button ends a session, and the DVR page's link downloads the
-//! recording as an MP4.
-//! Every API call the page made once it had the token was signed, and the API still
-//! refuses unsigned calls: the console's files are the only thing served without it.
-//! A second test checks that against a server without a token the console works at once.
+//! token, says a wrong one is refused, accepts the right one, lists the five workers,
+//! reloads rules.conf with its button, lists the live stream (protocol, codecs,
+//! resolution, publisher), and on the stream's page plays it with hls.js and then dash.js
+//! (both served by strom itself), with `currentTime` advancing and frames decoded, and
+//! shows its publish and play URLs; its Disconnect button ends a session, and the DVR
+//! page's link downloads the recording as an MP4. Every API call the page made once it
+//! had the token was signed, and the API still refuses unsigned calls: the console's
+//! files are the only thing served without it. A second test checks that against a
+//! server without a token the console works at once.
 //!
 //! Needs the Debian packages `chromium`, `nodejs` and `ffmpeg`, and
 //! `npm ci --prefix tests/browser` (playwright-core; scripts/test.sh does all of it).
@@ -174,6 +174,9 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     let workers = texts(&result["workers"]);
     if workers.len() != 5 || workers.iter().any(|w| !w.contains("ready")) {
         problems.push(format!("workers listed: {workers:?}"));
+    }
+    if result["reload"] != "Reload rules.conf: done" {
+        problems.push(format!("reload button: {}", result["reload"]));
     }
     let row = texts(&result["streamRow"]).join(" | ");
     for expected in ["live/b", "RTMP", "avc1", "mp4a", "320x240", "127.0.0.1"] {
