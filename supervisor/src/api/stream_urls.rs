@@ -3,14 +3,15 @@
 //! force enable, so that nobody has to work ports and URL shapes out of `rules.conf`.
 //!
 //! The host in the URLs is the one the caller reached the management API by (its `Host`
-//! header): strom cannot know which of its names or addresses a client can reach, and
+//! header, or the request's authority over HTTP/2): strom cannot know which of its names or addresses a client can reach, and
 //! the caller just showed one that works. Secrets (SRT passphrases, publishing
 //! logins) are never put into URLs; an entry says when one is needed.
 
 use crate::api::ApiState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, Uri};
 use serde::Serialize;
 use strom_ipc::rules::{DeliveryOutput, RtmpInterface, Rules};
 
@@ -40,11 +41,14 @@ pub async fn get(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Json<StreamUrls> {
-    let host = headers
+    // HTTP/2 requests name the host in the URI's authority instead of a Host header.
+    let authority = headers
         .get(axum::http::header::HOST)
         .and_then(|value| value.to_str().ok())
-        .map_or("127.0.0.1", host_of);
+        .or_else(|| uri.authority().map(Authority::as_str));
+    let host = authority.map_or("127.0.0.1", host_of);
     let instance = &state.supervisor.instance;
     let delivery = Delivery {
         http_port: instance.port,
