@@ -9,7 +9,8 @@
 //! page's link downloads the recording as an MP4. Every API call the page made once it
 //! had the token was signed, and the API still refuses unsigned calls: the console's
 //! files are the only thing served without it. A second test checks that against a
-//! server without a token the console works at once.
+//! server without a token the console works at once (its banner says so, it lists the
+//! workers and its reload button works).
 //!
 //! Needs the Debian packages `chromium`, `nodejs` and `ffmpeg`, and
 //! `npm ci --prefix tests/browser` (playwright-core; scripts/test.sh does all of it).
@@ -262,4 +263,5 @@ fn console_works_at_once_against_a_server_without_a_token() {
     );
     let workers = texts(&result["workers"]);
     assert_eq!(workers.len(), 5, "{result}");
+    assert_eq!(result["reload"], "Reload rules.conf: done", "{result}");
 }
