@@ -7,6 +7,7 @@ mod auth;
 mod cli;
 mod commands;
 mod config;
+mod console;
 mod drain;
 mod listeners;
 mod logging;

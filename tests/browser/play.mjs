@@ -5,7 +5,7 @@
 // fragLevels, levelsSwitched, widthsSeen, dateRanges, ...}.
 //
 //   node tests/browser/play.mjs <page URL> <screenshot.png>
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const [pageUrl, screenshot] = process.argv.slice(2);
 if (!pageUrl || !screenshot) {
@@ -15,20 +15,7 @@ if (!pageUrl || !screenshot) {
 const WINDOW_MS = 10_000;
 const START_TIMEOUT_MS = 40_000;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--autoplay-policy=no-user-gesture-required',
-  ],
-});
+const browser = await launch();
 const log = [];
 let result;
 try {

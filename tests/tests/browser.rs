@@ -17,39 +17,26 @@
 
 mod common;
 
+use common::browser::{browser_dir, require_browser, run_script};
 use common::media::{publish, rtmp_url, wait_live};
 use common::{Server, free_port, require_tool, rules_json, wait_for};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(40);
 /// dash.js's browser build, under `tests/browser`.
 const DASH_JS: &str = "node_modules/dashjs/dist/modern/umd/dash.all.min.js";
 
-fn browser_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("browser")
-}
-
 /// Fails the test, naming what to install, unless Chromium, node and the npm packages
 /// are there.
 fn require_browser_tools() {
-    require_tool("chromium", "chromium");
-    require_tool("node", "nodejs");
-    let modules = browser_dir().join("node_modules");
-    for needed in [
+    require_browser(&[
         "hls.js/dist/hls.min.js",
         DASH_JS.trim_start_matches("node_modules/"),
-        "playwright-core/package.json",
-    ] {
-        assert!(
-            modules.join(needed).exists(),
-            "{} is missing: run `npm ci --prefix tests/browser` (scripts/test.sh does)",
-            modules.join(needed).display()
-        );
-    }
+    ]);
 }
 
 /// A static HTTP server on its own port (so its own origin) serving the player page and
@@ -152,27 +139,8 @@ fn play_in_browser_with(
 
 /// Opens the player page `url` in Chromium; the JSON that play.mjs printed.
 fn play_page(url: &str, screenshot: &Path) -> serde_json::Value {
-    let playlist = url.split_once("src=").map_or(url, |(_, src)| src);
-    let started = Instant::now();
-    let output = Command::new("timeout")
-        .args(["90", "node"])
-        .arg(browser_dir().join("play.mjs"))
-        .arg(url)
-        .arg(screenshot)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "play.mjs {url} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    let line = stdout.lines().last().unwrap_or_default();
-    let result: serde_json::Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("play.mjs printed no JSON ({e}):\n{stdout}\n{stderr}"));
-    eprintln!("{playlist} in Chromium ({:?}): {result}", started.elapsed());
-    result
+    run_script("play.mjs", &[url, &screenshot.to_string_lossy()], 90)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What is wrong with one playback, if anything.

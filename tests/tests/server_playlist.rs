@@ -12,6 +12,7 @@
 
 mod common;
 
+use common::browser::{browser_dir, require_browser, run_script};
 use common::media::{Proc, ffprobe, play, rtmp_url, wait_live};
 use common::{Server, require_tool, wait_for};
 use serde_json::Value;
@@ -462,10 +463,6 @@ fn the_default_stream_fills_in_and_edits_apply_without_interruption() {
     );
 }
 
-fn browser_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("browser")
-}
-
 /// Serves the player page (`tests/browser/index.html`) and hls.js on `listener`.
 fn serve_player(listener: TcpListener) {
     std::thread::spawn(move || {
@@ -513,16 +510,7 @@ fn serve_file(stream: &mut TcpStream) {
 /// twice a second, for 10 s) and hls.js reports no fatal error.
 #[test]
 fn hls_js_plays_across_switches_without_a_stall() {
-    require_tool("chromium", "chromium");
-    require_tool("node", "nodejs");
-    for needed in ["hls.js/dist/hls.min.js", "playwright-core/package.json"] {
-        let path = browser_dir().join("node_modules").join(needed);
-        assert!(
-            path.exists(),
-            "{} is missing: run `npm ci --prefix tests/browser` (scripts/test.sh does)",
-            path.display()
-        );
-    }
+    require_browser(&["hls.js/dist/hls.min.js"]);
     let server = start_with_segments(1);
     let clip = server.path("clip.mp4");
     make_clip(&clip, 5, "testsrc");
@@ -568,22 +556,9 @@ fn hls_js_plays_across_switches_without_a_stall() {
     let page = format!("http://{}", listener.local_addr().unwrap());
     serve_player(listener);
     let url = format!("{page}/index.html?src={playlist}");
-    let output = Command::new("timeout")
-        .args(["90", "node"])
-        .arg(browser_dir().join("play.mjs"))
-        .arg(&url)
-        .arg(server.path("screenshot.png"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "play.mjs failed:\n{stdout}\n{stderr}"
-    );
-    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("play.mjs printed no JSON ({e}):\n{stdout}\n{stderr}"));
-    eprintln!("hls.js in Chromium: {result}");
+    let screenshot = server.path("screenshot.png");
+    let result = run_script("play.mjs", &[&url, &screenshot.to_string_lossy()], 90)
+        .unwrap_or_else(|e| panic!("{e}"));
     let context = || format!("hls.js: {result}\nstrom log:\n{}", server.log());
     assert_eq!(result["started"], true, "{}", context());
     assert_eq!(

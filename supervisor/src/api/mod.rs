@@ -2,7 +2,8 @@
 //!
 //! One module per resource; handlers reach workers through [`gateway::WorkerGateway`].
 //! Every request passes [`auth`] first when a token is configured, except `GET /health`
-//! ([`health`]), which load balancers check without credentials.
+//! ([`health`]), which load balancers check without credentials, and the web console's
+//! static files ([`crate::console`]), whose API calls carry the token themselves.
 
 mod advertizer;
 mod auth;
@@ -21,6 +22,7 @@ mod republish;
 mod server_status;
 mod sessions;
 mod shapes;
+mod stream_urls;
 mod streams;
 mod workers;
 
@@ -66,6 +68,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(advertizer::scte35_out))
         .routes(routes!(advertizer::scte35_in))
         .routes(routes!(streams::server_playlists))
+        .routes(routes!(stream_urls::get))
         .routes(routes!(publish_control::status))
         .routes(routes!(publish_control::deny))
         .routes(routes!(dvr::status_all))
@@ -116,6 +119,8 @@ pub fn router(state: ApiState) -> Router {
         }))
         // Load balancers check this one without credentials.
         .route("/health", get(health::health))
+        // Static files only: every API call the console makes is signed like any other.
+        .merge(crate::console::routes())
         .layer(axum::middleware::from_fn(
             crate::api_latency::record_api_latency,
         ))

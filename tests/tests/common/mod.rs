@@ -144,6 +144,15 @@ pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
     )
 }
 
+/// rules.conf with RTMP on `rtmp_port` and the delivery `outputs` (`"HLS"`, `"DASH"`,
+/// ...) in segments of `segment_secs`, as JSON a test may add keys to.
+pub fn delivery_rules(rtmp_port: u16, outputs: &[&str], segment_secs: u32) -> serde_json::Value {
+    serde_json::json!({
+        "RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": rtmp_port}]},
+        "Delivery": {"outputs": outputs, "segment_duration_secs": segment_secs},
+    })
+}
+
 impl Server {
     /// Writes a config (plus `extra` strom.conf lines) and starts `strom run`.
     pub fn start(extra: &str) -> Self {
@@ -433,6 +442,7 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
+pub mod browser;
 pub mod http;
 pub mod media;
 pub mod raw_rtmp;

@@ -1,0 +1,68 @@
+// Calls to strom's management API, each signed with the token (StromSign), and what the
+// last answer said about that token: the console shows it in its banner, so that a user
+// without a token, or with a refused one, is told so instead of seeing empty pages.
+'use strict';
+
+const StromApi = (() => {
+  // 'unknown' until an answer came; 'accepted' (2xx with a token), 'open' (2xx without
+  // one: the server has no token), 'missing' or 'refused' (403), 'unreachable'.
+  const auth = { state: 'unknown', detail: '' };
+  const listeners = [];
+
+  function report(state, detail) {
+    if (auth.state === state && auth.detail === detail) return;
+    auth.state = state;
+    auth.detail = detail;
+    listeners.forEach((listener) => listener(auth));
+  }
+
+  // `method` `path` (under /manage, without salt and hash) with an optional JSON body:
+  // `{ok, status, data}`, where `data` is the parsed JSON answer (or null).
+  async function call(method, path, body) {
+    let response;
+    try {
+      response = await fetch(StromSign.sign(path), {
+        method,
+        headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: 'no-store',
+      });
+    } catch (error) {
+      report('unreachable', String(error));
+      return { ok: false, status: 0, data: null };
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (_) {
+      data = null;
+    }
+    if (response.status === 403) {
+      const reason = (data && data.error) || 'forbidden';
+      report(StromSign.token() ? 'refused' : 'missing', reason);
+    } else if (response.ok) {
+      report(StromSign.token() ? 'accepted' : 'open', '');
+    }
+    return { ok: response.ok, status: response.status, data };
+  }
+
+  const get = (path) => call('GET', path);
+  const post = (path, body) => call('POST', path, body);
+
+  // The text of a failed answer, for the page to show.
+  function failure(result) {
+    if (result.status === 0) return 'strom did not answer';
+    const reason = result.data && (result.data.error || result.data.status);
+    return `HTTP ${result.status}${reason ? `: ${reason}` : ''}`;
+  }
+
+  return {
+    auth,
+    onAuth: (listener) => listeners.push(listener),
+    get,
+    post,
+    failure,
+    // A link that works on its own (an MP4 download): signed now, like a call.
+    link: (path) => StromSign.sign(path),
+  };
+})();

@@ -1,0 +1,292 @@
+//! `GET /manage/stream_urls/{app}/{stream}` (strom's own addition, used by the web
+//! console): the publish and play URLs of one stream for every protocol the rules in
+//! force enable, so that nobody has to work ports and URL shapes out of `rules.conf`.
+//!
+//! The host in the URLs is the one the caller reached the management API by (its `Host`
+//! header, or the request's authority over HTTP/2): strom cannot know which of its names or addresses a client can reach, and
+//! the caller just showed one that works. Secrets (SRT passphrases, publishing
+//! logins) are never put into URLs; an entry says when one is needed.
+
+use crate::api::ApiState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, Uri};
+use serde::Serialize;
+use strom_ipc::rules::{DeliveryOutput, RtmpInterface, Rules};
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StreamUrls {
+    app: String,
+    stream: String,
+    /// Where an encoder sends the stream.
+    publish: Vec<StreamUrl>,
+    /// Where a player reads it.
+    play: Vec<StreamUrl>,
+}
+
+#[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct StreamUrl {
+    /// `RTMP`, `SRT`, `RTSP`, `RTSPS`, `HLS`, `HLS fMP4`, `LL-HLS`, `DASH`, `DVR HLS`
+    /// (the whole recording).
+    protocol: &'static str,
+    url: String,
+    /// What else the client needs (a passphrase, a login), when something does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'static str>,
+}
+
+#[utoipa::path(get, path = "/manage/stream_urls/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path)), responses((status = 200, body = StreamUrls)))]
+pub async fn get(
+    State(state): State<ApiState>,
+    Path((app, stream)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Json<StreamUrls> {
+    // HTTP/2 requests name the host in the URI's authority instead of a Host header.
+    let authority = headers
+        .get(axum::http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| uri.authority().map(Authority::as_str));
+    let host = authority.map_or("127.0.0.1", host_of);
+    let instance = &state.supervisor.instance;
+    let delivery = Delivery {
+        http_port: instance.port,
+        https_port: instance.ssl_port,
+    };
+    let (publish, play) = urls(&state.supervisor.rules(), &delivery, host, &app, &stream);
+    Json(StreamUrls {
+        app,
+        stream,
+        publish,
+        play,
+    })
+}
+
+/// The HTTP delivery ports (strom.conf `port` and `ssl_port`).
+struct Delivery {
+    http_port: u16,
+    https_port: Option<u16>,
+}
+
+/// `Host` without its port (`[::1]:8080` -> `[::1]`, `example.com:8080` -> `example.com`).
+fn host_of(header: &str) -> &str {
+    match header.rfind(':') {
+        Some(colon) if !header[colon..].contains(']') => &header[..colon],
+        _ => header,
+    }
+}
+
+/// Publish and play URLs of `app/stream` on `host`.
+fn urls(
+    rules: &Rules,
+    delivery: &Delivery,
+    host: &str,
+    app: &str,
+    stream: &str,
+) -> (Vec<StreamUrl>, Vec<StreamUrl>) {
+    let path = format!("{}/{}", segment(app), segment(stream));
+    let login = rules
+        .access
+        .publisher_login(app)
+        .map(|_| "publishing needs the login of rules.conf");
+    let mut publish = Vec::new();
+    let mut play = Vec::new();
+    for port in ports(&rules.rtmp.interfaces) {
+        let url = format!("rtmp://{host}:{port}/{path}");
+        publish.push(entry("RTMP", url.clone(), login));
+        play.push(entry("RTMP", url, None));
+    }
+    let srt = |port: u16, mode: &str, passphrase: Option<&str>| {
+        let id = segment(&format!("#!::r={app}/{stream},m={mode}"));
+        let note = passphrase.map(|_| "add the listener's passphrase (&passphrase=...)");
+        entry("SRT", format!("srt://{host}:{port}?streamid={id}"), note)
+    };
+    for camera in rules.cameras.iter().filter(|c| {
+        c.protocol.eq_ignore_ascii_case("srt") && c.receive_mode.eq_ignore_ascii_case("listen")
+    }) {
+        publish.push(srt(camera.port, "publish", camera.parameter("passphrase")));
+    }
+    for output in rules.ts_outputs.iter().filter(|o| {
+        o.protocol.eq_ignore_ascii_case("srt")
+            && o.mode.eq_ignore_ascii_case("listen")
+            && (o.app.is_empty() || (o.app == app && o.stream == stream))
+    }) {
+        play.push(srt(output.port, "request", output.parameter("passphrase")));
+    }
+    for (scheme, protocol, interfaces) in [
+        ("rtsp", "RTSP", &rules.rtsp.interfaces),
+        ("rtsps", "RTSPS", &rules.rtsp.tls_interfaces),
+    ] {
+        for port in ports(interfaces) {
+            let url = format!("{scheme}://{host}:{port}/{path}");
+            publish.push(entry(protocol, url.clone(), login));
+            play.push(entry(protocol, url, None));
+        }
+    }
+    let outputs = rules.delivery.for_stream(app, stream);
+    let http = [
+        (DeliveryOutput::Hls, "HLS", "playlist.m3u8"),
+        (DeliveryOutput::Hls, "HLS fMP4", "playlist_fmp4.m3u8"),
+        (DeliveryOutput::LlHls, "LL-HLS", "playlist_fmp4.m3u8"),
+        (DeliveryOutput::Dash, "DASH", "manifest.mpd"),
+        (DeliveryOutput::Dvr, "DVR HLS", "playlist_dvr.m3u8"),
+    ];
+    let bases = std::iter::once(format!("http://{host}:{}", delivery.http_port)).chain(
+        delivery
+            .https_port
+            .map(|port| format!("https://{host}:{port}")),
+    );
+    for base in bases {
+        for (output, protocol, file) in http {
+            if outputs.has(output) {
+                play.push(entry(protocol, format!("{base}/{path}/{file}"), None));
+            }
+        }
+    }
+    (publish, play)
+}
+
+fn entry(protocol: &'static str, url: String, note: Option<&'static str>) -> StreamUrl {
+    StreamUrl {
+        protocol,
+        url,
+        note,
+    }
+}
+
+/// The distinct ports of `interfaces`, in order (one URL per port: the host is the same).
+fn ports(interfaces: &[RtmpInterface]) -> Vec<u16> {
+    let mut ports: Vec<u16> = Vec::new();
+    for interface in interfaces {
+        if !ports.contains(&interface.port) {
+            ports.push(interface.port);
+        }
+    }
+    ports
+}
+
+/// `text` percent-encoded for a URL path segment or query value.
+fn segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_ipc::rules::{CameraSettings, StreamDelivery};
+
+    fn urls_of(list: &[StreamUrl]) -> Vec<(&str, &str)> {
+        list.iter().map(|u| (u.protocol, u.url.as_str())).collect()
+    }
+
+    #[test]
+    fn host_loses_its_port_but_not_ipv6_brackets() {
+        assert_eq!(host_of("example.com:8080"), "example.com");
+        assert_eq!(host_of("example.com"), "example.com");
+        assert_eq!(host_of("[::1]:8080"), "[::1]");
+        assert_eq!(host_of("[::1]"), "[::1]");
+    }
+
+    #[test]
+    fn every_enabled_protocol_gets_its_urls() {
+        let mut rules = Rules::default();
+        rules.rtmp.interfaces = vec![
+            RtmpInterface {
+                ip: "*".into(),
+                port: 1935,
+            },
+            RtmpInterface {
+                ip: "::".into(),
+                port: 1935,
+            },
+        ];
+        rules.cameras.push(CameraSettings {
+            id: "cams".into(),
+            ip: "0.0.0.0".into(),
+            port: 9000,
+            protocol: "srt".into(),
+            receive_mode: "listen".into(),
+            parameters: vec![("passphrase".into(), "0123456789abcdef".into())],
+            app: "live".into(),
+            stream: "cam".into(),
+        });
+        rules.rtsp.interfaces = vec![RtmpInterface {
+            ip: "*".into(),
+            port: 8554,
+        }];
+        rules.delivery.streams.push(StreamDelivery {
+            app: "live".into(),
+            stream: "b c".into(),
+            outputs: Some(vec![
+                DeliveryOutput::Hls,
+                DeliveryOutput::Dash,
+                DeliveryOutput::Dvr,
+            ]),
+            segment_duration_secs: None,
+        });
+        let delivery = Delivery {
+            http_port: 8081,
+            https_port: None,
+        };
+        let (publish, play) = urls(&rules, &delivery, "media.example", "live", "b c");
+        assert_eq!(
+            urls_of(&publish),
+            [
+                ("RTMP", "rtmp://media.example:1935/live/b%20c"),
+                (
+                    "SRT",
+                    "srt://media.example:9000?streamid=%23%21%3A%3Ar%3Dlive%2Fb%20c%2Cm%3Dpublish"
+                ),
+                ("RTSP", "rtsp://media.example:8554/live/b%20c"),
+            ]
+        );
+        assert!(publish[1].note.is_some(), "the passphrase is not given out");
+        assert!(!publish[1].url.contains("0123456789abcdef"));
+        assert_eq!(
+            urls_of(&play),
+            [
+                ("RTMP", "rtmp://media.example:1935/live/b%20c"),
+                ("RTSP", "rtsp://media.example:8554/live/b%20c"),
+                ("HLS", "http://media.example:8081/live/b%20c/playlist.m3u8"),
+                (
+                    "HLS fMP4",
+                    "http://media.example:8081/live/b%20c/playlist_fmp4.m3u8"
+                ),
+                ("DASH", "http://media.example:8081/live/b%20c/manifest.mpd"),
+                (
+                    "DVR HLS",
+                    "http://media.example:8081/live/b%20c/playlist_dvr.m3u8"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn https_delivery_adds_https_playlists() {
+        let delivery = Delivery {
+            http_port: 80,
+            https_port: Some(443),
+        };
+        let (_, play) = urls(&Rules::default(), &delivery, "h", "a", "s");
+        let hls: Vec<_> = play
+            .iter()
+            .filter(|u| u.protocol == "HLS")
+            .map(|u| u.url.as_str())
+            .collect();
+        assert_eq!(
+            hls,
+            [
+                "http://h:80/a/s/playlist.m3u8",
+                "https://h:443/a/s/playlist.m3u8"
+            ]
+        );
+    }
+}
