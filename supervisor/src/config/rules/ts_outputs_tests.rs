@@ -457,8 +457,11 @@ fn listening_outputs_do_not_take_the_socket_of_a_listening_input() {
 
 #[test]
 fn the_readme_rules_example_is_valid() {
-    let readme = include_str!("../../../../README.md");
-    let section = &readme[readme.find("### rules.conf").expect("a rules.conf section")..];
+    // The reference moved from README.md to docs/configuration.md (issue 34).
+    let readme = include_str!("../../../../docs/configuration.md");
+    let section = &readme[readme
+        .find("\n## rules.conf")
+        .expect("a rules.conf section")..];
     let start = section.find("```json\n").expect("a JSON example") + "```json\n".len();
     let example = &section[start..start + section[start..].find("```").unwrap()];
     let rules = parse_ok(example);
