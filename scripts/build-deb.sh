@@ -61,6 +61,10 @@ date_rfc2822=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
 sed -e "s/@VERSION@/$version/" -e "s/@DATE@/$date_rfc2822/" packaging/debian/changelog \
   | gzip -9n >"$root/usr/share/doc/strom/changelog.gz"
 gzip -9n <README.md >"$root/usr/share/doc/strom/README.md.gz"
+# The reference by topic (configuration, protocols, API, operations).
+for doc in docs/*.md; do
+  gzip -9n <"$doc" >"$root/usr/share/doc/strom/$(basename "$doc").gz"
+done
 sed -e "s/@VERSION@/$version/" packaging/debian/strom.1 \
   | gzip -9n >"$root/usr/share/man/man1/strom.1.gz"
 chmod 0644 "$root/usr/share/doc/strom/"*.gz "$root/usr/share/man/man1/strom.1.gz"

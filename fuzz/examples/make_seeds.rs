@@ -460,9 +460,10 @@ fn config_files() {
         "packaging-strom.conf",
         &repo("packaging/strom.conf"),
     );
-    // The README's rules.conf examples: its ```json blocks that the supervisor accepts as
-    // rules.conf (the others are API answers).
-    let readme = String::from_utf8(repo("README.md")).unwrap();
+    // The documented rules.conf examples (docs/configuration.md since the reference left
+    // the README): its ```json blocks that the supervisor accepts as rules.conf (the
+    // others are API answers).
+    let readme = String::from_utf8(repo("docs/configuration.md")).unwrap();
     let mut n = 0;
     for block in readme.split("```json\n").skip(1) {
         let Some((json, _)) = block.split_once("```") else {

@@ -301,6 +301,7 @@ fn deb_builds_installs_serves_and_purges_cleanly() {
         "./var/lib/strom/",
         "./usr/share/doc/strom/copyright",
         "./usr/share/doc/strom/changelog.gz",
+        "./usr/share/doc/strom/configuration.md.gz",
     ] {
         assert!(
             contents.lines().any(|l| l.ends_with(path)),

@@ -17,7 +17,7 @@ use utoipa::{Modify, OpenApi, PartialSchema};
 #[openapi(
     info(
         title = "strom management API",
-        description = "Wire-compatible with spec/management-api.md; see README.md (Management API)."
+        description = "Wire-compatible with spec/management-api.md; see docs/api.md (Management API)."
     ),
     components(schemas(ErrorBody)),
     security(("salt" = [], "hash" = [])),

@@ -158,9 +158,9 @@ fn files_outside_the_media_directory_are_refused() {
 }
 
 #[test]
-fn the_readme_playlist_example_is_valid() {
-    let readme = include_str!("../../../../README.md");
-    let section = &readme[readme.find("### Server playlists").unwrap()..];
+fn the_documented_playlist_example_is_valid() {
+    let doc = include_str!("../../../../docs/playout.md");
+    let section = &doc[doc.find("\n## Server playlists").unwrap()..];
     let start = section.find("```json\n").unwrap() + "```json\n".len();
     let example = &section[start..start + section[start..].find("```").unwrap()];
     let task = playlist(example).unwrap().tasks.remove(0);
