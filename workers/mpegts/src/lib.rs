@@ -48,7 +48,7 @@ pub struct IngestWorker {
     /// of edge apps from the rtmp worker, which pulls them on that demand).
     relays: Arc<Relays>,
     /// Streams of edge apps with SRT origins, pulled while read.
-    edges: Arc<srt_edges::SrtEdges>,
+    edges: Arc<strom_stream::gate::edge_pulls::EdgePulls>,
     playouts: Arc<playout::Playouts>,
 }
 
@@ -95,7 +95,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         }),
         context.shutdown.clone(),
     );
-    let edges = srt_edges::SrtEdges::start(Arc::clone(&shared), context.shutdown.clone());
+    let edges = srt_edges::start(Arc::clone(&shared), context.shutdown.clone());
     let playouts = playout::Playouts::start(
         shared.hub.clone(),
         Arc::clone(&shared.ids),

@@ -17,7 +17,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
-use strom_ipc::bus::StreamLocation;
 use strom_ipc::rules::{EdgeRule, srt_origin_parts, srt_request_id};
 use strom_stream::StreamKey;
 use strom_stream::gate::edge_pulls::{EdgePull, EdgePulls};
@@ -47,57 +46,35 @@ enum PullEnd {
     Failed(String),
 }
 
-pub struct SrtEdges {
-    shared: Arc<IngestShared>,
-    pulls: Arc<EdgePulls>,
-}
-
-impl SrtEdges {
-    /// Starts following the hub's demand.
-    pub fn start(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Arc<Self> {
-        let pulls = Arc::new(EdgePulls::new(
-            shared.hub.clone(),
-            WorkerKind::Ingest,
-            EdgeRule::is_srt,
-            MAX_SRT_EDGE_PULLS,
-            shutdown,
-        ));
-        let edges = Arc::new(Self { shared, pulls });
-        let demanded = Arc::clone(&edges);
-        edges.pulls.follow(move |key| demanded.demand(key));
-        edges
-    }
-
-    /// New rules: stops the pulls whose rule changed or went away (a stream still read
-    /// is pulled again by its new rule at once).
-    pub fn apply(&self) {
-        for key in self.pulls.stop_changed(&self.shared.rules()) {
-            self.demand(&key);
-        }
-    }
-
-    /// The supervisor's registry: streams other workers produce are not pulled.
-    pub fn apply_registry(&self, locations: &[StreamLocation]) {
-        self.pulls.apply_registry(locations);
-    }
-
-    /// `key` got its first reader: pull it when an SRT edge rule covers it and nobody
-    /// produces it on this server.
-    fn demand(&self, key: &StreamKey) {
-        let Some(pull) = self.pulls.start(&self.shared.rules(), key) else {
-            return;
-        };
+/// Starts pulling the streams of SRT edge rules that readers of the worker's hub ask for.
+pub fn start(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Arc<EdgePulls> {
+    let rules = {
+        let shared = Arc::clone(&shared);
+        Box::new(move || shared.rules())
+    };
+    let hub = shared.hub.clone();
+    let launch = Box::new(move |pulls: &Arc<EdgePulls>, pull: EdgePull| {
+        let key = &pull.key;
         tracing::info!(stream = %key, origins = ?pull.rule.origins.iter().map(|o| EdgeRule::url(o, &key.app, &key.stream)).collect::<Vec<_>>(), "edge: pulling on demand over SRT");
-        let (shared, pulls) = (Arc::clone(&self.shared), Arc::clone(&self.pulls));
         let (key, id) = (pull.key.clone(), pull.id);
+        let (thread_shared, thread_pulls) = (Arc::clone(&shared), Arc::clone(pulls));
         let spawned = std::thread::Builder::new()
             .name("srt-edge-pull".into())
-            .spawn(move || run(&shared, &pulls, &pull));
+            .spawn(move || run(&thread_shared, &thread_pulls, &pull));
         if let Err(e) = spawned {
             tracing::error!(stream = %key, error = %e, "edge: no thread for an SRT pull");
-            self.pulls.forget(&key, id);
+            pulls.forget(&key, id);
         }
-    }
+    });
+    EdgePulls::start(
+        hub,
+        WorkerKind::Ingest,
+        EdgeRule::is_srt,
+        MAX_SRT_EDGE_PULLS,
+        shutdown,
+        rules,
+        launch,
+    )
 }
 
 /// Pulls the stream from the rule's origins, one after the other, until it has no

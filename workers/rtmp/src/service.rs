@@ -6,7 +6,6 @@
 //! re-published here ([`Relays`], following the supervisor's stream registry).
 
 use crate::pull::Pulls;
-use crate::pull::edge::Edges;
 use crate::republish::Republisher;
 use crate::shared::Shared;
 use std::net::SocketAddr;
@@ -45,7 +44,7 @@ pub struct RtmpWorker {
     republisher: Republisher,
     pulls: Pulls,
     /// Edge rules: streams pulled from origins on demand.
-    edges: Arc<Edges>,
+    edges: Arc<strom_stream::gate::edge_pulls::EdgePulls>,
     relays: Arc<Relays>,
 }
 
@@ -88,7 +87,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         context.shutdown.clone(),
     );
     let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
-    let edges = Edges::start(Arc::clone(&shared), context.shutdown.clone());
+    let edges = crate::pull::edge::start(Arc::clone(&shared), context.shutdown.clone());
     let relays = relays(
         &shared,
         Some(context.hello.settings.run_dir.clone()),
@@ -151,7 +150,7 @@ impl RtmpWorker {
             shutdown.clone(),
         );
         let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
-        let edges = Edges::start(Arc::clone(&shared), shutdown.clone());
+        let edges = crate::pull::edge::start(Arc::clone(&shared), shutdown.clone());
         let relays = relays(&shared, None, shutdown);
         Self {
             shared,

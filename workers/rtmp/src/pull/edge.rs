@@ -20,7 +20,6 @@ use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::{EdgeRule, PullMode, PullSource};
-use strom_stream::StreamKey;
 use strom_stream::gate::edge_pulls::{EdgePull, EdgePulls};
 use tokio_util::sync::CancellationToken;
 
@@ -29,49 +28,26 @@ pub const MAX_EDGE_PULLS: usize = 1000;
 /// Bound on each connection step and each write to an origin.
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 
-pub struct Edges {
-    shared: Arc<Shared>,
-    pulls: Arc<EdgePulls>,
-}
-
-impl Edges {
-    /// Starts following the hub's demand.
-    pub fn start(shared: Arc<Shared>, shutdown: CancellationToken) -> Arc<Self> {
-        let pulls = Arc::new(EdgePulls::new(
-            shared.streams.clone(),
-            strom_ipc::WorkerKind::Rtmp,
-            |rule| !rule.is_srt(),
-            MAX_EDGE_PULLS,
-            shutdown,
-        ));
-        let edges = Arc::new(Self { shared, pulls });
-        let demanded = Arc::clone(&edges);
-        edges.pulls.follow(move |key| demanded.demand(key));
-        edges
-    }
-
-    /// New rules: stops the pulls whose rule changed or went away (a stream still
-    /// watched is pulled again by its new rule at once).
-    pub fn apply(&self) {
-        for key in self.pulls.stop_changed(&self.shared.rules()) {
-            self.demand(&key);
-        }
-    }
-
-    /// The supervisor's registry: streams other workers produce are not pulled.
-    pub fn apply_registry(&self, locations: &[strom_ipc::bus::StreamLocation]) {
-        self.pulls.apply_registry(locations);
-    }
-
-    /// `key` got its first reader: pull it when an edge rule covers it and nobody
-    /// publishes it here.
-    fn demand(&self, key: &StreamKey) {
-        let Some(pull) = self.pulls.start(&self.shared.rules(), key) else {
-            return;
-        };
-        tracing::info!(stream = %key, origins = ?pull.rule.origins, "edge: pulling on demand");
-        tokio::spawn(run(Arc::clone(&self.shared), Arc::clone(&self.pulls), pull));
-    }
+/// Starts pulling the streams of RTMP edge rules that readers of the worker's hub ask for.
+pub fn start(shared: Arc<Shared>, shutdown: CancellationToken) -> Arc<EdgePulls> {
+    let rules = {
+        let shared = Arc::clone(&shared);
+        Box::new(move || shared.rules())
+    };
+    let hub = shared.streams.clone();
+    let launch = Box::new(move |pulls: &Arc<EdgePulls>, pull: EdgePull| {
+        tracing::info!(stream = %pull.key, origins = ?pull.rule.origins, "edge: pulling on demand");
+        tokio::spawn(run(Arc::clone(&shared), Arc::clone(pulls), pull));
+    });
+    EdgePulls::start(
+        hub,
+        strom_ipc::WorkerKind::Rtmp,
+        |rule| !rule.is_srt(),
+        MAX_EDGE_PULLS,
+        shutdown,
+        rules,
+        launch,
+    )
 }
 
 /// Pulls `key` from the rule's origins, one after the other, until it has no readers.

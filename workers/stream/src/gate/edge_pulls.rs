@@ -35,8 +35,16 @@ pub struct EdgePull {
     pub stop: CancellationToken,
 }
 
+/// How a worker pulls one stream from its rule's origins: it runs `EdgePull` (on a task
+/// or a thread) and calls [`EdgePulls::finish`] when the pull ends.
+pub type Launch = Box<dyn Fn(&Arc<EdgePulls>, EdgePull) + Send + Sync>;
+/// The rules in force.
+pub type RulesInForce = Box<dyn Fn() -> Arc<Rules> + Send + Sync>;
+
 pub struct EdgePulls {
     hub: Hub,
+    rules: RulesInForce,
+    launch: Launch,
     /// The worker pulling; streams other workers produce are not pulled.
     own: WorkerKind,
     /// Whether an edge rule is pulled by this worker (its origins' protocol).
@@ -50,15 +58,21 @@ pub struct EdgePulls {
 }
 
 impl EdgePulls {
-    pub fn new(
+    /// Starts following the demand of `hub` until `shutdown`: each stream that gets a
+    /// reader and that a rule of ours covers is pulled by `launch`.
+    pub fn start(
         hub: Hub,
         own: WorkerKind,
         ours: fn(&EdgeRule) -> bool,
         max: usize,
         shutdown: CancellationToken,
-    ) -> Self {
-        Self {
+        rules: RulesInForce,
+        launch: Launch,
+    ) -> Arc<Self> {
+        let pulls = Arc::new(Self {
             hub,
+            rules,
+            launch,
             own,
             ours,
             max,
@@ -66,12 +80,29 @@ impl EdgePulls {
             produced_elsewhere: Mutex::default(),
             next_id: AtomicU64::new(1),
             shutdown,
+        });
+        follow(&pulls);
+        pulls
+    }
+
+    /// New rules: stops the pulls whose rule changed or went away (a stream still read
+    /// is pulled again by its new rule at once).
+    pub fn apply(self: &Arc<Self>) {
+        for key in self.stop_changed(&(self.rules)()) {
+            self.demand(&key);
+        }
+    }
+
+    /// `key` got a reader: pulls it when a rule of ours covers it and nobody produces it.
+    fn demand(self: &Arc<Self>, key: &StreamKey) {
+        if let Some(pull) = self.begin(&(self.rules)(), key) {
+            (self.launch)(self, pull);
         }
     }
 
     /// The edge rule this worker pulls `key` by: an edge app whose rule is ours, and no
     /// explicit pulled source of the stream (which wins).
-    pub fn rule_for<'a>(&self, rules: &'a Rules, key: &StreamKey) -> Option<&'a EdgeRule> {
+    fn rule_for<'a>(&self, rules: &'a Rules, key: &StreamKey) -> Option<&'a EdgeRule> {
         let explicit = rules
             .pull_sources
             .iter()
@@ -90,9 +121,9 @@ impl EdgePulls {
             .collect();
     }
 
-    /// `key` got a reader: the pull to start, when a rule of ours covers it, it still has
-    /// readers, nobody produces it here and no pull of it runs.
-    pub fn start(&self, rules: &Rules, key: &StreamKey) -> Option<EdgePull> {
+    /// The pull to start for `key`, when a rule of ours covers it, it still has readers,
+    /// nobody produces it here and no pull of it runs.
+    fn begin(&self, rules: &Rules, key: &StreamKey) -> Option<EdgePull> {
         let rule = self.rule_for(rules, key)?;
         if self.hub.reader_count(key) == 0 {
             return None;
@@ -131,7 +162,7 @@ impl EdgePulls {
     }
 
     /// Ends pull `id` of `key` unless its stream has readers again (`false`: go on). The
-    /// check and the removal happen under the lock [`EdgePulls::start`] takes, so a
+    /// check and the removal happen under the lock [`EdgePulls::begin`] takes, so a
     /// reader arriving meanwhile either keeps this pull or starts a new one.
     pub fn finish(&self, key: &StreamKey, id: u64) -> bool {
         let mut running = locked(&self.running);
@@ -153,10 +184,8 @@ impl EdgePulls {
         }
     }
 
-    /// New rules: stops the pulls whose rule changed or went away and returns their
-    /// streams, which the worker asks [`EdgePulls::start`] for again (a stream still read
-    /// is pulled by its new rule at once).
-    pub fn stop_changed(&self, rules: &Rules) -> Vec<StreamKey> {
+    /// Stops the pulls whose rule changed or went away and returns their streams.
+    fn stop_changed(&self, rules: &Rules) -> Vec<StreamKey> {
         let mut stopped = Vec::new();
         locked(&self.running).retain(|key, pull| {
             let keep = self.rule_for(rules, key) == Some(&pull.rule);
@@ -168,29 +197,29 @@ impl EdgePulls {
         });
         stopped
     }
+}
 
-    /// Calls `demand` with each stream that gets its first reader, until shutdown.
-    pub fn follow(self: &Arc<Self>, demand: impl Fn(&StreamKey) + Send + 'static) {
-        let mut events = self.hub.events().listen();
-        let shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                let event = tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    event = events.recv() => event,
-                };
-                match event {
-                    Ok(HubEvent::Demand(key)) => demand(&key),
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(
-                            missed,
-                            "edge: hub events missed; readers of missed streams wait for the next demand"
-                        )
-                    }
-                    Err(RecvError::Closed) => return,
+/// Pulls each stream of `pulls`' hub that gets its first reader, until shutdown.
+fn follow(pulls: &Arc<EdgePulls>) {
+    let mut events = pulls.hub.events().listen();
+    let pulls = Arc::clone(pulls);
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                () = pulls.shutdown.cancelled() => return,
+                event = events.recv() => event,
+            };
+            match event {
+                Ok(HubEvent::Demand(key)) => pulls.demand(&key),
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "edge: hub events missed; readers of missed streams wait for the next demand"
+                    )
                 }
+                Err(RecvError::Closed) => return,
             }
-        });
-    }
+        }
+    });
 }
