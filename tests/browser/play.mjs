@@ -87,6 +87,7 @@ try {
     pageOrigin: last.pageOrigin,
     hlsVersion: last.hlsVersion,
     dashVersion: last.dashVersion,
+    shakaVersion: last.shakaVersion,
     videoWidth: last.videoWidth,
     videoHeight: last.videoHeight,
     totalVideoFrames: last.totalVideoFrames,

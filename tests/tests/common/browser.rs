@@ -1,10 +1,22 @@
 //! Headless Chromium for the end-to-end tests: the playwright-core scripts of
-//! `tests/browser/` (`play.mjs`, `console.mjs`), what they need, and running one.
+//! `tests/browser/` (`play.mjs`, `console.mjs`), what they need, running one, and the
+//! static server of the player pages (on their own origin).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use super::require_tool;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// dash.js's browser build, under `tests/browser`.
+pub const DASH_JS: &str = "node_modules/dashjs/dist/modern/umd/dash.all.min.js";
+/// Shaka Player's browser build, under `tests/browser`.
+pub const SHAKA_JS: &str = "node_modules/shaka-player/dist/shaka-player.compiled.js";
+/// mux.js (Shaka's MPEG-TS transmuxer), under `tests/browser`.
+pub const MUX_JS: &str = "node_modules/mux.js/dist/mux.min.js";
 
 /// `tests/browser`: the scripts, player pages and their npm packages.
 pub fn browser_dir() -> PathBuf {
@@ -54,4 +66,58 @@ pub fn run_script(
         .map_err(|e| format!("{script} printed no JSON ({e}):\n{stdout}\n{stderr}"))?;
     eprintln!("{script} {args:?} ({:?}): {result}", started.elapsed());
     Ok(result)
+}
+
+/// A static HTTP server on its own port (so its own origin) serving the player page and
+/// hls.js; a thread per connection, because Chromium opens connections it may never use.
+pub fn serve_player(port: u16) {
+    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_file(stream));
+        }
+    });
+}
+
+fn serve_file(mut stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    let request = String::from_utf8_lossy(&request);
+    let target = request.split_whitespace().nth(1).unwrap_or("/");
+    let path = target.split('?').next().unwrap_or("/");
+    if path == "/favicon.ico" {
+        let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+        return;
+    }
+    let file = match path {
+        "/" | "/index.html" => Some((browser_dir().join("index.html"), "text/html")),
+        "/hls.min.js" => Some((
+            browser_dir().join("node_modules/hls.js/dist/hls.min.js"),
+            "text/javascript",
+        )),
+        "/dash.html" => Some((browser_dir().join("dash.html"), "text/html")),
+        "/dash.all.min.js" => Some((browser_dir().join(DASH_JS), "text/javascript")),
+        "/shaka.html" => Some((browser_dir().join("shaka.html"), "text/html")),
+        "/shaka-player.compiled.js" => Some((browser_dir().join(SHAKA_JS), "text/javascript")),
+        "/mux.min.js" => Some((browser_dir().join(MUX_JS), "text/javascript")),
+        _ => None,
+    };
+    let (status, content_type, body) =
+        match file.and_then(|(p, t)| Some((t, std::fs::read(p).ok()?))) {
+            Some((content_type, body)) => ("200 OK", content_type, body),
+            None => ("404 Not Found", "text/plain", b"not found".to_vec()),
+        };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
 }
