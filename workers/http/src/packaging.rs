@@ -17,6 +17,7 @@
 //! after the grace time unless it comes back. Names that fail `strom_ipc::names` are
 //! never packaged (a producer should not announce them; if one does, it is logged).
 
+use crate::media_clock::{self, MediaClock};
 use crate::part_cutter::PartCutter;
 use crate::store::{DashParts, DashTrack, HlsStream, InitSegments, SegmentFacts, Store};
 use bytes::Bytes;
@@ -283,6 +284,14 @@ struct Timeline {
     /// a stream is packaged as audio only once [`AUDIO_ONLY_AFTER`] of audio came
     /// without video.
     audio_without_video_since: Option<i64>,
+    /// The dates of its segments and parts.
+    clock: MediaClock,
+}
+
+/// The date the server's clock suggests for media of `duration_secs` that just arrived
+/// whole.
+fn arrival_ms(duration_secs: f64) -> i64 {
+    media_clock::now_ms() - (duration_secs * 1000.0) as i64
 }
 
 /// How much audio (90 kHz) may come before a stream's video is known (a TS input joined
@@ -306,6 +315,7 @@ impl Timeline {
             period: None,
             parts: part_target_ms.map(|ms| PartCutter::new(i64::from(ms) * 90)),
             audio_without_video_since: None,
+            clock: MediaClock::default(),
         }
     }
 
@@ -324,7 +334,10 @@ impl Timeline {
             .and_then(|p| p.finish(&self.tracks.tracks, end))
             && listed
         {
-            hls.add_part(part.bytes, part.duration_secs, part.independent);
+            let date = self
+                .clock
+                .date_of(part.start, arrival_ms(part.duration_secs));
+            hls.add_part(part.bytes, part.duration_secs, part.independent, date);
         }
     }
 }
@@ -510,8 +523,11 @@ impl Packager {
                 && let Some(part) = parts.push(&current.tracks.tracks, &sample)
                 && listed
             {
+                let date = current
+                    .clock
+                    .date_of(part.start, arrival_ms(part.duration_secs));
                 self.hls
-                    .add_part(part.bytes, part.duration_secs, part.independent);
+                    .add_part(part.bytes, part.duration_secs, part.independent, date);
             }
         }
     }
@@ -629,11 +645,7 @@ async fn finish(
         .iter()
         .filter(|s| s.kind == TrackKind::Video)
         .count();
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    let program_date_time_ms = now_ms - (duration_secs * 1000.0) as i64;
+    let program_date_time_ms = timeline.clock.date_of(cut.start, arrival_ms(duration_secs));
     let tags = timeline.cues.tags_for(cut.start, program_date_time_ms);
     // A DASH period per timeline and init segment, anchored where its first segment is.
     let period = match timeline.period {

@@ -12,6 +12,8 @@ use strom_media::sample::{Sample, TrackKind, Tracks};
 #[derive(Debug, Clone)]
 pub struct MuxedPart {
     pub bytes: Bytes,
+    /// dts of the part's first sample, 90 kHz.
+    pub start: i64,
     pub duration_secs: f64,
     pub independent: bool,
 }
@@ -94,6 +96,7 @@ impl PartCutter {
         }
         Some(MuxedPart {
             bytes: Bytes::from(out),
+            start,
             duration_secs: end.saturating_sub(start).max(0) as f64 / 90_000.0,
             independent,
         })

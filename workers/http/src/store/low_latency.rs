@@ -49,18 +49,16 @@ impl HlsStream {
         locked(&self.state).parts.part_target_secs()
     }
 
-    /// Adds the next part of the segment being built; its sequence number and index.
+    /// Adds the next part of the segment being built, whose media starts at `date_ms`
+    /// (the date its segment will be listed with, when it is the segment's first part);
+    /// its sequence number and index.
     pub fn add_part(
         &self,
         bytes: Bytes,
         duration_secs: f64,
         independent: bool,
+        date_ms: i64,
     ) -> Option<(u64, usize)> {
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default();
-        let date_ms = now_ms - (duration_secs * 1000.0) as i64;
         let mut state = locked(&self.state);
         let msn = state.meta.next_sequence;
         let part = Part {
@@ -237,7 +235,7 @@ mod tests {
 
         let mut version = hls.watch_version();
         assert_eq!(
-            hls.add_part(Bytes::from_static(b"p0"), 0.5, true),
+            hls.add_part(Bytes::from_static(b"p0"), 0.5, true, 1_795_238_400_000),
             Some((1, 0))
         );
         assert!(version.has_changed().unwrap());
@@ -264,7 +262,7 @@ mod tests {
 
         // A timeline that broke mid-segment: its parts go.
         assert_eq!(
-            hls.add_part(Bytes::from_static(b"p1"), 0.5, true),
+            hls.add_part(Bytes::from_static(b"p1"), 0.5, true, 1_795_238_400_500),
             Some((2, 0))
         );
         hls.discard_pending_parts();
