@@ -1,21 +1,39 @@
-//! The README's management examples, run as written (issue 18): a server on a copy of
-//! the shipped `packaging/strom.conf` (ports moved to free ones, data under the copy),
-//! then every `curl "$(target/release/strom sign --config packaging/strom.conf ...)"`
-//! line of README.md and of every `docs/*.md` (issue 34: the reference moved there)
-//! through `sh`, with the paths pointed at the copy and the binary cargo built. Each must
-//! answer 200 with JSON.
+//! The shell examples of README.md and every `docs/*.md`, run as written against a server
+//! on a copy of the shipped `packaging/strom.conf` and `packaging/rules.conf` (issues 18
+//! and 34; ports moved to free ones, data under the copy), so that docs, shipped
+//! configuration and code cannot drift apart:
+//!
+//! - every `curl "$(target/release/strom sign --config packaging/strom.conf ...)"` line
+//!   through `sh`, with the paths pointed at the copy and the binary cargo built: each
+//!   must answer 200 with JSON;
+//! - every publish example (`ffmpeg -re ...`, RTMP, RTSP, SRT, RIST, UDP, Icecast) must
+//!   make its stream live, and every play example (`ffplay URL`, run as ffprobe decoding
+//!   frames of the same URL) must decode frames;
+//! - any other example must be marked `<!-- example not run: <why> -->` in the doc.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "readme_examples/doc_blocks.rs"]
+mod doc_blocks;
+#[path = "readme_examples/targets.rs"]
+mod targets;
 
-use common::{Ports, Server, free_port, require_tool, strom_bin};
+use common::media::Proc;
+use common::{Ports, Server, free_port, require_tool, strom_bin, wait_for};
+use doc_blocks::{Example, shell_examples};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use targets::PortMap;
 
 /// How the README calls the binary and the config from a checkout.
 const README_BINARY: &str = "target/release/strom";
 const README_CONFIG: &str = "packaging/strom.conf";
+const README_RULES: &str = "packaging/rules.conf";
+/// The shipped RTMP port, which [`Server`] knows as `ports.rtmp`.
+const SHIPPED_RTMP_PORT: u16 = 1935;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -45,13 +63,19 @@ fn set_line(text: &str, key: &str, value: &str) -> String {
 }
 
 /// Starts strom on a copy of the shipped config and rules, changed only where a test must:
-/// free ports, and data kept inside the copy's directory.
-fn start_shipped() -> Server {
+/// free ports (every `"port": N` of `rules.conf`, each to its own free port), and data kept
+/// inside the copy's directory. Answers the server, the shipped ports with the ones used
+/// instead, and the shipped rules.
+fn start_shipped() -> (Server, PortMap, Value) {
     let root = repo_root();
     let dir = tempfile::tempdir().unwrap();
     let ports = Ports::new();
-    let conf = std::fs::read_to_string(root.join(README_CONFIG)).unwrap();
-    let conf = set_line(&conf, "port", &ports.http.to_string());
+    let text = std::fs::read_to_string(root.join(README_CONFIG)).unwrap();
+    let mut moved = vec![
+        (shipped_value(&text, "port"), ports.http),
+        (shipped_value(&text, "management_port"), ports.management),
+    ];
+    let conf = set_line(&text, "port", &ports.http.to_string());
     let conf = set_line(&conf, "management_port", &ports.management.to_string());
     let conf = set_line(&conf, "data_dir", "var/data");
     let conf = set_line(&conf, "run_dir", "var/run");
@@ -60,12 +84,22 @@ fn start_shipped() -> Server {
         "the shipped config is expected to set no token"
     );
     std::fs::write(dir.path().join("strom.conf"), conf).unwrap();
-    let rules = std::fs::read_to_string(root.join("packaging/rules.conf")).unwrap();
-    let shipped_rtmp = "\"port\": 1935";
-    assert!(rules.contains(shipped_rtmp), "shipped rules.conf changed");
-    let rules = rules.replace(shipped_rtmp, &format!("\"port\": {}", ports.rtmp));
-    // The shipped RTSP port too, so that parallel tests do not collide on it.
-    let rules = rules.replace("\"port\": 8554", &format!("\"port\": {}", free_port()));
+    let text = std::fs::read_to_string(root.join(README_RULES)).unwrap();
+    let shipped: Value = serde_json::from_str(&text).unwrap();
+    let mut rules = text.clone();
+    for port in rules_ports(&text) {
+        let free = if port == SHIPPED_RTMP_PORT {
+            ports.rtmp
+        } else {
+            free_port()
+        };
+        rules = rules.replace(&format!("\"port\": {port}"), &format!("\"port\": {free}"));
+        moved.push((port, free));
+    }
+    assert!(
+        moved.iter().any(|(port, _)| *port == SHIPPED_RTMP_PORT),
+        "shipped rules.conf changed: no RTMP on {SHIPPED_RTMP_PORT}"
+    );
     std::fs::write(dir.path().join("rules.conf"), rules).unwrap();
     let mut server = Server {
         dir,
@@ -75,7 +109,32 @@ fn start_shipped() -> Server {
     };
     server.spawn();
     server.wait_ready();
-    server
+    (server, PortMap(moved), shipped)
+}
+
+/// The value of the `key = N` line of strom.conf.
+fn shipped_value(text: &str, key: &str) -> u16 {
+    let prefix = format!("{key} = ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the shipped config has no `{key}` port"))
+}
+
+/// Every distinct `"port": N` of a rules.conf text.
+fn rules_ports(text: &str) -> Vec<u16> {
+    let mut ports: Vec<u16> = text
+        .split("\"port\": ")
+        .skip(1)
+        .map(|rest| {
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse().unwrap()
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 /// The Markdown files whose examples run: README.md and every `docs/*.md` (sorted), so
@@ -93,46 +152,14 @@ fn example_files() -> Vec<PathBuf> {
     files
 }
 
-/// Shell commands from the `sh` blocks of `text` that call `strom sign` (continuation
-/// lines joined).
-fn sign_examples(text: &str) -> Vec<String> {
-    let mut examples = Vec::new();
-    let mut in_sh = false;
-    let mut pending = String::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_sh = line.trim() == "```sh";
-            continue;
-        }
-        if !in_sh {
-            continue;
-        }
-        match line.strip_suffix('\\') {
-            Some(start) => pending.push_str(start),
-            None => {
-                pending.push_str(line);
-                let command = std::mem::take(&mut pending);
-                if command.contains("strom sign") {
-                    examples.push(command.trim().to_owned());
-                }
-            }
-        }
-    }
-    examples
-}
-
-/// Every `strom sign` example of README.md and `docs/*.md`, with the file it is in.
-fn readme_sign_examples() -> Vec<(String, String)> {
+/// Every shell example of README.md and `docs/*.md`, in file order.
+fn doc_examples() -> Vec<Example> {
     let root = repo_root();
     let mut examples = Vec::new();
     for file in example_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.strip_prefix(&root).unwrap().display().to_string();
-        examples.extend(
-            sign_examples(&text)
-                .into_iter()
-                .map(|example| (name.clone(), example)),
-        );
+        examples.extend(shell_examples(&name, &text));
     }
     examples
 }
@@ -156,7 +183,7 @@ fn sh(command: &str) -> (bool, String, String) {
 #[test]
 fn sign_on_the_shipped_config_prints_a_working_url() {
     require_tool("curl", "curl");
-    let server = start_shipped();
+    let (server, _, _) = start_shipped();
     let output = Command::new(strom_bin())
         .args(["sign", "--config"])
         .arg(server.path("strom.conf"))
@@ -186,8 +213,11 @@ fn sign_on_the_shipped_config_prints_a_working_url() {
 #[test]
 fn every_readme_curl_example_works_as_written() {
     require_tool("curl", "curl");
-    let server = start_shipped();
-    let examples = readme_sign_examples();
+    let (server, _, _) = start_shipped();
+    let examples: Vec<Example> = doc_examples()
+        .into_iter()
+        .filter(|e| e.command.contains("strom sign"))
+        .collect();
     // 12 in README.md before its reference moved to docs/ (issue 34), plus the quick
     // start's: fewer means examples were dropped or are no longer found.
     assert!(
@@ -195,20 +225,20 @@ fn every_readme_curl_example_works_as_written() {
         "README and docs/ examples not found: {examples:?}"
     );
     assert!(
-        examples.iter().any(|(file, _)| file == "README.md"),
+        examples.iter().any(|e| e.file == "README.md"),
         "README.md has no example: {examples:?}"
     );
     let binary = strom_bin();
     let config = server.path("strom.conf");
     let mut ran = 0;
-    for (file, example) in &examples {
-        let shown = format!("{file}: {example}");
+    for doc in &examples {
+        let shown = doc.shown();
+        let example = &doc.command;
         assert!(
             example.contains(&format!("{README_BINARY} sign --config {README_CONFIG} ")),
             "an example must run from a checkout as written: {shown}"
         );
-        if example.contains("--cacert") {
-            // The HTTPS example needs certificates the shipped config does not set.
+        if doc.not_run.is_some() {
             continue;
         }
         assert!(example.starts_with("curl "), "{shown}");
@@ -229,4 +259,236 @@ fn every_readme_curl_example_works_as_written() {
     }
     eprintln!("ran {ran} of {} examples", examples.len());
     assert!(ran >= 12, "ran {ran} examples");
+}
+
+/// What `ffplay` means while the examples run: ffprobe decodes the first packets of the
+/// same URL with the same input options and prints one line per decoded frame (there is
+/// no display in a test, and ffplay would play until closed).
+const FFPLAY_SHIM: &str = "ffplay() { timeout 60 ffprobe -v error -show_entries frame=media_type \
+     -of csv=p=0 -read_intervals '%+#60' \"$@\"; }";
+/// Frames a play example must decode.
+const MIN_FRAMES: usize = 5;
+/// Seconds of the media files the examples send (`input.mp4`, `show.mp3`): long enough
+/// that a publisher is still sending while the examples after it play.
+const MEDIA_SECS: &str = "90";
+const STEP: Duration = Duration::from_secs(60);
+
+/// Writes the files the examples name: `input.mp4` (H.264 + AAC) and `show.mp3`.
+fn write_example_media(dir: &Path) {
+    for (file, args) in [
+        (
+            "input.mp4",
+            "-f lavfi -i testsrc=size=320x240:rate=25 -f lavfi -i sine -c:v libx264 \
+             -preset ultrafast -g 25 -c:a aac",
+        ),
+        ("show.mp3", "-f lavfi -i sine -c:a libmp3lame -b:a 128k"),
+    ] {
+        let output = Command::new("ffmpeg")
+            .current_dir(dir)
+            .args(["-hide_banner", "-loglevel", "error", "-y"])
+            .args(args.split_whitespace())
+            .args(["-t", MEDIA_SECS, file])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "making {file}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// Whether `app/stream` is listed in `rtmp_status` (every protocol's live streams are).
+fn listed(server: &Server, stream: &str) -> bool {
+    let Some((app, name)) = stream.split_once('/') else {
+        return false;
+    };
+    server
+        .try_get("/manage/rtmp_status")
+        .and_then(|(_, groups)| groups.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|g| g["app"] == app)
+        .flat_map(|g| g["streams"].as_array().cloned().unwrap_or_default())
+        .any(|s| s["strm"] == name)
+}
+
+/// A publish example that is running, and the stream it made live.
+struct Publisher {
+    process: Proc,
+    stream: String,
+    shown: String,
+}
+
+impl Publisher {
+    /// Stops it and waits until its stream is gone, so the next example may publish it.
+    fn stop(mut self, server: &Server) {
+        let _ = self.process.0.kill();
+        let _ = self.process.0.wait();
+        wait_for(STEP, "stream ended", || {
+            (!listed(server, &self.stream)).then_some(())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: {} still live after it stopped",
+                self.shown, self.stream
+            )
+        });
+    }
+}
+
+/// Runs a publish example (`ffmpeg -re ...`) in `dir` until `server` lists the stream it
+/// names; it keeps sending until stopped.
+fn start_publisher(
+    server: &Server,
+    dir: &Path,
+    command: &str,
+    stream: String,
+    shown: String,
+) -> Publisher {
+    let log = std::fs::File::create(dir.join("publisher.log")).unwrap();
+    let process = common::media::spawn(
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("exec {command}"))
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(log),
+    );
+    let mut publisher = Publisher {
+        process,
+        stream,
+        shown,
+    };
+    let live = wait_for(STEP, "published stream live", || {
+        if !publisher.process.running() {
+            return Some(false);
+        }
+        listed(server, &publisher.stream).then_some(true)
+    });
+    let stderr = std::fs::read_to_string(dir.join("publisher.log")).unwrap_or_default();
+    assert_eq!(
+        live,
+        Some(true),
+        "{}: {} did not go live (publisher {}): {stderr}\nlog:\n{}",
+        publisher.shown,
+        publisher.stream,
+        if publisher.process.running() {
+            "running"
+        } else {
+            "exited"
+        },
+        server.log()
+    );
+    publisher
+}
+
+/// Runs a play example (`ffplay URL`, see [`FFPLAY_SHIM`]); the frames it decoded.
+fn play(dir: &Path, command: &str, shown: &str, server: &Server) -> usize {
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{FFPLAY_SHIM}\n{command}"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let frames = stdout
+        .lines()
+        .filter(|l| matches!(l.trim().trim_end_matches(','), "video" | "audio"))
+        .count();
+    assert!(
+        output.status.success() && frames >= MIN_FRAMES,
+        "{shown}: decoded {frames} frames ({}): {}\nlog:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        server.log()
+    );
+    frames
+}
+
+/// Every media example of README.md and `docs/*.md`, as written, against a server on the
+/// shipped configuration (issue 34): each publish example must make its stream live (the
+/// stream its URL names, or for UDP and RIST the shipped input on its port), each play
+/// example must decode frames from what was published before it in the same file. Only
+/// the ports change (to free ones; a port the shipped config does not listen on fails).
+/// Management examples are run by `every_readme_curl_example_works_as_written`; the
+/// others must be marked as not run, with the reason, in the doc itself.
+#[test]
+fn every_media_example_works_against_the_shipped_config() {
+    require_tool("ffmpeg", "ffmpeg");
+    require_tool("ffprobe", "ffmpeg");
+    let (server, ports, shipped_rules) = start_shipped();
+    let media = tempfile::tempdir().unwrap();
+    write_example_media(media.path());
+    let examples = doc_examples();
+    let (mut published, mut played, mut not_run, mut api) = (0, 0, 0, 0);
+    let mut publisher: Option<Publisher> = None;
+    let mut file = String::new();
+    for example in &examples {
+        let shown = example.shown();
+        if example.file != file {
+            if let Some(previous) = publisher.take() {
+                previous.stop(&server);
+            }
+            file.clone_from(&example.file);
+        }
+        if let Some(reason) = &example.not_run {
+            eprintln!("not run ({reason}): {shown}");
+            if example.command.contains("cargo run") {
+                assert!(
+                    example
+                        .command
+                        .ends_with(&format!("-- run --config {README_CONFIG}")),
+                    "the test starts strom as the quick start does: {shown}"
+                );
+            }
+            not_run += 1;
+            continue;
+        }
+        if example.command.contains("strom sign") {
+            api += 1;
+            continue;
+        }
+        let command = ports.rewrite(&example.command, &shown);
+        match example.command.split_whitespace().next() {
+            Some("ffmpeg") if example.command.contains(" -re ") => {
+                if let Some(previous) = publisher.take() {
+                    previous.stop(&server);
+                }
+                let url = targets::last_url(&example.command);
+                let stream = targets::published_stream(&url, &shipped_rules, &shown);
+                eprintln!("publishes {stream}: {shown}");
+                publisher = Some(start_publisher(
+                    &server,
+                    media.path(),
+                    &command,
+                    stream,
+                    shown,
+                ));
+                published += 1;
+            }
+            Some("ffplay") => {
+                assert!(
+                    publisher.is_some(),
+                    "{shown}: no publish example before it in {file}"
+                );
+                let frames = play(media.path(), &command, &shown, &server);
+                eprintln!("{frames} frames: {shown}");
+                played += 1;
+            }
+            _ => panic!(
+                "{shown}: not a publish (ffmpeg -re), play (ffplay) or management example; \
+                 teach tests/tests/readme_examples.rs to run it, or mark its block \
+                 `<!-- example not run: <why> -->`"
+            ),
+        }
+    }
+    if let Some(previous) = publisher.take() {
+        previous.stop(&server);
+    }
+    eprintln!("published {published}, played {played}, api {api}, not run {not_run}");
+    // README: RTMP publish, 4 plays; mpegts-srt-rist.md: UDP, SRT, RIST publishes, one SRT
+    // play; rtsp.md: a publish and a play; icecast.md: a publish.
+    assert!(published >= 6 && played >= 6, "examples not found");
 }
