@@ -9,6 +9,8 @@
 //! - every publish example (`ffmpeg -re ...`, RTMP, RTSP, SRT, RIST, UDP, Icecast) must
 //!   make its stream live, and every play example (`ffplay URL`, run as ffprobe decoding
 //!   frames of the same URL) must decode frames;
+//! - inline code spans that are a command against the local server (`curl
+//!   http://127.0.0.1:8082/...`) run the same way (see `readme_examples/doc_blocks.rs`);
 //! - any other example must be marked `<!-- example not run: <why> -->` in the doc.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -21,7 +23,7 @@ mod targets;
 
 use common::media::Proc;
 use common::{Ports, Server, free_port, require_tool, strom_bin, wait_for};
-use doc_blocks::{Example, shell_examples};
+use doc_blocks::{Example, inline_examples, shell_examples};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -159,9 +161,26 @@ fn doc_examples() -> Vec<Example> {
     for file in example_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.strip_prefix(&root).unwrap().display().to_string();
-        examples.extend(shell_examples(&name, &text));
+        let mut in_file = shell_examples(&name, &text);
+        in_file.extend(inline_examples(&name, &text));
+        // In reading order: a play example plays what was published above it.
+        in_file.sort_by_key(|example| example.line);
+        examples.extend(in_file);
     }
     examples
+}
+
+/// Runs a `curl` example (`command`, ready to run) and checks that it answers 200 with a
+/// JSON object or array.
+fn curl_answers_json(command: &str, shown: &str, server: &Server) {
+    let command = format!("{command} -sS --max-time 10 -w '\\n%{{http_code}}'");
+    let (success, stdout, stderr) = sh(&command);
+    assert!(success, "{shown}: {stderr}");
+    let (body, code) = stdout.rsplit_once('\n').unwrap();
+    assert_eq!(code, "200", "{shown}: {body}\nlog:\n{}", server.log());
+    let json: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{shown}: not JSON ({e}): {body}"));
+    assert!(json.is_object() || json.is_array(), "{shown}: {body}");
 }
 
 /// Runs `command` through sh from the repository root; returns (exit status, stdout,
@@ -242,19 +261,10 @@ fn every_readme_curl_example_works_as_written() {
             continue;
         }
         assert!(example.starts_with("curl "), "{shown}");
-        let command = format!(
-            "{} -sS --max-time 10 -w '\\n%{{http_code}}'",
-            example
-                .replace(README_BINARY, &binary.display().to_string())
-                .replace(README_CONFIG, &config.display().to_string())
-        );
-        let (success, stdout, stderr) = sh(&command);
-        assert!(success, "{shown}: {stderr}");
-        let (body, code) = stdout.rsplit_once('\n').unwrap();
-        assert_eq!(code, "200", "{shown}: {body}\nlog:\n{}", server.log());
-        let json: serde_json::Value = serde_json::from_str(body)
-            .unwrap_or_else(|e| panic!("{shown}: not JSON ({e}): {body}"));
-        assert!(json.is_object() || json.is_array(), "{shown}: {body}");
+        let command = example
+            .replace(README_BINARY, &binary.display().to_string())
+            .replace(README_CONFIG, &config.display().to_string());
+        curl_answers_json(&command, &shown, &server);
         ran += 1;
     }
     eprintln!("ran {ran} of {} examples", examples.len());
@@ -412,10 +422,11 @@ fn play(dir: &Path, command: &str, shown: &str, server: &Server) -> usize {
 /// stream its URL names, or for UDP and RIST the shipped input on its port), each play
 /// example must decode frames from what was published before it in the same file. Only
 /// the ports change (to free ones; a port the shipped config does not listen on fails).
-/// Management examples are run by `every_readme_curl_example_works_as_written`; the
-/// others must be marked as not run, with the reason, in the doc itself.
+/// Plain `curl` examples must answer 200 with JSON; `strom sign` ones are run by
+/// `every_readme_curl_example_works_as_written`; the others must be marked as not run,
+/// with the reason, in the doc itself.
 #[test]
-fn every_media_example_works_against_the_shipped_config() {
+fn every_publish_play_and_plain_curl_example_works_on_the_shipped_config() {
     require_tool("ffmpeg", "ffmpeg");
     require_tool("ffprobe", "ffmpeg");
     let (server, ports, shipped_rules) = start_shipped();
@@ -468,6 +479,10 @@ fn every_media_example_works_against_the_shipped_config() {
                 ));
                 published += 1;
             }
+            Some("curl") => {
+                curl_answers_json(&command, &shown, &server);
+                api += 1;
+            }
             Some("ffplay") => {
                 assert!(
                     publisher.is_some(),
@@ -478,7 +493,7 @@ fn every_media_example_works_against_the_shipped_config() {
                 played += 1;
             }
             _ => panic!(
-                "{shown}: not a publish (ffmpeg -re), play (ffplay) or management example; \
+                "{shown}: not a publish (ffmpeg -re), play (ffplay) or curl example; \
                  teach tests/tests/readme_examples.rs to run it, or mark its block \
                  `<!-- example not run: <why> -->`"
             ),

@@ -1,6 +1,10 @@
 //! The shell examples of the Markdown docs: every command of every ```` ```sh ```` block,
 //! continuation lines joined, with where it is and whether the docs mark it as not run.
 //!
+//! Inline code spans that are a whole command against the local server (they start with a
+//! client, `curl ` say, and name `127.0.0.1`) are examples too: a reader copies them as
+//! they are. Spans with a placeholder host (`rtsp://host:8554/...`) are illustrations.
+//!
 //! A block the tests cannot run (it installs packages as root, needs systemd, runs the
 //! whole suite) carries the line `<!-- example not run: <why> -->` just above its fence,
 //! so that skipping it is written down beside it rather than hidden in the test.
@@ -81,6 +85,60 @@ pub fn shell_examples(file: &str, text: &str) -> Vec<Example> {
         }
     }
     examples
+}
+
+/// The clients whose inline spans can be examples.
+const CLIENTS: [&str; 5] = ["curl ", "ffplay ", "ffprobe ", "ffmpeg ", "cvlc "];
+
+/// The inline code spans of `text` outside fenced blocks that are commands against the
+/// local server (see the header).
+pub fn inline_examples(file: &str, text: &str) -> Vec<Example> {
+    // Fenced lines blanked, so that offsets still give line numbers.
+    let mut in_fence = false;
+    let prose: Vec<&str> = text
+        .lines()
+        .map(|line| {
+            let fence = line.trim_start().starts_with("```");
+            let blank = in_fence || fence;
+            in_fence ^= fence;
+            if blank { "" } else { line }
+        })
+        .collect();
+    let prose = prose.join("\n");
+    let mut examples = Vec::new();
+    let mut offset = 0;
+    for (index, part) in prose.split('`').enumerate() {
+        let span = part.replace('\n', " ");
+        if index % 2 == 1
+            && CLIENTS.iter().any(|client| span.starts_with(client))
+            && span.contains("127.0.0.1")
+        {
+            examples.push(Example {
+                file: file.to_owned(),
+                line: prose[..offset].matches('\n').count() + 1,
+                command: span.trim().to_owned(),
+                not_run: None,
+            });
+        }
+        offset += part.len() + 1;
+    }
+    examples
+}
+
+#[test]
+fn inline_commands_against_the_local_server_are_examples() {
+    let text = "a `curl http://127.0.0.1:8082/x` b `ffplay rtsp://host:1/x`\n\
+        ```sh\n`curl http://127.0.0.1:1/in-block`\n```\nsee `ffprobe\nhttp://127.0.0.1:1/y`\n";
+    let examples = inline_examples("f.md", text);
+    let commands: Vec<_> = examples.iter().map(|e| e.command.as_str()).collect();
+    assert_eq!(
+        commands,
+        [
+            "curl http://127.0.0.1:8082/x",
+            "ffprobe http://127.0.0.1:1/y"
+        ]
+    );
+    assert_eq!(examples[1].line, 5);
 }
 
 #[test]
