@@ -507,3 +507,48 @@ fn every_publish_play_and_plain_curl_example_works_on_the_shipped_config() {
     // play; rtsp.md: a publish and a play; icecast.md: a publish.
     assert!(published >= 6 && played >= 6, "examples not found");
 }
+
+/// The README's ports table lists every port the shipped configuration listens on, with
+/// its transport, and no other (issue 34: the table is what a newcomer opens a firewall
+/// by). The metrics port is listed although off: the table says so.
+#[test]
+fn the_readme_ports_table_is_the_shipped_configuration() {
+    let root = repo_root();
+    let conf = std::fs::read_to_string(root.join(README_CONFIG)).unwrap();
+    let rules: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(README_RULES)).unwrap()).unwrap();
+    let mut shipped = vec![
+        format!("{}/tcp", shipped_value(&conf, "port")),
+        format!("{}/tcp", shipped_value(&conf, "management_port")),
+        "9108/tcp".to_owned(),
+    ];
+    let listed = |value: &Value| value.as_array().cloned().unwrap_or_default();
+    for (entries, transport) in [
+        (listed(&rules["RtmpSettings"]["interfaces"]), "tcp"),
+        (listed(&rules["RtspSettings"]["interfaces"]), "tcp"),
+        (listed(&rules["RtspSettings"]["tls_interfaces"]), "tcp"),
+        (listed(&rules["Cameras"]), "udp"),
+        (listed(&rules["TsOutputs"]), "udp"),
+    ] {
+        for entry in entries {
+            shipped.push(format!("{}/{transport}", entry["port"]));
+        }
+    }
+    shipped.sort();
+    shipped.dedup();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut table: Vec<String> = readme
+        .lines()
+        .filter_map(|line| {
+            let cell = line.strip_prefix("| ")?.split(" |").next()?;
+            let (port, transport) = cell.split_once('/')?;
+            (port.parse::<u16>().is_ok() && matches!(transport, "tcp" | "udp"))
+                .then(|| cell.to_owned())
+        })
+        .collect();
+    table.sort();
+    assert_eq!(
+        table, shipped,
+        "README ports table vs {README_CONFIG}, {README_RULES}"
+    );
+}
