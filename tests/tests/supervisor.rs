@@ -425,3 +425,63 @@ fn check_config_names_file_line_and_key() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("management_port = 8082"), "{stdout}");
 }
+
+/// The ERROR and WARN lines of `log` after its first `from` bytes.
+fn complaints_since(log: &str, from: usize) -> Vec<String> {
+    log.get(from..)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(" ERROR ") || line.contains(" WARN "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One failed reload is one ERROR line saying why (issue 34: it was logged twice), for
+/// both triggers (SIGHUP, `POST /manage/reload_config`, which the console's button calls)
+/// and both kinds of failure (a broken file, a port that cannot be bound).
+#[test]
+fn a_failed_reload_is_logged_once_with_its_reason() {
+    let server = Server::start("");
+    server.wait_ready();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    let failures = [
+        (
+            "{ \"RtmpSettings\": { \"duration\": }".to_owned(),
+            "rules.conf:1",
+        ),
+        (rules_json(taken_port, 4), "Address already in use"),
+    ];
+    for (rules, reason) in &failures {
+        std::fs::write(server.path("rules.conf"), rules).unwrap();
+        for trigger in ["SIGHUP", "API"] {
+            let from = server.log().len();
+            if trigger == "SIGHUP" {
+                server.signal(Signal::SIGHUP);
+                wait_for(Duration::from_secs(10), "reload error logged", || {
+                    server.log()[from..].contains("reload failed").then_some(())
+                })
+                .unwrap_or_else(|| panic!("no reload error in log:\n{}", server.log()));
+            } else {
+                let (code, body) = server.post("/manage/reload_config", "");
+                assert_eq!(code, 422, "{body}");
+            }
+            // Whatever else the failure would log is written by now.
+            std::thread::sleep(Duration::from_secs(1));
+            let complaints = complaints_since(&server.log(), from);
+            assert_eq!(
+                complaints.len(),
+                1,
+                "{trigger}, {reason}: one line expected: {complaints:#?}"
+            );
+            assert!(
+                complaints[0].contains(" ERROR ") && complaints[0].contains(reason),
+                "{trigger}: says why ({reason}): {}",
+                complaints[0]
+            );
+        }
+    }
+    drop(taken);
+    let (_, settings) = server.get("/manage/rtmp_settings");
+    assert_eq!(settings["RtmpSettings"]["duration"], 6, "old rules kept");
+}
