@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 # that tests/tests/scale_out.rs runs in front of two edges.
 # vlc-bin (cvlc) and vlc-plugin-base play strom's RTSP output in tests/tests/rtsp_vlc.rs.
 # iproute2 has `ss`, which the RTMP fan-out benchmark counts the server's TCP segments with.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2)
+# gstreamer1.0-tools (gst-launch-1.0) with the base, good (qtdemux), bad (dashdemux) and
+# libav (avdec_h264) plugins plays strom's live DASH in tests/tests/players_dash.rs.
+packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.
