@@ -101,7 +101,14 @@ impl Fragmenter {
                 continue;
             }
             let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
-            runs.push(run(kind, track_id, timescale, &track, next_dts, self.audio_next)?);
+            runs.push(run(
+                kind,
+                track_id,
+                timescale,
+                &track,
+                next_dts,
+                self.audio_next,
+            )?);
         }
         if runs.is_empty() {
             return Err(Fmp4Error::NoSamples);

@@ -352,7 +352,10 @@ fn audio_fragments_follow_by_sample_count() {
     fragmenter
         .fragment_track(&tracks, TrackKind::Audio, &samples, None, &mut out)
         .unwrap();
-    assert_eq!(timing(&out).0, ((frame_ms(129) + 500) * 441 + 5) as u64 / 10);
+    assert_eq!(
+        timing(&out).0,
+        ((frame_ms(129) + 500) * 441 + 5) as u64 / 10
+    );
 }
 
 #[test]
