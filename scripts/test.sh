@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 # that tests/tests/scale_out.rs runs in front of two edges.
 # vlc-bin (cvlc) and vlc-plugin-base play strom's RTSP output in tests/tests/rtsp_vlc.rs.
 # gst-launch-1.0 with hlsdemux/dashdemux (plugins-bad), souphttpsrc (plugins-good) and
-# avdec_h264 (libav) is GStreamer's cell of the player matrix (tests/tests/player_matrix.rs).
+# avdec_h264 (libav) is GStreamer's cell of the player matrix (tests/tests/player_matrix.rs)
+# and plays strom's live DASH on in tests/tests/players_dash.rs.
 # iproute2 has `ss`, which the RTMP fan-out benchmark counts the server's TCP segments with.
 packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav)
 missing=()

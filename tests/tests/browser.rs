@@ -356,3 +356,35 @@ fn hls_js_low_latency_mode_plays_ll_hls_parts_near_the_live_edge() {
         server.log()
     );
 }
+
+/// dash.js joining a stream whose manifest lists its first 2 s segment plays on at once
+/// (issue 32): `timeShiftBufferDepth` was the listed 6 s, no more than the presentation
+/// delay, and dash.js stalled 6-12 s on an empty DVR window (`INVALID_DVR_WINDOW`).
+#[test]
+fn dash_js_joins_a_fresh_stream_and_plays_on() {
+    let (server, page_origin, stream_origin) = start_with_player(|rtmp| {
+        format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "DASH"], "segment_duration_secs": 2}}}}"#,
+            rtmp
+        )
+    });
+    let _publisher = publish(&rtmp_url(&server, "live/f"));
+    let manifest = format!("{stream_origin}/live/f/manifest.mpd");
+    wait_for(LIVE, "a manifest with a segment", || {
+        let (status, body) = fetch(&manifest);
+        (status == 200 && body.contains("<S ")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no DASH manifest; log:\n{}", server.log()));
+    let shots = tempfile::tempdir().unwrap();
+    let result = play_page(
+        &format!("{page_origin}/dash.html?src={manifest}"),
+        &shots.path().join("dash.png"),
+    );
+    let problems = problems(&result, &stream_origin, &page_origin);
+    assert!(
+        problems.is_empty(),
+        "dash.js joining a fresh stream: {problems:?}\n{result}\nstrom log:\n{}",
+        server.log()
+    );
+}

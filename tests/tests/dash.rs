@@ -217,3 +217,124 @@ fn abr_groups_are_representations_and_dash_follows_the_outputs() {
     .unwrap_or_else(|| panic!("live/h not packaged; log:\n{}", server.log()));
     assert_eq!(text(&url(&server, "live/h/manifest.mpd")).0, 404);
 }
+
+/// One representation's timeline: its id, content type, timescale and `($Number$, t, d)`
+/// of each segment.
+struct Timeline {
+    id: String,
+    audio: bool,
+    timescale: u64,
+    segments: Vec<(u64, u64, u64)>,
+}
+
+/// The timelines of `xml` (strom writes one `SegmentTemplate` per representation, `t`
+/// only where a segment does not follow the previous one, no `r`).
+fn timelines(xml: &str) -> Vec<Timeline> {
+    let mut out = Vec::new();
+    for set in xml.split("<AdaptationSet ").skip(1) {
+        let audio = set.contains("contentType=\"audio\"");
+        for representation in set.split("<Representation ").skip(1) {
+            let representation = &format!(" {representation}");
+            let number =
+                |name| -> u64 { attribute(representation, name).unwrap().parse().unwrap() };
+            let (timescale, mut next) = (number("timescale"), number("startNumber"));
+            let mut end = 0;
+            let mut segments = Vec::new();
+            for s in representation.split("<S ").skip(1) {
+                let element = s.split("/>").next().unwrap();
+                let element = format!(" {element}");
+                let t = attribute(&element, "t").map_or(end, |t| t.parse().unwrap());
+                let d: u64 = attribute(&element, "d").unwrap().parse().unwrap();
+                segments.push((next, t, d));
+                (next, end) = (next + 1, t + d);
+            }
+            out.push(Timeline {
+                id: attribute(representation, "id").unwrap().to_owned(),
+                audio,
+                timescale,
+                segments,
+            });
+        }
+    }
+    out
+}
+
+/// `PT<seconds>S` as seconds.
+fn duration_secs(xml: &str, name: &str) -> f64 {
+    let value = attribute(xml, name).unwrap_or_else(|| panic!("no {name} in {xml}"));
+    value
+        .strip_prefix("PT")
+        .and_then(|v| v.strip_suffix('S'))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name}={value}"))
+}
+
+/// Issue 32, items 6-8, on a live manifest: from the first segments on, the DVR window
+/// (`timeShiftBufferDepth`) is a full window deep, beyond the presentation delay and an
+/// update period (dash.js stalled while it was the listed 6 s); every timeline goes on
+/// without overlap, audio by whole AAC frames with no gap either (its durations were
+/// RTMP's rounded milliseconds); a segment keeps its number, start and duration from
+/// one update to the next (players that map positions through the numbers); the
+/// period starts near `availabilityStartTime`, not decades after it.
+#[test]
+fn the_live_timeline_is_deep_gapless_and_stable() {
+    let server = start(r#"{"outputs": ["HLS", "DASH"], "segment_duration_secs": 2}"#);
+    let _publisher = publish(&rtmp_url(&server, "live/t"));
+    let first = wait_manifest(&server, "live/t/manifest.mpd", 1);
+    let depth = duration_secs(&first, "timeShiftBufferDepth");
+    let delay = duration_secs(&first, "suggestedPresentationDelay");
+    let update = duration_secs(&first, "minimumUpdatePeriod");
+    assert!(depth >= 12.0, "a full window of 6 x 2 s:\n{first}");
+    assert!(depth > delay + update, "{first}");
+    assert!(duration_secs(&first, "start") < 60.0, "{first}");
+    assert!(!first.contains("availabilityStartTime=\"1970"), "{first}");
+
+    // Later: more segments, some of the first ones perhaps gone.
+    let later = wait_for(LIVE, "four more segments", || {
+        let later = wait_manifest(&server, "live/t/manifest.mpd", 1);
+        let newest = |xml: &str| timelines(xml)[0].segments.last().map(|s| s.0);
+        (newest(&later) >= newest(&first).map(|n| n + 4)).then_some(later)
+    })
+    .unwrap_or_else(|| panic!("the manifest does not go on; log:\n{}", server.log()));
+    let (before, after) = (timelines(&first), timelines(&later));
+    assert_eq!(before.len(), 2, "video and audio:\n{first}");
+    assert!(after.iter().any(|t| t.audio), "{later}");
+    for timeline in before.iter().chain(&after) {
+        let segments = &timeline.segments;
+        assert!(!segments.is_empty(), "{}", timeline.id);
+        for pair in segments.windows(2) {
+            let ((_, t0, d0), (_, t1, _)) = (pair[0], pair[1]);
+            assert!(t1 >= t0 + d0, "{} overlaps: {segments:?}", timeline.id);
+            if timeline.audio {
+                assert_eq!(t1, t0 + d0, "audio gap: {segments:?}");
+            }
+        }
+        if timeline.audio {
+            assert_eq!(timeline.timescale, 44_100);
+            assert!(
+                segments.iter().all(|(_, _, d)| d % 1024 == 0),
+                "whole AAC frames: {segments:?}"
+            );
+        }
+    }
+    for old in &before {
+        let new = after.iter().find(|t| t.id == old.id).unwrap();
+        let common: Vec<_> = old
+            .segments
+            .iter()
+            .filter(|(n, _, _)| new.segments.iter().any(|s| s.0 == *n))
+            .collect();
+        for segment in &common {
+            assert!(
+                new.segments.contains(segment),
+                "{}: {segment:?} changed: {:?}",
+                old.id,
+                new.segments
+            );
+        }
+        assert!(
+            new.segments.first().unwrap().0 >= old.segments.first().unwrap().0,
+            "numbers only go forward"
+        );
+    }
+}

@@ -17,13 +17,22 @@ const SYNC_SAMPLE: u32 = 0x0200_0000;
 const NON_SYNC_SAMPLE: u32 = 0x0101_0000;
 /// Duration of a lone video sample with no later one to go by: 1/30 s.
 const DEFAULT_VIDEO_DURATION: i64 = 3000;
-/// Duration of a lone AAC frame with no later one to go by, in its sample rate.
-const DEFAULT_AUDIO_DURATION: i64 = 1024;
+/// Samples per AAC frame: every audio sample lasts this long in the track's timescale
+/// (the sample rate), whatever its rounded container timestamp says.
+const AAC_FRAME: i64 = 1024;
+/// Audio whose timestamps and sample count part by more than 1/`RESYNC_DIVISOR` s (a
+/// gap in the encoder's output, a jump in its timestamps) starts again from its
+/// timestamp; smaller differences are timestamp rounding (RTMP's milliseconds).
+const RESYNC_DIVISOR: i64 = 10;
 
 /// Writes the media segments of one stream, numbering them from 1 (`mfhd`).
 #[derive(Debug, Clone)]
 pub struct Fragmenter {
     sequence_number: u32,
+    /// Where the audio track's next fragment starts (audio timescale): the previous
+    /// one's start plus its sample count, so that fragments follow each other exactly
+    /// (a DASH `SegmentTimeline` needs each start >= the previous start + duration).
+    audio_next: Option<i64>,
 }
 
 impl Default for Fragmenter {
@@ -40,11 +49,16 @@ struct Run<'a> {
     /// Flags every sample shares, put in `tfhd` instead of the `trun`.
     default_flags: Option<u32>,
     data: Vec<&'a Bytes>,
+    /// Audio: where the run ends (its start plus its sample count).
+    audio_end: Option<i64>,
 }
 
 impl Fragmenter {
     pub fn new() -> Self {
-        Self { sequence_number: 1 }
+        Self {
+            sequence_number: 1,
+            audio_next: None,
+        }
     }
 
     /// The `mfhd` sequence number the next segment gets.
@@ -57,10 +71,12 @@ impl Fragmenter {
     /// `mdat` holding the video then the audio data.
     ///
     /// Per track, in `samples` order (interleaving of the kinds does not matter; decode
-    /// times must not decrease): `tfdt` = the first sample's dts (video: 90 kHz; audio:
-    /// rounded to the audio timescale); `trun` with sample sizes, durations (dts
-    /// deltas; the last sample's duration is `next_*_dts` minus its dts, or the
-    /// previous duration when that is `None`, or 1/30 s resp. 1024 for a lone sample),
+    /// times must not decrease): video: `tfdt` = the first sample's dts (90 kHz), sample
+    /// durations = dts deltas (the last one `next_video_dts` minus its dts, or the
+    /// previous duration when that is `None`, or 1/30 s for a lone sample); audio: 1024
+    /// ticks of the sample rate per AAC frame, `tfdt` = where the previous audio
+    /// fragment ended (its dts, rounded to the sample rate, for the first fragment or
+    /// after a drift of over 0.1 s: `next_audio_dts` is not needed);
     /// composition offsets (pts - dts, version 1 signed; left out when all are 0) and
     /// sample flags (video: sync on keyframes, non-sync otherwise; audio: all sync, via
     /// `tfhd`). `next_*_dts` is the dts of the track's first sample in the next
@@ -85,7 +101,14 @@ impl Fragmenter {
                 continue;
             }
             let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
-            runs.push(run(kind, track_id, timescale, &track, next_dts)?);
+            runs.push(run(
+                kind,
+                track_id,
+                timescale,
+                &track,
+                next_dts,
+                self.audio_next,
+            )?);
         }
         if runs.is_empty() {
             return Err(Fmp4Error::NoSamples);
@@ -97,6 +120,9 @@ impl Fragmenter {
             out.truncate(start);
         } else {
             self.sequence_number = self.sequence_number.wrapping_add(1);
+            if let Some(next) = runs.iter().find_map(|r| r.audio_end) {
+                self.audio_next = Some(next);
+            }
         }
         written
     }
@@ -119,7 +145,7 @@ impl Fragmenter {
             return Ok(None);
         }
         let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
-        let run = run(kind, track_id, timescale, &track, next_dts)?;
+        let run = run(kind, track_id, timescale, &track, next_dts, self.audio_next)?;
         let span = TrackSpan {
             start: run.base_media_decode_time,
             duration: run
@@ -133,6 +159,9 @@ impl Fragmenter {
         match self.write(std::slice::from_ref(&run), out) {
             Ok(()) => {
                 self.sequence_number = self.sequence_number.wrapping_add(1);
+                if let Some(next) = run.audio_end {
+                    self.audio_next = Some(next);
+                }
                 Ok(Some(span))
             }
             Err(e) => {
@@ -239,12 +268,23 @@ fn rescale(time: i64, timescale: u32) -> Result<i64, Fmp4Error> {
     i64::try_from(scaled).map_err(|_| Fmp4Error::Timestamp("time out of range"))
 }
 
+/// Where an audio run whose first sample's dts is `first` (audio timescale) starts:
+/// where the previous one ended, unless the two differ by more than rounding.
+fn audio_start(first: i64, previous_end: Option<i64>, timescale: u32) -> i64 {
+    let tolerance = (i64::from(timescale) / RESYNC_DIVISOR).max(AAC_FRAME);
+    match previous_end {
+        Some(end) if first.abs_diff(end) <= tolerance.unsigned_abs() => end,
+        _ => first,
+    }
+}
+
 fn run<'a>(
     kind: TrackKind,
     track_id: u32,
     timescale: u32,
     samples: &[&'a Sample],
     next_dts: Option<i64>,
+    audio_next: Option<i64>,
 ) -> Result<Run<'a>, Fmp4Error> {
     let times = samples
         .iter()
@@ -252,21 +292,23 @@ fn run<'a>(
         .collect::<Result<Vec<_>, _>>()?;
     let next = next_dts.map(|t| rescale(t, timescale)).transpose()?;
     let first = times.first().copied().unwrap_or_default();
+    let first = match kind {
+        TrackKind::Video => first,
+        TrackKind::Audio => audio_start(first, audio_next, timescale),
+    };
     let base_media_decode_time =
         u64::try_from(first).map_err(|_| Fmp4Error::Timestamp("negative decode time"))?;
 
     let mut entries = Vec::with_capacity(samples.len());
     let mut previous = None;
     for (i, (sample, &dts)) in samples.iter().zip(&times).enumerate() {
-        let duration = match (times.get(i + 1).copied().or(next), previous) {
-            (Some(later), _) => later
+        let duration = match (kind, times.get(i + 1).copied().or(next), previous) {
+            (TrackKind::Audio, _, _) => AAC_FRAME,
+            (TrackKind::Video, Some(later), _) => later
                 .checked_sub(dts)
                 .ok_or(Fmp4Error::Timestamp("time out of range"))?,
-            (None, Some(previous)) => previous,
-            (None, None) => match kind {
-                TrackKind::Video => DEFAULT_VIDEO_DURATION,
-                TrackKind::Audio => DEFAULT_AUDIO_DURATION,
-            },
+            (TrackKind::Video, None, Some(previous)) => previous,
+            (TrackKind::Video, None, None) => DEFAULT_VIDEO_DURATION,
         };
         if duration < 0 {
             return Err(Fmp4Error::Timestamp("decreasing decode time"));
@@ -303,5 +345,9 @@ fn run<'a>(
         entries,
         default_flags: (kind == TrackKind::Audio).then_some(SYNC_SAMPLE),
         data: samples.iter().map(|s| &s.data).collect(),
+        audio_end: (kind == TrackKind::Audio).then(|| {
+            let frames = i64::try_from(samples.len()).unwrap_or(i64::MAX);
+            first.saturating_add(frames.saturating_mul(AAC_FRAME))
+        }),
     })
 }

@@ -257,8 +257,8 @@ fn fragments_audio_and_video() {
     assert_eq!(a.tfdt.as_ref().unwrap().base_media_decode_time, 44_100);
     let entries: Vec<TrunEntry> = a.trun[0].samples.iter().collect();
     assert_eq!(entries.len(), 3);
-    // ms times rounded to 44.1 kHz ticks: 44100, 45114, 46129, next 47187.
-    assert_eq!(durations(&entries), [1014, 1015, 1058]);
+    // One AAC frame each, whatever the ms timestamps say (23 ms = 1014 ticks).
+    assert_eq!(durations(&entries), [1024, 1024, 1024]);
     assert!(entries.iter().all(|e| e.cts.is_none() && e.flags.is_none()));
     let audio_offset = usize::try_from(a.trun[0].data_offset.unwrap()).unwrap();
     assert_eq!(audio_offset, video_offset + 170);
@@ -299,7 +299,7 @@ fn last_sample_duration() {
         // A lone sample without next dts: 1/30 s.
         (vec![video(0, 0, true, 1)], None, vec![3000]),
         (vec![audio(0, 1)], None, vec![1024]),
-        (vec![audio(0, 1), audio(20, 1)], None, vec![882, 882]),
+        (vec![audio(0, 1), audio(20, 1)], None, vec![1024, 1024]),
     ];
     for (samples, next, want) in cases {
         let mut out = Vec::new();
@@ -310,6 +310,52 @@ fn last_sample_duration() {
         let entries: Vec<TrunEntry> = moof.traf[0].trun[0].samples.iter().collect();
         assert_eq!(&durations(&entries), want, "{samples:?}");
     }
+}
+
+/// `tfdt` and sample durations of the only `traf` of a fragment.
+fn timing(fragment: &[u8]) -> (u64, Vec<u32>) {
+    let (moof, _, _) = parse_segment(fragment);
+    let traf = &moof.traf[0];
+    let entries: Vec<TrunEntry> = traf.trun[0].samples.iter().collect();
+    (
+        traf.tfdt.as_ref().unwrap().base_media_decode_time,
+        durations(&entries),
+    )
+}
+
+/// Audio with RTMP's millisecond timestamps (23 or 24 ms per 1024-sample frame at
+/// 44.1 kHz): each fragment starts exactly where the previous one ended, by sample
+/// count; a jump of over 0.1 s in the timestamps starts again from them.
+#[test]
+fn audio_fragments_follow_by_sample_count() {
+    let tracks = av_tracks();
+    let mut fragmenter = Fragmenter::new();
+    // Frame n at round(n * 1024 / 44.1) ms: 0, 23, 46, 70, 93, ...
+    let frame_ms = |n: i64| (n * 1024 * 1000 + 22_050) / 44_100;
+    let mut starts = Vec::new();
+    for first in [0, 43, 86] {
+        let samples: Vec<Sample> = (first..first + 43).map(|n| audio(frame_ms(n), 1)).collect();
+        let mut out = Vec::new();
+        let span = fragmenter
+            .fragment_track(&tracks, TrackKind::Audio, &samples, None, &mut out)
+            .unwrap()
+            .unwrap();
+        let (tfdt, durations) = timing(&out);
+        assert_eq!(durations, vec![1024; 43]);
+        assert_eq!((span.start, span.duration), (tfdt, 43 * 1024));
+        starts.push(tfdt);
+    }
+    assert_eq!(starts, [0, 43 * 1024, 86 * 1024]);
+    // Half a second missing from the encoder's output: the timestamps win.
+    let samples = vec![audio(frame_ms(129) + 500, 1)];
+    let mut out = Vec::new();
+    fragmenter
+        .fragment_track(&tracks, TrackKind::Audio, &samples, None, &mut out)
+        .unwrap();
+    assert_eq!(
+        timing(&out).0,
+        ((frame_ms(129) + 500) * 441 + 5) as u64 / 10
+    );
 }
 
 #[test]
@@ -559,11 +605,8 @@ fn per_track_fragments_and_init_segments() {
         .unwrap();
     let rate = u64::from(audio.timescale);
     assert_eq!(audio.start, rate);
-    // Durations are differences of times rounded to the audio timescale.
-    assert!(
-        audio.duration.abs_diff(4 * 1_920 * rate / 90_000) <= 2,
-        "{audio:?}"
-    );
+    // 1024 ticks per AAC frame.
+    assert_eq!(audio.duration, 4 * 1024, "{audio:?}");
     for (part, track_id) in [
         (&out[..split], VIDEO_TRACK_ID),
         (&out[split..], AUDIO_TRACK_ID),

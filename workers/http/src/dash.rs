@@ -10,7 +10,7 @@
 //! members' media times map to wall-clock time, so their segments line up by the time
 //! they were live.
 
-use crate::store::{DashListing, DashParts, DashTrack};
+use crate::store::{DashListing, DashParts, DashTrack, PLAYLIST_WINDOW};
 use strom_media::dash::mpd::{
     AdaptationSet, ContentType, Manifest, Period, Representation, TimelineEntry, render,
 };
@@ -112,16 +112,26 @@ pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) ->
             .join("-");
         period(&latest, id, &query).into_iter().collect()
     };
-    let time_shift_secs = first
+    let listed: f64 = first
         .listing
         .segments
         .iter()
         .filter_map(|(_, _, parts)| parts.video.or(parts.audio))
         .map(|t| t.duration as f64 / f64::from(t.timescale.max(1)))
         .sum();
+    // What the window holds once full, from the first segment on: shorter, a player's
+    // DVR window (now - depth .. now - presentation delay) would be empty, or would
+    // slide past the listed timeline between two updates (dash.js: INVALID_DVR_WINDOW).
+    // The store keeps more segments than it lists, so all of it is there to fetch.
+    let full = f64::from(first.listing.target_duration.max(1)) * PLAYLIST_WINDOW as f64;
+    let time_shift_secs = listed.max(full);
+    let availability_start_ms = epoch_ms(&all)?;
+    let mut periods = periods;
+    for period in &mut periods {
+        period.start_ms = period.start_ms.saturating_sub(availability_start_ms);
+    }
     Some(render(&Manifest {
-        // Media times map to Unix time: one start for every stream, forever.
-        availability_start_ms: 0,
+        availability_start_ms,
         now_ms,
         segment_secs: first.listing.target_duration,
         time_shift_secs,
@@ -133,6 +143,25 @@ pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) ->
             .flatten(),
         periods,
     }))
+}
+
+/// The manifest's `availabilityStartTime` (Unix ms): the earliest of its streams' DASH
+/// epochs (where each one's first period started), the same in every update. Near the
+/// stream's start, not Unix time 0: GStreamer 1.22's dashdemux joins a live timeline
+/// at about twice the time since `availabilityStartTime` (it adds the first listed
+/// segment's start to the seek target), which lands decades in the future with a 1970
+/// epoch; ABR members still share one start, so their media times map to the same
+/// wall clock.
+fn epoch_ms(all: &[(&Rendition, Vec<Run>)]) -> Option<i64> {
+    all.iter()
+        .filter_map(|(rendition, runs)| {
+            let first = runs.first().map(|run| run.period_ms);
+            match (rendition.listing.epoch_ms, first) {
+                (Some(epoch), Some(first)) => Some(epoch.min(first)),
+                (epoch, first) => epoch.or(first),
+            }
+        })
+        .min()
 }
 
 /// Where the last period's media ends, milliseconds after `availabilityStartTime`.
@@ -296,6 +325,7 @@ mod tests {
             frame_rate: Some(25.0),
             target_duration: 2,
             ended: false,
+            epoch_ms: None,
         }
     }
 
@@ -345,15 +375,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(xml.matches("<Period ").count(), 2, "{xml}");
+        // From the first period's start on.
         assert!(
-            xml.contains("<Period id=\"65536\" start=\"PT1000.000S\">"),
+            xml.contains("<Period id=\"65536\" start=\"PT0.000S\">"),
             "{xml}"
         );
         assert!(
-            xml.contains("<Period id=\"131072\" start=\"PT1010.000S\">"),
+            xml.contains("<Period id=\"131072\" start=\"PT10.000S\">"),
             "{xml}"
         );
-        assert!(xml.contains("availabilityStartTime=\"1970-01-01T00:00:00.000Z\""));
+        assert!(xml.contains("availabilityStartTime=\"1970-01-01T00:16:40.000Z\""));
+        // Three segments listed, the depth of a full window (6 x 2 s).
+        assert!(xml.contains("timeShiftBufferDepth=\"PT12.000S\""), "{xml}");
         assert!(xml.contains("<Location>manifest.mpd?sid=9</Location>"));
         assert!(xml.contains(
             "initialization=\"dash_init_v_65536.mp4?sid=9\" media=\"dash_v_$Number$.m4s?sid=9\" startNumber=\"4\""
@@ -367,6 +400,31 @@ mod tests {
         );
         assert!(xml.contains("codecs=\"avc1.42c01e\" bandwidth=\"400000\" width=\"320\""));
         assert!(!xml.contains("mediaPresentationDuration"));
+    }
+
+    /// The first publisher's segments have left the window: `availabilityStartTime`
+    /// stays where the stream began (the store's epoch), so the period keeps its start
+    /// from one update to the next.
+    #[test]
+    fn the_availability_start_stays_where_the_stream_began() {
+        let mut later = listing((0..8).map(|n| (20 + n, 3, parts(n, 1_010_000))).collect());
+        later.epoch_ms = Some(1_000_000);
+        let xml = manifest(
+            &[Rendition {
+                listing: later,
+                prefix: String::new(),
+            }],
+            None,
+            1_030_000,
+        )
+        .unwrap();
+        assert!(xml.contains("availabilityStartTime=\"1970-01-01T00:16:40.000Z\""));
+        assert!(
+            xml.contains("<Period id=\"3\" start=\"PT10.000S\">"),
+            "{xml}"
+        );
+        // Eight 2 s segments listed: more than a full window's depth.
+        assert!(xml.contains("timeShiftBufferDepth=\"PT16.000S\""), "{xml}");
     }
 
     /// A stream gone for good: the manifest says where its media ends.
@@ -386,9 +444,9 @@ mod tests {
             1_020_000,
         )
         .unwrap();
-        // Period start 1000 s, media from 10 s (the offset) to 14 s.
+        // Period start 0 s, media from 10 s (the offset) to 14 s.
         assert!(
-            xml.contains("mediaPresentationDuration=\"PT1004.000S\""),
+            xml.contains("mediaPresentationDuration=\"PT4.000S\""),
             "{xml}"
         );
         assert!(!xml.contains("minimumUpdatePeriod"));
@@ -421,7 +479,7 @@ mod tests {
         .unwrap();
         assert_eq!(xml.matches("<Period ").count(), 1);
         assert!(
-            xml.contains("<Period id=\"7-9\" start=\"PT1001.000S\">"),
+            xml.contains("<Period id=\"7-9\" start=\"PT1.000S\">"),
             "{xml}"
         );
         assert_eq!(xml.matches("<Representation ").count(), 3, "{xml}");

@@ -598,7 +598,7 @@ async fn finish(
         return;
     }
     let next_video = tracks.video.as_ref().map(|_| cut.end);
-    // The audio cut point is not known here; the fragmenter repeats the last duration.
+    // Audio is timed by its sample count (1024 per AAC frame): no cut point needed.
     let next_audio = None;
     let mut m4s = Vec::with_capacity(ts.len());
     strom_media::fmp4::segment_type(&mut m4s);

@@ -126,6 +126,8 @@ pub struct DashListing {
     pub target_duration: u32,
     /// The stream is gone for good (its HLS playlists have `#EXT-X-ENDLIST`).
     pub ended: bool,
+    /// Its `availabilityStartTime` (Unix ms), once it has had DASH parts.
+    pub epoch_ms: Option<i64>,
 }
 
 fn independent_by_default() -> bool {
@@ -162,6 +164,11 @@ pub struct StreamMeta {
     pub discontinuity_sequence: u64,
     pub next_sequence: u64,
     pub segments: Vec<SegmentMeta>,
+    /// The DASH `availabilityStartTime` (Unix ms): where the stream's first DASH period
+    /// started, kept for its life (across publishers and packager restarts), as a
+    /// manifest's must not change from one update to the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dash_epoch_ms: Option<i64>,
 }
 
 #[derive(Debug, Default)]
@@ -328,6 +335,9 @@ impl HlsStream {
         state.meta.next_sequence = sequence.saturating_add(1);
         let discontinuity =
             std::mem::take(&mut state.pending_discontinuity) && !state.segments.is_empty();
+        if state.meta.dash_epoch_ms.is_none() {
+            state.meta.dash_epoch_ms = facts.dash.map(|d| d.period_ms);
+        }
         let entry = SegmentMeta {
             sequence,
             duration_secs,
@@ -633,6 +643,7 @@ impl HlsStream {
             frame_rate: state.meta.frame_rate,
             target_duration: state.meta.target_duration,
             ended: self.closed(&state),
+            epoch_ms: state.meta.dash_epoch_ms,
         }
     }
 

@@ -1,0 +1,133 @@
+//! Mainstream players on strom's live DASH (issue 32): VLC and GStreamer join a fresh
+//! stream and go on decoding it over more than three segments. VLC stopped after two
+//! segments once; GStreamer 1.22's dashdemux decoded nothing while
+//! `availabilityStartTime` was 1970 (it joins a live timeline at about twice the time
+//! since `availabilityStartTime`). No latency bound: only that frames come, and keep
+//! coming. (dash.js and Shaka: tests/tests/browser.rs; ffmpeg: tests/tests/dash.rs.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::media::{ffprobe, publish, rtmp_url};
+use common::vlc::run_cvlc;
+use common::{Server, require_tool, wait_for};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+const LIVE: Duration = Duration::from_secs(40);
+/// Frames of more than three 2 s segments of the 25 fps test source.
+const FRAMES: usize = 3 * 2 * 25 + 1;
+
+/// A server delivering HLS and DASH in 2 s segments, with `live/p` published and its
+/// manifest listing a segment; the manifest's URL.
+fn start_published() -> (Server, common::media::Proc, String) {
+    let mut server = Server::prepare("");
+    std::fs::write(
+        server.path("rules.conf"),
+        common::delivery_rules(server.ports.rtmp, &["HLS", "DASH"], 2).to_string(),
+    )
+    .unwrap();
+    server.spawn();
+    server.wait_ready();
+    let publisher = publish(&rtmp_url(&server, "live/p"));
+    let url = format!("http://127.0.0.1:{}/live/p/manifest.mpd", server.ports.http);
+    require_tool("curl", "curl");
+    wait_for(LIVE, "a DASH manifest", || {
+        let out = Command::new("curl")
+            .args(["-sf", "--max-time", "5", &url])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .contains("<S ")
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("no manifest; log:\n{}", server.log()));
+    (server, publisher, url)
+}
+
+#[test]
+fn vlc_plays_live_dash_on() {
+    let (server, _publisher, url) = start_published();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = home.path().join("out.ts");
+    // Recorded as VLC's demuxer hands it on: what it played, without a display.
+    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let mut vlc = run_cvlc(
+        home.path(),
+        &["--play-and-exit", "--run-time", "20", &url, "--sout", &sout],
+    );
+    let exit = vlc.wait_exit(Duration::from_secs(60));
+    let stderr = vlc.stop_and_stderr();
+    assert!(exit.is_some(), "VLC still running: {stderr}");
+    assert!(
+        out.exists(),
+        "VLC wrote nothing: {stderr}\nlog:\n{}",
+        server.log()
+    );
+    // Decoded by ffprobe: frames of over three segments.
+    let frames: usize = ffprobe(&[
+        "-v",
+        "error",
+        "-count_frames",
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "stream=nb_read_frames",
+        "-of",
+        "csv=p=0",
+        out.to_str().unwrap(),
+    ])
+    .lines()
+    .find_map(|l| l.trim().trim_end_matches(',').parse().ok())
+    .unwrap_or(0);
+    assert!(
+        frames >= FRAMES,
+        "VLC played {frames} frames: {stderr}\nlog:\n{}",
+        server.log()
+    );
+}
+
+/// `pts: H:MM:SS.NNNNNNNNN` of a fakesink's `last-message` line, in seconds.
+fn pts_secs(line: &str) -> Option<f64> {
+    let pts = line.split("pts: ").nth(1)?.split([',', ' ', ')']).next()?;
+    let mut parts = pts.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(h.parse::<f64>().ok()? * 3600.0 + m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+}
+
+#[test]
+fn gstreamer_plays_live_dash_on() {
+    let (server, _publisher, url) = start_published();
+    require_tool(
+        "gst-launch-1.0",
+        "gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav",
+    );
+    // playbin picks dashdemux, qtdemux and the decoders; the video sink reports each
+    // decoded frame (`-v` prints its last-message).
+    let output = Command::new("timeout")
+        .args(["25", "gst-launch-1.0", "-v", "playbin"])
+        .arg(format!("uri={url}"))
+        .arg("video-sink=fakesink name=vsink sync=true silent=false")
+        .arg("audio-sink=fakesink sync=true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let frames: Vec<f64> = stdout
+        .lines()
+        .filter(|l| l.contains("vsink: last-message = chain"))
+        .filter_map(pts_secs)
+        .collect();
+    let span = frames.iter().copied().fold(f64::NAN, f64::max)
+        - frames.iter().copied().fold(f64::NAN, f64::min);
+    assert!(
+        frames.len() >= FRAMES && span >= 6.0,
+        "GStreamer decoded {} frames over {span} s:\n{}\n{}\nlog:\n{}",
+        frames.len(),
+        stdout.lines().rev().take(20).collect::<Vec<_>>().join("\n"),
+        String::from_utf8_lossy(&output.stderr),
+        server.log()
+    );
+}
