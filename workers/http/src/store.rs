@@ -88,6 +88,10 @@ pub struct SegmentMeta {
     /// Where its tracks' fragments lie (DASH); absent in older indexes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dash: Option<DashParts>,
+    /// The SCTE-35 splice_info_sections the segment starts with (base64), for DASH
+    /// `EventStream`s; absent in older indexes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scte35: Vec<String>,
 }
 
 /// A segment's tracks as DASH serves them: each track's fragment is a byte range of the
@@ -126,6 +130,8 @@ pub struct DashListing {
     pub target_duration: u32,
     /// The stream is gone for good (its HLS playlists have `#EXT-X-ENDLIST`).
     pub ended: bool,
+    /// SCTE-35 sections (base64) of the listed segments, by sequence number, in order.
+    pub scte35: Vec<(u64, String)>,
 }
 
 fn independent_by_default() -> bool {
@@ -144,6 +150,8 @@ pub struct SegmentFacts {
     /// The segment starts with a keyframe (or has no video).
     pub independent: bool,
     pub dash: Option<DashParts>,
+    /// The SCTE-35 sections the segment starts with (base64).
+    pub scte35: Vec<String>,
 }
 
 /// Playlist-level facts (persisted).
@@ -337,6 +345,7 @@ impl HlsStream {
             tags,
             independent: facts.independent,
             dash: facts.dash,
+            scte35: facts.scte35,
         };
         let bits = (ts.len() as f64 * 8.0 / duration_secs.max(0.1)) as u64;
         state.meta.bandwidth = state.meta.bandwidth.max(bits);
@@ -633,6 +642,12 @@ impl HlsStream {
             frame_rate: state.meta.frame_rate,
             target_duration: state.meta.target_duration,
             ended: self.closed(&state),
+            scte35: state
+                .segments
+                .iter()
+                .skip(start)
+                .flat_map(|s| s.entry.scte35.iter().map(|m| (s.entry.sequence, m.clone())))
+                .collect(),
         }
     }
 
@@ -1194,6 +1209,7 @@ mod tests {
             frame_rate: Some(25.0),
             independent: true,
             dash: None,
+            scte35: Vec::new(),
         }
     }
 
@@ -1393,6 +1409,7 @@ mod tests {
                     tags: Vec::new(),
                     independent: true,
                     dash: None,
+                    scte35: Vec::new(),
                 },
                 ts: Bytes::new(),
                 m4s: Bytes::new(),
