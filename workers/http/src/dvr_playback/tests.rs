@@ -207,6 +207,7 @@ fn synthetic_archive() -> Vec<SegmentEntry> {
         height: 720,
         vcodec: "avc1.64001f".into(),
         acodec: "mp4a.40.2".into(),
+        scte35: Vec::new(),
     };
     let first = (0..15).map(|i| entry(1 + i, 1, T0_MS + i as i64 * 2000, i as i64 * 180_000));
     let second = (0..10).map(|i| {
