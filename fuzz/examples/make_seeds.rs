@@ -302,6 +302,7 @@ fn dvr_archive(frames: &[Frame]) {
                 height: 240,
                 vcodec: "avc1.42c00d".into(),
                 acodec: "mp4a.40.2".into(),
+                scte35: Vec::new(),
             };
             writer.commit(open.take().unwrap(), facts).unwrap();
         }

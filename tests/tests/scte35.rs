@@ -5,7 +5,10 @@
 //! and the same ID. The `cue` style counts the break with `#EXT-X-CUE-OUT-CONT` and
 //! `scte35_in` ends it. A marker carried out over a UDP TS output into a UDP input comes
 //! out in that stream's HLS too, and ffprobe sees the `scte_35` stream in the UDP output.
-//! Unknown and unconfigured streams are refused.
+//! Unknown and unconfigured streams are refused. The same marker is a DASH `EventStream`
+//! event (SCTE 214) in the MPD, and the DVR archive keeps it: its playlists carry the
+//! DATERANGE, its TS segment the `scte_35` stream, and both outlive a `kill -9` of the
+//! dvr worker (the marker is in the archive's index on disk).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -96,10 +99,19 @@ fn threefive_python() -> PathBuf {
     python
 }
 
-/// threefive's reading of a hex section: (out_of_network, break duration seconds).
-fn threefive_decode(hex: &str) -> (bool, f64) {
+/// threefive's reading of a section (hex or base64): (out_of_network, break duration
+/// seconds).
+fn threefive_decode(section: &str) -> (bool, f64) {
+    let (command_type, out_of_network, seconds) = threefive_command(section);
+    assert_eq!(command_type, 5, "splice_insert");
+    (out_of_network, seconds)
+}
+
+/// threefive's reading of a section: (splice_command_type, out_of_network, break
+/// duration seconds).
+fn threefive_command(section: &str) -> (u8, bool, f64) {
     let script = format!(
-        "import threefive\nc = threefive.Cue('{hex}')\nc.decode()\nprint(c.command.out_of_network_indicator, c.command.break_duration)"
+        "import threefive\nc = threefive.Cue('{section}')\nc.decode()\nprint(c.command.command_type, c.command.out_of_network_indicator, c.command.break_duration)"
     );
     let output = Command::new(threefive_python())
         .args(["-c", &script])
@@ -113,6 +125,7 @@ fn threefive_decode(hex: &str) -> (bool, f64) {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let mut words = text.split_whitespace();
     (
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(0xff),
         words.next() == Some("True"),
         words.next().and_then(|w| w.parse().ok()).unwrap_or(-1.0),
     )
@@ -338,4 +351,183 @@ fn markers_travel_through_a_udp_ts_output_into_an_input() {
         "#EXT-X-CUE-OUT:30.000",
         Duration::from_secs(15),
     );
+}
+
+/// The value of XML attribute `name` in `element`.
+fn xml_attribute(element: &str, name: &str) -> Option<u64> {
+    let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+    element[start..].split('"').next()?.parse().ok()
+}
+
+/// The start times of the video representation's `SegmentTimeline` in `mpd`.
+fn video_segment_starts(mpd: &str) -> Vec<u64> {
+    let video = &mpd[mpd.find("contentType=\"video\"").unwrap()..];
+    let timeline = &video[..video.find("</SegmentTimeline>").unwrap()];
+    let mut starts = Vec::new();
+    let mut next = 0;
+    for s in timeline.split("<S ").skip(1) {
+        let start = xml_attribute(&format!(" {s}"), "t").unwrap_or(next);
+        starts.push(start);
+        next = start + xml_attribute(&format!(" {s}"), "d").unwrap();
+    }
+    starts
+}
+
+/// The DVR media playlist of `live/<stream>` (MPEG-TS) once it has a line with `needle`.
+fn dvr_playlist(server: &Server, stream: &str, needle: &str, limit: Duration) -> String {
+    let fetch = || {
+        let master = http_text(server, &format!("live/{stream}/playlist_dvr.m3u8"))?;
+        let uri = master
+            .lines()
+            .find(|l| !l.starts_with('#') && !l.is_empty())?;
+        http_text(server, &format!("live/{stream}/{uri}"))
+    };
+    wait_for(limit, needle, || fetch().filter(|p| p.contains(needle))).unwrap_or_else(|| {
+        panic!(
+            "no {needle} in the DVR playlist: {:?}\nlog:\n{}",
+            fetch(),
+            server.log()
+        )
+    })
+}
+
+/// The DATERANGE line with `SCTE35-OUT` of `playlist` and the URI of its segment.
+fn out_range(playlist: &str) -> (String, String) {
+    let lines: Vec<&str> = playlist.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("#EXT-X-DATERANGE:") && l.contains("SCTE35-OUT="))
+        .unwrap_or_else(|| panic!("no SCTE35-OUT DATERANGE: {playlist}"));
+    let uri = lines[at..].iter().find(|l| !l.starts_with('#')).unwrap();
+    (lines[at].to_owned(), (*uri).to_owned())
+}
+
+#[test]
+fn markers_are_dash_events_and_stay_in_the_dvr_archive() {
+    use base64::Engine;
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS", "DASH", "DVR"], "segment_duration_secs": 2}},
+ "Dvr": {{"segment_duration_secs": 2, "min_free_space_mb": 0}},
+ "AdInsertion": [{{"app": "live", "time_sync": "scte35"}}]}}"#,
+        server.ports.rtmp
+    ));
+    let _publisher = publish(&rtmp_url(&server, "live/kept"));
+    wait_live(&server, "live", "kept", LIVE).unwrap();
+    wait_tag(&server, "live", "kept", "#EXTINF", LIVE);
+    dvr_playlist(&server, "kept", "#EXTINF", LIVE);
+    let (status, body) = post(
+        &server,
+        "/manage/advertizer/scte35_out/live/kept?duration=6",
+    );
+    assert_eq!(status, 200, "{body}");
+
+    // DASH: an Event of the SCTE 214 scheme at the start of a video segment, carrying
+    // the splice_insert in base64.
+    let mpd = wait_for(Duration::from_secs(15), "an MPD Event", || {
+        http_text(&server, "live/kept/manifest.mpd").filter(|m| m.contains("<Event "))
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no Event in {:?}\nlog:\n{}",
+            http_text(&server, "live/kept/manifest.mpd"),
+            server.log()
+        )
+    });
+    let stream = &mpd[mpd.find("<EventStream ").unwrap()..];
+    let stream = &stream[..stream.find("</EventStream>").unwrap()];
+    assert!(
+        stream.contains("schemeIdUri=\"urn:scte:scte35:2014:xml+bin\" timescale=\"90000\""),
+        "{stream}"
+    );
+    let event = &stream[stream.find("<Event ").unwrap()..];
+    let time = xml_attribute(event, "presentationTime").unwrap();
+    assert_eq!(
+        xml_attribute(event, "duration"),
+        Some(6 * 90_000),
+        "{event}"
+    );
+    assert!(
+        video_segment_starts(&mpd).contains(&time),
+        "the event is at a video segment's start: {time} in {mpd}"
+    );
+    let binary = event
+        .split("<Binary>")
+        .nth(1)
+        .and_then(|b| b.split("</Binary>").next())
+        .unwrap();
+    assert!(
+        event.contains("<Signal xmlns=\"http://www.scte.org/schemas/35/2016\"><Binary>"),
+        "{event}"
+    );
+    let section = base64::engine::general_purpose::STANDARD
+        .decode(binary)
+        .unwrap();
+    let info = SpliceInfo::parse(&section).unwrap();
+    assert!(info.splice_insert().unwrap().out_of_network);
+    let (command_type, out_of_network, seconds) = threefive_command(binary);
+    assert_eq!(
+        (command_type, out_of_network, seconds),
+        (5, true, 6.0),
+        "threefive"
+    );
+
+    // DVR: the archive's playlist has the live playlist's DATERANGE, and the segment it
+    // is on carries the section on a SCTE-35 PID.
+    let playlist = dvr_playlist(&server, "kept", "SCTE35-OUT=", Duration::from_secs(20));
+    let (range, uri) = out_range(&playlist);
+    assert!(range.contains("PLANNED-DURATION=6.000"), "{range}");
+    let hex = attribute(&range, "SCTE35-OUT");
+    assert_eq!(scte35::from_hex(hex).unwrap(), section, "the same section");
+    assert_eq!(threefive_decode(hex), (true, 6.0));
+    let (streams, keyframe_first) = probe_segment(&server, "live", "kept", &uri);
+    assert!(streams.contains("scte_35"), "{streams}");
+    assert!(
+        keyframe_first,
+        "the DVR segment of the splice starts with a keyframe"
+    );
+
+    // The auto-return 6 s later closes the break with the same ID.
+    let id = attribute(&range, "ID").to_owned();
+    let closed = dvr_playlist(&server, "kept", "SCTE35-IN=", Duration::from_secs(30));
+    let in_line = closed
+        .lines()
+        .find(|l| l.contains("SCTE35-IN="))
+        .unwrap()
+        .to_owned();
+    assert_eq!(attribute(&in_line, "ID"), id, "{closed}");
+
+    // Persisted: the archive's index on disk names the marker, and after a kill -9 of
+    // the dvr worker the playlist still has the break.
+    let (_, status) = server.get("/manage/dvr_status/live/kept");
+    let dir = PathBuf::from(status[0]["path"].as_str().unwrap());
+    let index = std::fs::read_to_string(dir.join("index")).unwrap();
+    assert!(
+        index.lines().any(|l| l.starts_with("v2 ")),
+        "no marker line in the index: {index}"
+    );
+    let dvr = server.worker_pid("dvr");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dvr),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(20), "dvr worker restarted", || {
+        let (_, workers) = server.try_get("/manage/workers")?;
+        workers.as_array()?.iter().find(|w| {
+            w["kind"] == "dvr" && w["state"] == "ready" && w["pid"].as_i64() != Some(i64::from(dvr))
+        })?;
+        Some(())
+    })
+    .unwrap_or_else(|| panic!("the dvr worker did not restart\n{}", server.log()));
+    // Recording resumed (a new period) and the archive still holds the break.
+    let after = dvr_playlist(
+        &server,
+        "kept",
+        "#EXT-X-DISCONTINUITY\n",
+        Duration::from_secs(30),
+    );
+    assert_eq!(out_range(&after), (range, uri));
+    assert!(after.contains(&in_line), "{after}");
 }

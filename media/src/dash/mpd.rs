@@ -67,8 +67,36 @@ pub struct Period {
     pub id: String,
     /// Milliseconds after `availabilityStartTime`.
     pub start_ms: i64,
+    /// SCTE-35 markers of the period; rendered only when it has events.
+    pub scte35: EventStream,
     pub adaptation_sets: Vec<AdaptationSet>,
 }
+
+/// The period's SCTE-35 markers as an `EventStream` (SCTE 214-1 §6.7, DASH-IF IOP
+/// "SCTE-35 in MPD"): scheme `urn:scte:scte35:2014:xml+bin`, each event's
+/// splice_info_section in base64 inside `<Signal><Binary>`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventStream {
+    pub timescale: u32,
+    /// Media time (in `timescale`) at the start of the period, as the representations'.
+    pub presentation_time_offset: u64,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Media time in the stream's `timescale` (`presentationTimeOffset` is the period start).
+    pub presentation_time: u64,
+    /// The break's planned duration, in `timescale`.
+    pub duration: Option<u64>,
+    /// Unique in the stream: players handle an id once.
+    pub id: u64,
+    /// The splice_info_section, base64.
+    pub binary: String,
+}
+
+/// The scheme of SCTE-35 sections carried in binary form in MPD events.
+pub const SCTE35_SCHEME: &str = "urn:scte:scte35:2014:xml+bin";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
@@ -121,6 +149,7 @@ pub fn render(manifest: &Manifest) -> String {
             escape(&period.id),
             seconds(period.start_ms.max(0))
         );
+        render_events(&mut out, &period.scte35);
         for (index, set) in period.adaptation_sets.iter().enumerate() {
             render_set(&mut out, index, set);
         }
@@ -133,6 +162,35 @@ pub fn render(manifest: &Manifest) -> String {
     );
     out.push_str("</MPD>\n");
     out
+}
+
+fn render_events(out: &mut String, stream: &EventStream) {
+    if stream.events.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "    <EventStream schemeIdUri=\"{SCTE35_SCHEME}\" timescale=\"{}\" presentationTimeOffset=\"{}\">",
+        stream.timescale.max(1),
+        stream.presentation_time_offset
+    );
+    for event in &stream.events {
+        let _ = write!(
+            out,
+            "      <Event presentationTime=\"{}\"",
+            event.presentation_time
+        );
+        if let Some(duration) = event.duration {
+            let _ = write!(out, " duration=\"{duration}\"");
+        }
+        let _ = writeln!(
+            out,
+            " id=\"{}\"><Signal xmlns=\"http://www.scte.org/schemas/35/2016\"><Binary>{}</Binary></Signal></Event>",
+            event.id,
+            escape(&event.binary)
+        );
+    }
+    out.push_str("    </EventStream>\n");
 }
 
 fn render_set(out: &mut String, index: usize, set: &AdaptationSet) {
@@ -267,6 +325,16 @@ mod tests {
             periods: vec![Period {
                 id: "65537".into(),
                 start_ms: 1_500,
+                scte35: EventStream {
+                    timescale: 90_000,
+                    presentation_time_offset: 900_000,
+                    events: vec![Event {
+                        presentation_time: 1_080_000,
+                        duration: Some(2_700_000),
+                        id: 97,
+                        binary: "/DAl".into(),
+                    }],
+                },
                 adaptation_sets: vec![
                     AdaptationSet {
                         content_type: ContentType::Video,
@@ -288,7 +356,7 @@ mod tests {
             "minimumUpdatePeriod=\"PT2.000S\"",
             "timeShiftBufferDepth=\"PT12.500S\"",
             "<Location>manifest.mpd?sid=3</Location>",
-            "<Period id=\"65537\" start=\"PT1.500S\">",
+            "<Period id=\"65537\" start=\"PT1.500S\">\n    <EventStream schemeIdUri=\"urn:scte:scte35:2014:xml+bin\" timescale=\"90000\" presentationTimeOffset=\"900000\">\n      <Event presentationTime=\"1080000\" duration=\"2700000\" id=\"97\"><Signal xmlns=\"http://www.scte.org/schemas/35/2016\"><Binary>/DAl</Binary></Signal></Event>\n    </EventStream>\n    <AdaptationSet id=\"0\"",
             "contentType=\"video\" mimeType=\"video/mp4\"",
             "width=\"320\" height=\"240\" frameRate=\"29970/1000\"",
             "audioSamplingRate=\"44100\"",

@@ -2,7 +2,13 @@
 //!
 //! ```text
 //! v1 <seq> <period> <start_ms> <start_dts> <duration> <bytes> <samples> <width> <height> <vcodec> <acodec> <crc32>
+//! v2 <seq> <period> <start_ms> <start_dts> <duration> <bytes> <samples> <width> <height> <vcodec> <acodec> <scte35> <crc32>
 //! ```
+//!
+//! A `v2` line is a segment that starts with SCTE-35 markers: `<scte35>` is their
+//! splice_info_sections in base64, comma-separated. Segments without markers are
+//! written as `v1` lines, so archives without markers read as before and older
+//! archives load unchanged.
 //!
 //! `start_ms` is the wall-clock time (Unix milliseconds) of the segment's first sample,
 //! `start_dts` its 90 kHz decode time and `duration` its length in 90 kHz ticks; codec
@@ -12,6 +18,12 @@
 
 use super::checksum::crc32;
 use crate::sample::TIMESCALE;
+use base64::Engine;
+use bytes::Bytes;
+
+const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+/// Markers one index line holds at most (as many as a live segment takes).
+const MAX_MARKERS: usize = crate::hls::cues::MAX_MARKERS_PER_SEGMENT;
 
 /// One closed segment of an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +45,8 @@ pub struct SegmentEntry {
     /// RFC 6381 codec strings; empty when the track is absent.
     pub vcodec: String,
     pub acodec: String,
+    /// SCTE-35 splice_info_sections the segment starts with (the splice is at its start).
+    pub scte35: Vec<Bytes>,
 }
 
 impl SegmentEntry {
@@ -54,8 +68,9 @@ impl SegmentEntry {
                 s.to_owned()
             }
         };
-        let body = format!(
-            "v1 {} {} {} {} {} {} {} {} {} {} {}",
+        let version = if self.scte35.is_empty() { 1 } else { 2 };
+        let mut body = format!(
+            "v{version} {} {} {} {} {} {} {} {} {} {} {}",
             self.seq,
             self.period,
             self.start_ms,
@@ -68,6 +83,10 @@ impl SegmentEntry {
             dash(&self.vcodec),
             dash(&self.acodec),
         );
+        for (n, section) in self.scte35.iter().take(MAX_MARKERS).enumerate() {
+            body.push(if n == 0 { ' ' } else { ',' });
+            BASE64.encode_string(section, &mut body);
+        }
         let crc = crc32(body.as_bytes());
         format!("{body} {crc:08x}\n")
     }
@@ -79,9 +98,11 @@ impl SegmentEntry {
             return None;
         }
         let mut fields = body.split(' ');
-        if fields.next()? != "v1" {
-            return None;
-        }
+        let markers = match fields.next()? {
+            "v1" => false,
+            "v2" => true,
+            _ => return None,
+        };
         let mut next = || fields.next();
         let codec = |s: &str| {
             if s == "-" {
@@ -90,7 +111,7 @@ impl SegmentEntry {
                 s.to_owned()
             }
         };
-        let entry = Self {
+        let mut entry = Self {
             seq: next()?.parse().ok()?,
             period: next()?.parse().ok()?,
             start_ms: next()?.parse().ok()?,
@@ -102,7 +123,13 @@ impl SegmentEntry {
             height: next()?.parse().ok()?,
             vcodec: codec(next()?),
             acodec: codec(next()?),
+            scte35: Vec::new(),
         };
+        if markers {
+            for section in next()?.split(',').take(MAX_MARKERS) {
+                entry.scte35.push(Bytes::from(BASE64.decode(section).ok()?));
+            }
+        }
         next().is_none().then_some(entry)
     }
 }

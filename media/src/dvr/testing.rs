@@ -136,6 +136,7 @@ pub fn record_period(
             height,
             vcodec: vcodec.to_owned(),
             acodec: acodec.to_owned(),
+            scte35: Vec::new(),
         };
         writer.commit(segment, facts)?;
     }

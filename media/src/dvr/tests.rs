@@ -20,6 +20,7 @@ fn facts(period: u32, start_ms: i64, start_dts: i64) -> SegmentEntry {
         height: 360,
         vcodec: "avc1.64001e".into(),
         acodec: "mp4a.40.2".into(),
+        scte35: Vec::new(),
     }
 }
 
@@ -177,6 +178,34 @@ fn index_lines_survive_only_whole_and_in_order() {
         SegmentEntry::parse_line(audio_only.to_line().trim_end()),
         Some(audio_only)
     );
+    // Markers make a v2 line; a line without them stays v1 (what older archives hold).
+    assert!(line.starts_with("v1 "), "{line}");
+    let marked = SegmentEntry {
+        scte35: vec![
+            Bytes::from_static(&[0xfc, 0x30, 0x11]),
+            Bytes::from_static(b"\xfc\x30 second"),
+        ],
+        ..entry.clone()
+    };
+    let marked_line = marked.to_line();
+    assert!(marked_line.starts_with("v2 "), "{marked_line}");
+    assert!(
+        marked_line.contains(" mp4a.40.2 /DAR,/DAgc2Vjb25k "),
+        "{marked_line}"
+    );
+    assert_eq!(
+        SegmentEntry::parse_line(marked_line.trim_end()),
+        Some(marked.clone())
+    );
+    // A v1 line written before markers existed reads as a segment without them.
+    let old = "v1 9 3 1700000000000 -5 180000 0 0 640 360 avc1.64001e mp4a.40.2";
+    let old = format!("{old} {:08x}", checksum::crc32(old.as_bytes()));
+    assert_eq!(
+        SegmentEntry::parse_line(&old).map(|e| e.scte35),
+        Some(Vec::new())
+    );
+    let both = format!("{line}{}", SegmentEntry { seq: 10, ..marked }.to_line());
+    assert_eq!(index::parse_index(both.as_bytes()).0.len(), 2);
     let twice = format!("{line}{line}");
     assert_eq!(index::parse_index(twice.as_bytes()).0.len(), 1);
     assert_eq!(index::parse_index(b"\0\0\0\0").0, Vec::new());

@@ -57,6 +57,7 @@ fn segment(archives: &Archives, period: u32, start_ms: i64, dts: i64, seconds: i
         height: 0,
         vcodec: String::new(),
         acodec: String::new(),
+        scte35: Vec::new(),
     };
     archive.commit(open, facts).unwrap();
 }

@@ -5,10 +5,17 @@
 //! configuration; the segment file takes its configurations when it closes). Its wall-clock start
 //! is the period's anchor (arrival time of its first frame) plus media time, re-anchored
 //! when the two drift apart by more than [`MAX_DRIFT_MS`].
+//!
+//! SCTE-35 markers: a splice marker cuts the open segment at the next keyframe, as the
+//! live HLS packager does, and the segment that starts there keeps the marker's section
+//! (its index entry carries it), so the archive's playlists put the break where the
+//! live playlist did. Which sections splice, and how many one segment takes, is the
+//! live playlist's [`CueTracker`] decision.
 
 use bytes::Bytes;
 use strom_media::dvr::SegmentEntry;
 use strom_media::frame::{Codec, Frame};
+use strom_media::hls::cues::{CueStyle, CueTracker};
 use strom_media::sample::{Sample, TrackKind, VideoConfig};
 use strom_media::track_builder::TrackBuilder;
 
@@ -35,6 +42,8 @@ struct Open {
     first_dts: i64,
     start_ms: i64,
     bytes: u64,
+    /// The SCTE-35 sections the segment starts with.
+    scte35: Vec<Bytes>,
 }
 
 pub struct Cutter {
@@ -49,6 +58,10 @@ pub struct Cutter {
     open: Option<Open>,
     /// Last dts and frame duration of video and audio (for a segment's end).
     last: [(Option<i64>, i64); 2],
+    /// SCTE-35 splice markers waiting for the next segment to start.
+    cues: CueTracker,
+    /// A marker came: the open segment ends at the next place a segment may start.
+    cut_next: bool,
 }
 
 impl Cutter {
@@ -62,6 +75,16 @@ impl Cutter {
             anchor: None,
             open: None,
             last: [(None, DEFAULT_VIDEO_TICKS), (None, DEFAULT_AUDIO_TICKS)],
+            cues: CueTracker::new(CueStyle::default()),
+            cut_next: false,
+        }
+    }
+
+    /// Takes a SCTE-35 section (a frame of [`Codec::Scte35`]): a splice cuts the open
+    /// segment at the next keyframe, and the segment that starts there keeps it.
+    pub fn marker(&mut self, section: &[u8]) {
+        if self.cues.marker(section) {
+            self.cut_next = true;
         }
     }
 
@@ -111,7 +134,8 @@ impl Cutter {
         let has_video = self.tracks.tracks.video.is_some();
         let starts_here = !has_video || (sample.kind == TrackKind::Video && sample.keyframe);
         if let Some(open) = &self.open {
-            if starts_here && sample.dts - open.first_dts >= self.segment_ticks {
+            let long_enough = sample.dts - open.first_dts >= self.segment_ticks;
+            if starts_here && (long_enough || self.cut_next) {
                 self.close(Some(sample.dts), emit);
             } else if open.bytes > MAX_SEGMENT_BYTES {
                 self.close(None, emit);
@@ -125,10 +149,19 @@ impl Cutter {
                 return;
             }
             let start_ms = self.wall_clock(sample.dts, now_ms);
+            self.cues.segment_started();
+            self.cut_next = false;
+            let scte35 = self
+                .cues
+                .sections_of_current()
+                .into_iter()
+                .map(Bytes::copy_from_slice)
+                .collect();
             self.open = Some(Open {
                 first_dts: sample.dts,
                 start_ms,
                 bytes: 0,
+                scte35,
             });
             emit(Cut::Begin);
         }
@@ -205,6 +238,7 @@ impl Cutter {
                 .as_ref()
                 .map(|a| a.config.codec_string())
                 .unwrap_or_default(),
+            scte35: open.scte35.clone(),
         }
     }
 }

@@ -168,3 +168,43 @@ fn an_audio_only_stream_starts_anywhere() {
         ["B", "S0", "S45000", "C1:0+90000", "B", "S90000"]
     );
 }
+
+/// A SCTE-35 splice cuts at the next keyframe, short of the segment length, and the
+/// segment that starts there carries the section; a section that does not splice
+/// neither cuts nor is kept.
+#[test]
+fn a_splice_marker_cuts_at_the_next_keyframe_and_stays_with_its_segment() {
+    use strom_media::scte35::SpliceInfo;
+    let mut cutter = Cutter::new(6, 1);
+    let first = run(
+        &mut cutter,
+        &[
+            config(Codec::H264, AVCC),
+            video(0, true),
+            video(3000, false),
+        ],
+        1,
+    );
+    assert_eq!(first, ["B", "S0", "S3000"]);
+    let out = SpliceInfo::insert(5, true, None, None).encode();
+    cutter.marker(b"not a section");
+    cutter.marker(&out);
+    let mut closed = Vec::new();
+    for frame in [
+        video(6000, false),
+        video(90_000, true),
+        video(93_000, false),
+    ] {
+        cutter.push(&frame, 1, 1_700_000_000_000, &mut |cut| {
+            if let Cut::Close(entry, _) = cut {
+                closed.push(entry);
+            }
+        });
+    }
+    assert_eq!(closed.len(), 1, "cut at the keyframe 1 s in");
+    assert_eq!((closed[0].start_dts, closed[0].duration), (0, 90_000));
+    assert!(closed[0].scte35.is_empty());
+    let (spliced, _) = cutter.finish().unwrap();
+    assert_eq!(spliced.start_dts, 90_000);
+    assert_eq!(spliced.scte35, [Bytes::from(out)]);
+}

@@ -10,7 +10,8 @@
 //! The archive is opened (its directory created, its index descriptor taken) at the
 //! stream's first frame it can record, not when the stream is listed: a name published
 //! without media, or with only codecs the archive cannot hold ([`crate::unrecorded`],
-//! warned about), leaves nothing on disk and holds no descriptor.
+//! warned about), leaves nothing on disk and holds no descriptor. SCTE-35 markers go to
+//! the cutter, which keeps them with the segment they start.
 
 use crate::archives::{Archives, SharedArchive};
 use crate::cutter::{Cut, Cutter};
@@ -18,6 +19,7 @@ use crate::unrecorded::Unrecorded;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use strom_media::dvr::{OpenSegment, SegmentEntry};
+use strom_media::frame::Codec;
 use strom_stream::{FrameReceiver, SharedFrame, StreamKey};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -103,6 +105,10 @@ fn write_loop(
     // Reused for every frame: what the cutter decided, applied in order.
     let mut cuts = Vec::with_capacity(4);
     while let Some(frame) = pending.take().or_else(|| frames.blocking_recv()) {
+        if frame.frame.codec == Codec::Scte35 {
+            cutter.marker(&frame.frame.payload);
+            continue;
+        }
         if !unrecorded.recordable(&key, &frame.frame) {
             continue;
         }

@@ -11,9 +11,13 @@
 //! they were live.
 
 use crate::store::{DashListing, DashParts, DashTrack, PLAYLIST_WINDOW};
+use base64::Engine;
 use strom_media::dash::mpd::{
-    AdaptationSet, ContentType, Manifest, Period, Representation, TimelineEntry, render,
+    AdaptationSet, ContentType, Event, EventStream, Manifest, Period, Representation,
+    TimelineEntry, render,
 };
+use strom_media::hls::cues::MAX_MARKERS_PER_SEGMENT;
+use strom_media::scte35::SpliceInfo;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "manifest.mpd";
@@ -222,6 +226,13 @@ fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Per
             audio.push(representation);
         }
     }
+    // Markers on the timeline of the first member's first representation.
+    let scte35 = match (members.first(), video.first().or(audio.first())) {
+        (Some((rendition, run)), Some(timeline)) => {
+            events(rendition, run, timeline, video.is_empty())
+        }
+        _ => EventStream::default(),
+    };
     let adaptation_sets: Vec<AdaptationSet> =
         [(ContentType::Video, video), (ContentType::Audio, audio)]
             .into_iter()
@@ -234,8 +245,60 @@ fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Per
     (!adaptation_sets.is_empty()).then_some(Period {
         id,
         start_ms,
+        scte35,
         adaptation_sets,
     })
+}
+
+/// The SCTE-35 markers of `run`'s segments as events on `timeline`'s media time (the
+/// video track's, or the audio track's when `audio`): each at the start of the segment
+/// that carries it, while that segment is in the representation's window.
+fn events(rendition: &Rendition, run: &Run, timeline: &Representation, audio: bool) -> EventStream {
+    let timescale = timeline.timescale.max(1);
+    let mut events = Vec::new();
+    let mut last: Option<(u64, u64)> = None;
+    for (sequence, section) in &rendition.listing.scte35 {
+        // The n-th marker of its segment.
+        let n = match last {
+            Some((seq, n)) if seq == *sequence => n + 1,
+            _ => 0,
+        };
+        last = Some((*sequence, n));
+        let Some((_, parts)) = run.segments.iter().find(|(s, _)| s == sequence) else {
+            continue;
+        };
+        let Some(track) = (if audio { parts.audio } else { parts.video }) else {
+            continue;
+        };
+        if track.start.saturating_add(track.duration) <= timeline.presentation_time_offset {
+            continue;
+        }
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(section) else {
+            continue;
+        };
+        let break_ticks = SpliceInfo::parse(&bytes)
+            .ok()
+            .and_then(|info| info.splice_insert()?.break_duration)
+            .map(|d| d.duration);
+        events.push(Event {
+            presentation_time: rescale(track.start, track.timescale, timescale),
+            duration: break_ticks.map(|d| rescale(d, 90_000, timescale)),
+            id: sequence
+                .saturating_mul(MAX_MARKERS_PER_SEGMENT as u64)
+                .saturating_add(n),
+            binary: section.clone(),
+        });
+    }
+    EventStream {
+        timescale,
+        presentation_time_offset: timeline.presentation_time_offset,
+        events,
+    }
+}
+
+fn rescale(value: u64, from: u32, to: u32) -> u64 {
+    let scaled = u128::from(value) * u128::from(to) / u128::from(from.max(1));
+    u64::try_from(scaled).unwrap_or(u64::MAX)
 }
 
 /// A representation of one track of `run` (its timeline, from the latest unbroken
@@ -326,6 +389,7 @@ mod tests {
             target_duration: 2,
             ended: false,
             epoch_ms: None,
+            scte35: Vec::new(),
         }
     }
 
@@ -400,6 +464,55 @@ mod tests {
         );
         assert!(xml.contains("codecs=\"avc1.42c01e\" bandwidth=\"400000\" width=\"320\""));
         assert!(!xml.contains("mediaPresentationDuration"));
+        assert!(!xml.contains("EventStream"), "no markers, no events: {xml}");
+    }
+
+    /// SCTE-35 markers: an event per section at the start of the segment that carries
+    /// it, on the video timeline, with the break's duration; gone with its segment.
+    #[test]
+    fn markers_are_period_events() {
+        use strom_media::scte35::BreakDuration;
+        let out = SpliceInfo::insert(
+            7,
+            true,
+            Some(0),
+            Some(BreakDuration {
+                auto_return: true,
+                duration: 30 * 90_000,
+            }),
+        )
+        .encode();
+        let back = SpliceInfo::insert(7, false, Some(0), None).encode();
+        let encode = |s: &[u8]| base64::engine::general_purpose::STANDARD.encode(s);
+        let mut with_markers = listing(vec![
+            (4, 1, parts(0, 1_000_000)),
+            (5, 1, parts(1, 1_000_000)),
+            (6, 1, parts(2, 1_000_000)),
+        ]);
+        with_markers.scte35 = vec![(5, encode(&out)), (5, encode(&back)), (9, encode(&out))];
+        let xml = manifest(
+            &[Rendition {
+                listing: with_markers,
+                prefix: String::new(),
+            }],
+            None,
+            1_020_000,
+        )
+        .unwrap();
+        assert!(xml.contains("<EventStream schemeIdUri=\"urn:scte:scte35:2014:xml+bin\" timescale=\"90000\" presentationTimeOffset=\"900000\">"), "{xml}");
+        let first = format!(
+            "<Event presentationTime=\"1080000\" duration=\"2700000\" id=\"20\"><Signal xmlns=\"http://www.scte.org/schemas/35/2016\"><Binary>{}</Binary></Signal></Event>",
+            encode(&out)
+        );
+        assert!(xml.contains(&first), "{xml}");
+        assert!(
+            xml.contains("<Event presentationTime=\"1080000\" id=\"21\">"),
+            "{xml}"
+        );
+        // Segment 9 is not listed: its marker is not in the manifest.
+        assert_eq!(xml.matches("<Event ").count(), 2, "{xml}");
+        // The EventStream comes before the adaptation sets (the MPD schema's order).
+        assert!(xml.find("<EventStream").unwrap() < xml.find("<AdaptationSet").unwrap());
     }
 
     /// The first publisher's segments have left the window: `availabilityStartTime`

@@ -20,6 +20,7 @@
 use crate::media_clock::{self, MediaClock};
 use crate::part_cutter::PartCutter;
 use crate::store::{DashParts, DashTrack, HlsStream, InitSegments, SegmentFacts, Store};
+use base64::Engine;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -589,6 +590,11 @@ async fn finish(
         cut.samples.iter().map(|s| s.data.len()).sum::<usize>() * 11 / 10 + 4096,
     );
     let markers = timeline.cues.sections_of_current();
+    // For DASH `EventStream`s (SCTE 214): the sections in the form the MPD carries.
+    let scte35: Vec<String> = markers
+        .iter()
+        .map(|m| base64::engine::general_purpose::STANDARD.encode(m))
+        .collect();
     let titles = segment_titles(&mut timeline.titles, &mut timeline.last_title, cut.start);
     let timed: Vec<(i64, &[u8])> = titles.iter().map(|(pts, tag)| (*pts, &tag[..])).collect();
     if let Err(e) =
@@ -685,6 +691,7 @@ async fn finish(
             .then(|| (video_frames as f64 / duration_secs * 1000.0).round() / 1000.0),
         independent: cut.independent,
         dash,
+        scte35,
     };
     let hls = Arc::clone(hls);
     let store = Arc::clone(store);

@@ -88,6 +88,10 @@ pub struct SegmentMeta {
     /// Where its tracks' fragments lie (DASH); absent in older indexes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dash: Option<DashParts>,
+    /// The SCTE-35 splice_info_sections the segment starts with (base64), for DASH
+    /// `EventStream`s; absent in older indexes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scte35: Vec<String>,
 }
 
 /// A segment's tracks as DASH serves them: each track's fragment is a byte range of the
@@ -128,6 +132,8 @@ pub struct DashListing {
     pub ended: bool,
     /// Its `availabilityStartTime` (Unix ms), once it has had DASH parts.
     pub epoch_ms: Option<i64>,
+    /// SCTE-35 sections (base64) of the listed segments, by sequence number, in order.
+    pub scte35: Vec<(u64, String)>,
 }
 
 fn independent_by_default() -> bool {
@@ -146,6 +152,8 @@ pub struct SegmentFacts {
     /// The segment starts with a keyframe (or has no video).
     pub independent: bool,
     pub dash: Option<DashParts>,
+    /// The SCTE-35 sections the segment starts with (base64).
+    pub scte35: Vec<String>,
 }
 
 /// Playlist-level facts (persisted).
@@ -347,6 +355,7 @@ impl HlsStream {
             tags,
             independent: facts.independent,
             dash: facts.dash,
+            scte35: facts.scte35,
         };
         let bits = (ts.len() as f64 * 8.0 / duration_secs.max(0.1)) as u64;
         state.meta.bandwidth = state.meta.bandwidth.max(bits);
@@ -644,6 +653,12 @@ impl HlsStream {
             target_duration: state.meta.target_duration,
             ended: self.closed(&state),
             epoch_ms: state.meta.dash_epoch_ms,
+            scte35: state
+                .segments
+                .iter()
+                .skip(start)
+                .flat_map(|s| s.entry.scte35.iter().map(|m| (s.entry.sequence, m.clone())))
+                .collect(),
         }
     }
 
@@ -1205,6 +1220,7 @@ mod tests {
             frame_rate: Some(25.0),
             independent: true,
             dash: None,
+            scte35: Vec::new(),
         }
     }
 
@@ -1404,6 +1420,7 @@ mod tests {
                     tags: Vec::new(),
                     independent: true,
                     dash: None,
+                    scte35: Vec::new(),
                 },
                 ts: Bytes::new(),
                 m4s: Bytes::new(),

@@ -7,11 +7,16 @@
 //! removed estimated by the period number of the oldest segment kept (each period
 //! begins with one); a codec change inside a period that cleanup removed is the one
 //! case where a player sees the numbers move.
+//!
+//! SCTE-35 breaks: segments that start with markers (the recorder cut them there) get
+//! the tags the live playlist gave them, written by the live playlist's own
+//! [`CueTracker`] replayed over the archive.
 
 use super::urls::Window;
 use std::fmt::Write;
 use std::ops::Range;
 use strom_media::dvr::SegmentEntry;
+use strom_media::hls::cues::{CueStyle, CueTracker};
 use strom_media::hls::datetime::iso8601_utc;
 
 /// Decode times of consecutive segments of one period further apart than this (90 kHz)
@@ -96,6 +101,8 @@ pub struct MediaOptions {
     /// `#EXT-X-START:TIME-OFFSET=0`: play from the first segment (a range the viewer
     /// asked to start at a time), not from the live edge.
     pub start_at_first: bool,
+    /// How SCTE-35 breaks are tagged (the stream's live playlist style).
+    pub cue_style: CueStyle,
 }
 
 fn session_query(session: Option<u128>) -> String {
@@ -111,6 +118,38 @@ fn run_start(archive: &[SegmentEntry], index: usize) -> u64 {
         first -= 1;
     }
     archive[first].seq
+}
+
+/// The SCTE-35 tags before each segment of `archive[range]`: the live playlist's
+/// [`CueTracker`] replayed from the archive's first marker (so a break opened before
+/// the window closes in it, and auto-returns where live had them), a fresh one per
+/// period as live has one per publisher.
+fn cue_tags(archive: &[SegmentEntry], range: Range<usize>, style: CueStyle) -> Vec<Vec<String>> {
+    let mut tags = vec![Vec::new(); range.len()];
+    let replayed = archive.get(..range.end).unwrap_or_default();
+    let Some(first) = replayed.iter().position(|e| !e.scte35.is_empty()) else {
+        return tags;
+    };
+    let mut cues = CueTracker::new(style);
+    let mut period = replayed[first].period;
+    for (index, entry) in replayed.iter().enumerate().skip(first) {
+        if entry.period != period {
+            cues = CueTracker::new(style);
+            period = entry.period;
+        }
+        for section in &entry.scte35 {
+            cues.marker(section);
+        }
+        cues.segment_started();
+        let segment_tags = cues.tags_for(entry.start_dts, entry.start_ms);
+        if let Some(slot) = index
+            .checked_sub(range.start)
+            .and_then(|at| tags.get_mut(at))
+        {
+            *slot = segment_tags;
+        }
+    }
+    tags
 }
 
 /// The media playlist of `archive[range]`.
@@ -135,7 +174,8 @@ pub fn media_playlist(
     if options.start_at_first {
         out.push_str("#EXT-X-START:TIME-OFFSET=0,PRECISE=YES\n");
     }
-    for index in range.clone() {
+    let cues = cue_tags(archive, range.clone(), options.cue_style);
+    for (index, cue_tags) in range.clone().zip(cues) {
         let entry = &archive[index];
         let starts_run = index == range.start || boundary(&archive[index - 1], entry);
         if starts_run && index != range.start {
@@ -147,10 +187,18 @@ pub fn media_playlist(
         }
         let secs = entry.duration as f64 / f64::from(strom_media::sample::TIMESCALE);
         let extension = if options.fmp4 { "m4s" } else { "ts" };
+        let _ = writeln!(
+            out,
+            "#EXT-X-PROGRAM-DATE-TIME:{}",
+            iso8601_utc(entry.start_ms)
+        );
+        for tag in cue_tags {
+            out.push_str(&tag);
+            out.push('\n');
+        }
         let _ = write!(
             out,
-            "#EXT-X-PROGRAM-DATE-TIME:{}\n#EXTINF:{secs:.3},\ndvr_{}.{extension}{query}\n",
-            iso8601_utc(entry.start_ms),
+            "#EXTINF:{secs:.3},\ndvr_{}.{extension}{query}\n",
             entry.seq,
         );
     }

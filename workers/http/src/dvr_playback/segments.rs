@@ -1,6 +1,7 @@
 //! Muxing one archive segment for a player (blocking file IO: run it off the async
 //! threads): as an MPEG-TS segment, an fMP4 media segment, or the fMP4 init segment of
-//! its codec configuration. The file is read once; samples are slices of it.
+//! its codec configuration. The file is read once; samples are slices of it. A segment
+//! that starts with SCTE-35 markers carries them on the TS's SCTE-35 PID.
 
 use bytes::Bytes;
 use std::io;
@@ -87,8 +88,11 @@ pub fn mux(
     let payload: usize = samples.iter().map(|s| s.data.len()).sum();
     let mut out = Vec::with_capacity(payload + payload / 8 + 4096);
     if output == Output::Ts {
+        // A segment that starts a break carries its sections on a SCTE-35 PID, as the
+        // live TS segment did.
+        let markers: Vec<&[u8]> = entry.scte35.iter().map(|m| &m[..]).collect();
         TsMuxer::new(&tracks)
-            .write_segment(&tracks, &samples, &mut out)
+            .write_segment_with_metadata(&tracks, &markers, &[], &samples, &mut out)
             .map_err(|e| MuxError::Mux(e.to_string()))?;
     } else {
         let next_video = next

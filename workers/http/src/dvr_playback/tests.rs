@@ -57,6 +57,7 @@ fn serve_into(archive_dir: &Path, window: Window, fmp4: bool, out: &Path) -> Pat
             target_secs: clock.target_secs,
             closed,
             start_at_first: false,
+            cue_style: Default::default(),
         },
     );
     std::fs::create_dir_all(out).unwrap();
@@ -207,6 +208,7 @@ fn synthetic_archive() -> Vec<SegmentEntry> {
         height: 720,
         vcodec: "avc1.64001f".into(),
         acodec: "mp4a.40.2".into(),
+        scte35: Vec::new(),
     };
     let first = (0..15).map(|i| entry(1 + i, 1, T0_MS + i as i64 * 2000, i as i64 * 180_000));
     let second = (0..10).map(|i| {
@@ -305,6 +307,7 @@ fn media(archive: &[SegmentEntry], range: std::ops::Range<usize>, fmp4: bool) ->
             target_secs: 6,
             closed: false,
             start_at_first: false,
+            cue_style: Default::default(),
         },
     )
 }
@@ -364,4 +367,51 @@ fn a_segment_gone_from_the_archive_is_gone() {
         segments::mux(dir.path(), &archive[0], None, Output::Ts),
         Err(segments::MuxError::Gone)
     ));
+}
+
+/// A segment that starts with a splice marker gets the live playlist's DATERANGE; the
+/// break's auto-return 6 s later gets the in with the same ID, in a window that starts
+/// after the out too; the marker's period ends the break, the next period has none.
+#[test]
+fn archived_markers_become_the_live_playlists_dateranges() {
+    use strom_media::scte35::{BreakDuration, SpliceInfo};
+    let mut archive = synthetic_archive();
+    let out = SpliceInfo::insert(
+        3,
+        true,
+        None,
+        Some(BreakDuration {
+            auto_return: true,
+            duration: 6 * 90_000,
+        }),
+    )
+    .encode();
+    archive[4].scte35 = vec![bytes::Bytes::from(out.clone())];
+    let whole = media(&archive, 0..25, false);
+    let out_tag = format!(
+        "#EXT-X-DATERANGE:ID=\"splice-3-{}\",START-DATE=\"{}\",PLANNED-DURATION=6.000,SCTE35-OUT={}\n#EXTINF:2.000,\ndvr_5.ts",
+        archive[4].start_ms,
+        strom_media::hls::datetime::iso8601_utc(archive[4].start_ms),
+        strom_media::scte35::to_hex(&out)
+    );
+    assert!(whole.contains(&out_tag), "{whole}");
+    let in_line = |playlist: &str| {
+        let lines: Vec<&str> = playlist.lines().collect();
+        let at = lines.iter().position(|l| l.contains("SCTE35-IN=")).unwrap();
+        (lines[at].to_owned(), lines[at + 2].to_owned())
+    };
+    let (tag, uri) = in_line(&whole);
+    assert!(
+        tag.contains(&format!("ID=\"splice-3-{}\"", archive[4].start_ms)),
+        "{tag}"
+    );
+    assert!(tag.contains(",DURATION=6.000,"), "{tag}");
+    assert_eq!(uri, "dvr_8.ts?sid=42", "three 2 s segments after the out");
+    assert_eq!(whole.matches("#EXT-X-DATERANGE").count(), 2, "{whole}");
+    // A window of segments 7..: the in, without the out before it.
+    let later = media(&archive, 6..25, false);
+    assert_eq!(in_line(&later), (tag, uri));
+    assert!(!later.contains("SCTE35-OUT"), "{later}");
+    // Without markers, no tags.
+    assert!(!media(&synthetic_archive(), 0..25, false).contains("DATERANGE"));
 }

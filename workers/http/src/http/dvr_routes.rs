@@ -108,6 +108,7 @@ impl Context {
                     target_secs: clock.target_secs,
                     closed,
                     start_at_first: matches!(window, Window::Range { .. }),
+                    cue_style: crate::packaging::cue_style(&rules, app, stream),
                 };
                 let text = playlists::media_playlist(&archive, range, options);
                 return body(

@@ -60,6 +60,8 @@ pub fn exercise_restore(index: &[u8], file: &[u8]) {
                 period_ms: 0,
                 period_time: 0,
             }),
+            // A section that is not base64: the manifest leaves it out.
+            scte35: vec![String::from("%not base64%")],
         };
         hls.add_segment(6.0, 0, 0, bytes.clone(), bytes.clone(), facts, Vec::new());
         if n == 0 {
