@@ -2,6 +2,9 @@
 //! - a publisher whose keyframe spacing grows from 2 s to 3.3 s mid-stream: every
 //!   chunklist served has the same `#EXT-X-TARGETDURATION` and no `#EXTINF` rounds above
 //!   it (segments are cut between keyframes when a keyframe interval exceeds it);
+//! - OBS's defaults (keyframes every 250 frames at 30 fps, B-frames) under the default
+//!   6 s segment duration: every segment is one whole GOP starting with a keyframe, and
+//!   `#EXT-X-TARGETDURATION` is 9 (the GOP rounded up) on every reload;
 //! - a 10 s publish yields 10 s of HLS (the last partial segment is flushed), the
 //!   playlist ends with `#EXT-X-ENDLIST` once the stream is gone for good (the DASH
 //!   manifest gets its `mediaPresentationDuration`), and a new publish then starts a
@@ -241,4 +244,83 @@ fn a_ten_second_publish_yields_ten_seconds_and_then_an_endlist() {
         .parse()
         .unwrap();
     assert!(sequence > last_sequence, "{ended}\n{fresh}");
+}
+
+/// The first video packet's flags in each of `uris` (TS segments under `base`).
+fn first_video_flags(base: &str, uri: &str) -> String {
+    let probed = ffprobe(&[
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "packet=flags",
+        "-read_intervals",
+        "%+#1",
+        "-of",
+        "csv=p=0",
+        &format!("{base}/{uri}"),
+    ]);
+    probed.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn obs_default_keyframes_make_whole_gop_segments() {
+    let server = start("", 6);
+    // OBS "0 (auto)": x264 with a 250-frame keyframe interval at 30 fps, B-frames.
+    let mut publisher = common::media::ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
+         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
+         -g 250 -bf 2 -r 30 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 -f flv {}",
+        rtmp_url(&server, "live/obs")
+    ));
+    let urls = chunklists(&server, "live/obs");
+    let base = format!("http://127.0.0.1:{}/live/obs", server.ports.http);
+    let mut targets = std::collections::BTreeSet::new();
+    let mut segments = std::collections::BTreeMap::new();
+    let mut reloads = 0;
+    let began = Instant::now();
+    while segments.len() < 8 && began.elapsed() < Duration::from_secs(70) {
+        for url in &urls {
+            let (status, playlist) = text(url);
+            if status != 200 {
+                continue;
+            }
+            reloads += 1;
+            let target = tag(&playlist, "#EXT-X-TARGETDURATION:")
+                .unwrap_or_else(|| panic!("no target duration:\n{playlist}"));
+            targets.insert(target.parse::<u32>().unwrap());
+            assert!(
+                playlist.contains("#EXT-X-INDEPENDENT-SEGMENTS"),
+                "{playlist}"
+            );
+            for (uri, duration) in extinfs(&playlist) {
+                segments.insert(uri, duration);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    let stderr = publisher.stop_and_stderr();
+    assert!(reloads > 20, "only {reloads} reloads; ffmpeg: {stderr}");
+    assert_eq!(
+        targets.into_iter().collect::<Vec<_>>(),
+        vec![9],
+        "EXT-X-TARGETDURATION over {reloads} reloads; log:\n{}",
+        server.log()
+    );
+    let ts: Vec<_> = segments
+        .iter()
+        .filter(|(u, _)| u.ends_with(".ts"))
+        .collect();
+    assert!(ts.len() >= 4, "{segments:?}");
+    for (uri, duration) in &ts {
+        // One GOP each: 250 frames, 8.33 s.
+        assert!(
+            (8.2..8.5).contains(*duration),
+            "{uri}: {duration} s; segments: {segments:?}"
+        );
+        let flags = first_video_flags(&base, uri);
+        assert!(
+            flags.starts_with('K'),
+            "{uri} starts with a {flags:?} packet"
+        );
+    }
 }

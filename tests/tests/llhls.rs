@@ -5,6 +5,10 @@
 //! - a blocking reload for the next segment (`_HLS_msn` = last + 1) does not answer while
 //!   the playlist lacks that segment, and its answer lists it; one too far ahead gets 400;
 //! - a delta update (`_HLS_skip=YES`) replaces the oldest segments with `#EXT-X-SKIP`;
+//! - 30 fps with 2 s keyframes (RTMP's millisecond timestamps): every complete segment
+//!   listed with parts has 4 of them (no one-frame part at its end), only the segments
+//!   starting within 3 target durations of the end list parts, and malformed delivery
+//!   directives (`_HLS_part` without `_HLS_msn`, non-numeric values) get 400;
 //! - with the publisher gone, a blocking reload for a segment that never comes gets 503
 //!   (after 3 target durations).
 //!
@@ -14,7 +18,7 @@
 
 mod common;
 
-use common::media::{publish, rtmp_url};
+use common::media::{ffmpeg, publish, rtmp_url};
 use common::{Server, require_tool, wait_for};
 use std::process::Command;
 use std::time::Duration;
@@ -197,4 +201,66 @@ fn ll_hls_parts_blocking_reloads_and_delta_updates() {
     let next = last_segment(&settled) + 1;
     let (status, body) = text(&format!("{chunklist}&_HLS_msn={next}"));
     assert_eq!(status, 503, "{body}\nlog:\n{}", server.log());
+}
+
+/// The parts each complete segment of `playlist` lists, by sequence number.
+fn parts_per_segment(playlist: &str) -> std::collections::BTreeMap<u64, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    let mut pending = 0;
+    for line in playlist.lines() {
+        if line.starts_with("#EXT-X-PART:") {
+            pending += 1;
+        } else if let Some(number) = line.strip_prefix("seg_").and_then(|l| l.split('.').next()) {
+            counts.insert(number.parse().unwrap(), std::mem::take(&mut pending));
+        }
+    }
+    counts
+}
+
+#[test]
+fn thirty_fps_segments_have_four_parts_and_bad_directives_get_400() {
+    let server = start();
+    let mut publisher = ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
+         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
+         -tune zerolatency -g 60 -sc_threshold 0 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 \
+         -f flv {}",
+        rtmp_url(&server, "live/thirty")
+    ));
+    let chunklist = format!(
+        "http://127.0.0.1:{}/live/thirty/chunks_fmp4.m3u8",
+        server.ports.http
+    );
+    let mut counts = std::collections::BTreeMap::new();
+    let mut reloads = 0;
+    wait_for(LIVE, "8 segments with parts", || {
+        let (status, body) = text(&chunklist);
+        if status == 200 {
+            reloads += 1;
+            let listed = parts_per_segment(&body);
+            // Parts only for the segments that start within 6 s of the end (pending
+            // parts included): at most 3 segments of 2 s.
+            let with_parts = listed.values().filter(|n| **n > 0).count();
+            assert!(with_parts <= 3, "{with_parts} segments with parts:\n{body}");
+            counts.extend(listed.into_iter().filter(|(_, n)| *n > 0));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        (counts.len() >= 8).then_some(())
+    })
+    .unwrap_or_else(|| panic!("{counts:?} after {reloads} reloads; log:\n{}", server.log()));
+    // The first segment may start mid-way (the publisher's first keyframe); the others
+    // are 60 frames of 2 s: four 0.5 s parts.
+    let later: Vec<_> = counts.iter().skip(1).map(|(_, n)| *n).collect();
+    assert!(
+        later.iter().all(|n| *n == 4),
+        "parts per segment: {counts:?}"
+    );
+
+    for bad in ["_HLS_part=1", "_HLS_msn=abc", "_HLS_msn=3&_HLS_part=x"] {
+        let (status, body) = text(&format!("{chunklist}?{bad}"));
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let (status, _) = text(&chunklist);
+    assert_eq!(status, 200);
+    publisher.stop_and_stderr();
 }

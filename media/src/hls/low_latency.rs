@@ -5,8 +5,8 @@
 //!
 //! The numbers the issue fixes: `PART-HOLD-BACK` is 3 part targets (the draft's
 //! minimum), `CAN-SKIP-UNTIL` 6 target durations (likewise), and parts are listed for
-//! the segments that end within 3 target durations of the playlist's end (the draft
-//! drops them after that).
+//! the segments that start within 3 target durations of the playlist's end, pending
+//! parts included (the draft drops parts further than that).
 
 use super::datetime::iso8601_utc;
 use super::playlist::SegmentEntry;
@@ -87,12 +87,19 @@ pub fn ll_media_playlist(
     if skipped > 0 {
         let _ = writeln!(out, "#EXT-X-SKIP:SKIPPED-SEGMENTS={skipped}");
     }
-    // Parts are listed for the segments that end within 3 target durations of the end.
+    // Parts are listed for the segments that start within 3 target durations of the
+    // playlist's end, the parts of the segment being built included: the draft removes
+    // parts further than that (a segment's parts go together).
     let mut parts_from = entries.len();
-    let mut tail = 0.0;
-    while parts_from > 0 && tail < f64::from(target) * 3.0 {
-        parts_from -= 1;
-        tail += entries[parts_from].duration_secs;
+    let mut tail: f64 = low_latency.pending.iter().map(|p| p.duration_secs).sum();
+    while let Some(previous) = parts_from.checked_sub(1) {
+        let with = tail + entries[previous].duration_secs;
+        // A millisecond of slack: durations are sums of 90 kHz ticks.
+        if with > f64::from(target) * 3.0 + 0.001 {
+            break;
+        }
+        tail = with;
+        parts_from = previous;
     }
     let mut current_map: Option<&str> = None;
     for (index, entry) in entries.iter().enumerate().skip(skipped) {
@@ -198,15 +205,46 @@ mod tests {
             "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.500,CAN-SKIP-UNTIL=12.0\n"
         ));
         assert!(text.contains("#EXT-X-PART-INF:PART-TARGET=0.500\n"));
-        // Parts of the last 3 segments (6 s = 3 target durations) and the pending ones.
-        assert!(!text.contains("part_6_0.m4s"), "{text}");
+        // Parts within 6 s (3 target durations) of the end: the pending second and the
+        // last 2 segments; segment 7 starts 7 s from the end.
+        assert!(!text.contains("part_7_"), "{text}");
         assert!(
-            text.contains("#EXT-X-PART:DURATION=0.50000,URI=\"part_7_0.m4s\",INDEPENDENT=YES\n")
+            text.contains("#EXT-X-PART:DURATION=0.50000,URI=\"part_8_0.m4s\",INDEPENDENT=YES\n")
         );
         assert!(text.contains("#EXT-X-PART:DURATION=0.50000,URI=\"part_10_1.m4s\"\n"));
         assert!(text.ends_with("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part_10_2.m4s\"\n"));
         assert!(text.find("part_9_3.m4s") < text.find("seg_9.m4s"));
         assert!(!text.contains("EXT-X-SKIP"));
+    }
+
+    /// No pending part: segments whose start lies within 3 target durations of the end
+    /// are listed with their parts, the others (the fourth from last) without.
+    #[test]
+    fn parts_stop_three_target_durations_from_the_end() {
+        let listed = |duration_secs: f64| {
+            let entries: Vec<_> = (0..6)
+                .map(|s| SegmentEntry {
+                    duration_secs,
+                    ..entry(s)
+                })
+                .collect();
+            let segment_parts: Vec<_> = (0..6).map(|s| parts(s, 4)).collect();
+            let low_latency = LowLatency {
+                part_target_secs: 0.5,
+                segment_parts: &segment_parts,
+                pending: &[],
+                pending_date_ms: None,
+                preload_hint: None,
+                skip: false,
+            };
+            let text = ll_media_playlist(&entries, 2, 0, &low_latency);
+            (0..6)
+                .filter(|s| text.contains(&format!("part_{s}_0.m4s")))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(listed(2.0), vec![3, 4, 5]);
+        assert_eq!(listed(1.98), vec![3, 4, 5]);
+        assert_eq!(listed(2.033), vec![4, 5]);
     }
 
     #[test]

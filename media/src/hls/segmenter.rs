@@ -3,16 +3,26 @@
 //! Two durations drive the cuts: the configured segment duration (`target`: cut at the
 //! first keyframe once it is reached) and the playlist's `#EXT-X-TARGETDURATION`
 //! (`limit`), which RFC 8216 forbids to change and which no segment may exceed once
-//! rounded. So that no segment exceeds it whatever the publisher's keyframe spacing:
+//! rounded.
+//!
+//! Video segments start at keyframes. The limit is either given (a playlist that has one
+//! already) or decided at the first cut, as the packagers that play everywhere do: the
+//! configured duration, or the first segment's keyframe spacing rounded up when that is
+//! longer (OBS's default "auto" keyframe interval is 250 frames, 8.3 s at 30 fps: each
+//! segment is then one GOP of 8.3 s under a target duration of 9 s), at most
+//! [`LONGEST_AUTO_LIMIT`]. So that no later segment exceeds it whatever the publisher's
+//! keyframe spacing does:
 //!
 //! - at a keyframe before the configured duration, the segment is cut already when
 //!   waiting for the next keyframe (one more keyframe interval like the last) would take
 //!   it past the limit: keyframe spacing that changes mid-stream shortens segments
 //!   instead of lengthening them;
-//! - a keyframe interval longer than the limit gets no keyframe in time at all: the
-//!   segment is cut at the last video frame within the limit, and the next segment does not
-//!   start with a keyframe ([`CutSegment::independent`] is false; the playlists then stop
-//!   claiming `#EXT-X-INDEPENDENT-SEGMENTS`).
+//! - only a keyframe interval longer than the limit (longer than any before the first
+//!   cut, or than [`LONGEST_AUTO_LIMIT`]) gets no keyframe in time at all: the segment is
+//!   cut at the last video frame within the limit, and the next segment does not start
+//!   with a keyframe ([`CutSegment::independent`] is false; the playlists then stop
+//!   claiming `#EXT-X-INDEPENDENT-SEGMENTS`). The target duration stays as RFC 8216
+//!   §6.2.1 requires; such segments are fragile in players, which docs/hls-dash.md says.
 //!
 //! Audio-only streams are cut at any sample once the configured duration is reached.
 //! [`Segmenter::flush`] ends the segment being built (a publisher that stopped).
@@ -25,6 +35,13 @@ const ROUNDING_SLACK: i64 = 44_900;
 /// A video frame this late (video paused, audio going on) lets a segment that reaches
 /// the limit be cut at an audio sample.
 const VIDEO_GAP: i64 = 22_500;
+/// The longest target duration decided from the publisher's keyframe spacing (unless the
+/// configured duration is longer): 250 frames at 24 fps (10.4 s) fit, and the first
+/// segment still comes before a playlist request made at the start gives up (15 s).
+pub const LONGEST_AUTO_LIMIT: u32 = 12;
+/// How far past a whole second (90 kHz) a keyframe spacing must be to round the decided
+/// limit up to the next second.
+const ROUND_UP_FROM: i64 = 9_000;
 /// Duration given to the last sample of a flushed segment when its track had only one.
 const LONE_VIDEO_DURATION: i64 = 3_600;
 const LONE_AUDIO_DURATION: i64 = 1_920;
@@ -74,8 +91,11 @@ impl TrackClock {
 pub struct Segmenter {
     /// The configured segment duration, 90 kHz: a keyframe past it cuts.
     target: i64,
-    /// The playlist's target duration, 90 kHz: no segment rounds above it.
-    limit: i64,
+    /// The playlist's target duration, 90 kHz: no segment rounds above it. `None` until
+    /// the first cut decides it (see [`Segmenter::with_open_limit`]).
+    limit: Option<i64>,
+    /// The longest keyframe interval seen before the limit was decided, 90 kHz.
+    longest_gop: i64,
     /// Whether the stream has video; then cuts wait for keyframes.
     video: bool,
     pending: Vec<Sample>,
@@ -94,11 +114,21 @@ impl Segmenter {
     /// Cuts at keyframes once `target_secs` is reached, never making a segment longer
     /// than `limit_secs` (the playlist's target duration, at least `target_secs`).
     pub fn new(target_secs: u32, limit_secs: u32, video: bool) -> Self {
+        let mut segmenter = Self::with_open_limit(target_secs, video);
+        segmenter.limit = Some((i64::from(limit_secs) * 90_000).max(segmenter.target));
+        segmenter
+    }
+
+    /// Cuts at keyframes once `target_secs` is reached, under a limit decided at the first
+    /// cut: `target_secs`, or the keyframe spacing seen until then (the first segment's
+    /// length) rounded up to whole seconds when longer, at most [`LONGEST_AUTO_LIMIT`]
+    /// (or `target_secs` when that is longer). Audio-only streams get `target_secs`.
+    pub fn with_open_limit(target_secs: u32, video: bool) -> Self {
         let target = i64::from(target_secs.max(1)) * 90_000;
-        let limit = (i64::from(limit_secs) * 90_000).max(target);
         Self {
             target,
-            limit,
+            limit: (!video).then_some(target),
+            longest_gop: 0,
             video,
             pending: Vec::new(),
             start: None,
@@ -118,6 +148,10 @@ impl Segmenter {
         let starts_segment = !self.video || keyframe;
         if keyframe {
             self.keyframes.tick(sample.dts);
+            if self.limit.is_none() {
+                let gop = self.keyframes.interval.unwrap_or_default();
+                self.longest_gop = self.longest_gop.max(gop);
+            }
         }
         match sample.kind {
             TrackKind::Video => self.video_clock.tick(sample.dts),
@@ -133,12 +167,15 @@ impl Segmenter {
         };
         // Saturating: a producer's times may jump anywhere in i64.
         let elapsed = sample.dts.saturating_sub(start);
-        let longest = self.limit.saturating_add(ROUNDING_SLACK);
         let next_keyframe_too_late = self.video
-            && self
-                .keyframes
-                .interval
-                .is_some_and(|gop| elapsed.saturating_add(gop) > longest);
+            && self.keyframes.interval.is_some_and(|gop| {
+                elapsed.saturating_add(gop) > self.current_limit().saturating_add(ROUNDING_SLACK)
+            });
+        // Before the first cut, keyframes are awaited up to the longest limit possible.
+        let longest = self
+            .limit
+            .unwrap_or_else(|| self.cap())
+            .saturating_add(ROUNDING_SLACK);
         let at_start = starts_segment
             && elapsed > 0
             && (elapsed >= self.target || self.cut_next || next_keyframe_too_late);
@@ -165,6 +202,7 @@ impl Segmenter {
             return None;
         }
         let end = sample.dts;
+        self.decide_limit(elapsed);
         self.cut_next = false;
         let samples = std::mem::take(&mut self.pending);
         let independent = std::mem::replace(&mut self.independent, at_start);
@@ -187,13 +225,15 @@ impl Segmenter {
             self.video_clock.end(LONE_VIDEO_DURATION),
             self.audio_clock.end(LONE_AUDIO_DURATION),
         ];
-        let longest = start.saturating_add(self.limit.saturating_add(ROUNDING_SLACK));
+        let limit = self.limit.unwrap_or_else(|| self.cap());
+        let longest = start.saturating_add(limit.saturating_add(ROUNDING_SLACK));
         let end = ends
             .into_iter()
             .flatten()
             .max()
             .unwrap_or(start)
             .clamp(start, longest.max(start));
+        self.decide_limit(end.saturating_sub(start));
         let independent = std::mem::replace(&mut self.independent, true);
         self.cut_next = false;
         self.keyframes = TrackClock::default();
@@ -205,6 +245,40 @@ impl Segmenter {
             end,
             independent,
         })
+    }
+
+    /// The limit in force: the decided one, or (before the first cut) the configured
+    /// duration or the keyframe spacing seen so far, rounded up.
+    fn current_limit(&self) -> i64 {
+        self.limit
+            .unwrap_or_else(|| self.auto_limit(self.longest_gop))
+    }
+
+    /// The longest limit the first cut may decide.
+    fn cap(&self) -> i64 {
+        self.target.max(i64::from(LONGEST_AUTO_LIMIT) * 90_000)
+    }
+
+    /// `target`, or `span` rounded up to whole seconds when longer, within the cap. A
+    /// tenth of a second over a whole second (timestamp jitter) does not round up: it
+    /// still rounds down in `EXTINF`.
+    fn auto_limit(&self, span: i64) -> i64 {
+        let rounded_up = span.saturating_add(90_000 - ROUND_UP_FROM) / 90_000 * 90_000;
+        rounded_up.clamp(self.target, self.cap())
+    }
+
+    /// Fixes the limit at the first cut, from the keyframe spacing and the length of the
+    /// segment cut (`span`, 90 kHz).
+    fn decide_limit(&mut self, span: i64) {
+        if self.limit.is_none() {
+            self.limit = Some(self.auto_limit(self.longest_gop.max(span)));
+        }
+    }
+
+    /// The playlist's target duration in seconds: fixed once a segment was cut (or
+    /// given), until then what it would be now.
+    pub fn limit_secs(&self) -> u32 {
+        u32::try_from(self.current_limit() / 90_000).unwrap_or(u32::MAX)
     }
 
     /// Cuts at the next sample that may start a segment, however short the segment
@@ -373,6 +447,61 @@ mod tests {
                 .map(CutSegment::duration_secs)
                 .collect::<Vec<_>>()
         );
+    }
+
+    /// OBS's defaults: keyframes every 250 frames at 30 fps (8.33 s) under a configured
+    /// 6 s (or 2 s) duration: each segment is one GOP starting with its keyframe, under a
+    /// target duration of 9 s decided at the first cut.
+    #[test]
+    fn long_gops_make_one_segment_each_under_a_decided_limit() {
+        for configured in [2, 6] {
+            let mut segmenter = Segmenter::with_open_limit(configured, true);
+            assert_eq!(segmenter.limit_secs(), configured);
+            let mut cuts = Vec::new();
+            for i in 0..2_000i64 {
+                let dts = i * 3_000 + i % 3 * 30; // millisecond jitter
+                cuts.extend(segmenter.push(video(dts, i % 250 == 0)));
+                cuts.extend(segmenter.push(audio(dts + 100)));
+            }
+            assert_eq!(cuts.len(), 7, "{configured} s");
+            assert_eq!(segmenter.limit_secs(), 9);
+            for cut in &cuts {
+                assert!(cut.independent && cut.samples[0].keyframe);
+                assert!((cut.duration_secs() - 8.333).abs() < 0.01);
+                assert!(rounded(cut) <= 9);
+            }
+        }
+    }
+
+    /// Keyframe spacing shorter than the configured duration keeps the configured limit;
+    /// spacing beyond the cap is cut between keyframes at the cap.
+    #[test]
+    fn the_decided_limit_follows_the_first_segment_within_bounds() {
+        // 4 s keyframes under 6 s: cut at each (waiting for 8 s would pass 6 s).
+        let mut segmenter = Segmenter::with_open_limit(6, true);
+        let cuts = feed(&mut segmenter, 0, 500, 360_000);
+        assert_eq!(segmenter.limit_secs(), 6);
+        assert!(cuts.iter().all(|c| c.independent && rounded(c) == 4));
+        // 2 s keyframes under 6 s: 6 s.
+        let mut segmenter = Segmenter::with_open_limit(6, true);
+        let cuts = feed(&mut segmenter, 0, 500, 180_000);
+        assert_eq!(segmenter.limit_secs(), 6);
+        assert!(cuts.iter().all(|c| c.independent && rounded(c) == 6));
+        // 20 s keyframes: cut at 12 s (the cap), not independent after.
+        let mut segmenter = Segmenter::with_open_limit(6, true);
+        let cuts = feed(&mut segmenter, 0, 1_000, 1_800_000);
+        assert_eq!(segmenter.limit_secs(), LONGEST_AUTO_LIMIT);
+        assert!(cuts.iter().all(|c| rounded(c) <= 12));
+        assert!(cuts.iter().any(|c| !c.independent));
+        // A GOP longer than the first after the limit is decided: cut at the limit.
+        let mut segmenter = Segmenter::with_open_limit(6, true);
+        let mut cuts = feed(&mut segmenter, 0, 300, 720_000);
+        assert_eq!(segmenter.limit_secs(), 8);
+        cuts.extend(feed(&mut segmenter, 300 * 3_600, 600, 1_080_000));
+        assert!(cuts.iter().all(|c| rounded(c) <= 8));
+        assert!(cuts.iter().any(|c| !c.independent));
+        // Audio only: the configured duration.
+        assert_eq!(Segmenter::with_open_limit(4, false).limit_secs(), 4);
     }
 
     /// The segment being built when the publisher stops is not lost: it ends where its

@@ -684,8 +684,10 @@ impl Context {
                 }
                 let text = match hls.part_target_secs() {
                     Some(_) if file == "chunks_fmp4.m3u8" => {
-                        let directives = ll_routes::directives(request.uri().query());
-                        let mut text = hls.media_ll(sid, directives.skip);
+                        // A malformed query was answered 400 by `hold_low_latency`.
+                        let skip =
+                            ll_routes::directives(request.uri().query()).is_ok_and(|d| d.skip);
+                        let mut text = hls.media_ll(sid, skip);
                         if !text.ends_with("#EXT-X-ENDLIST\n") {
                             text.push_str(&self.rendition_reports(app, stream, sid));
                         }

@@ -429,7 +429,12 @@ impl Packager {
         let Some(timeline) = self.timeline.as_mut() else {
             return;
         };
-        let Some(cut) = timeline.segmenter.as_mut().and_then(Segmenter::flush) else {
+        let cut = timeline.segmenter.as_mut().and_then(|segmenter| {
+            let cut = segmenter.flush()?;
+            self.hls.target_duration(segmenter.limit_secs());
+            Some(cut)
+        });
+        let Some(cut) = cut else {
             // No segment to end: parts of one would be listed without it.
             if let Some(parts) = timeline.parts.as_mut() {
                 parts.clear();
@@ -497,15 +502,19 @@ impl Packager {
             tracing::info!(stream = %self.key, "no video within 10 s of audio: packaged as audio only");
         }
         let segmenter = current.segmenter.get_or_insert_with(|| {
-            // The playlist's target duration is fixed when it starts and kept by every
-            // later publisher; a longer configured duration cannot exceed it.
-            let limit = self.hls.target_duration(self.duration);
-            Segmenter::new(self.duration.min(limit), limit, has_video)
+            // The playlist's target duration is fixed when it starts (decided at the
+            // first cut, from the configured duration and the keyframe spacing) and kept
+            // by every later publisher; a longer configured duration cannot exceed it.
+            match self.hls.fixed_target_duration() {
+                Some(limit) => Segmenter::new(self.duration.min(limit), limit, has_video),
+                None => Segmenter::with_open_limit(self.duration, has_video),
+            }
         });
         let was_started = segmenter.started();
         let for_part = current.parts.is_some().then(|| sample.clone());
         match segmenter.push(sample) {
             Some(cut) => {
+                self.hls.target_duration(segmenter.limit_secs());
                 current.last_part(cut.end, &self.hls);
                 finish(current, cut, &self.hls, &self.store).await;
                 current.cues.segment_started();

@@ -25,9 +25,10 @@ pub struct PartCutter {
     samples: Vec<Sample>,
     /// dts of the part's first sample.
     start: Option<i64>,
-    /// The latest video (audio-only: audio) sample's dts and the interval before it.
+    /// The latest video (audio-only: audio) sample's dts and the intervals before it,
+    /// latest first.
     last: Option<i64>,
-    interval: Option<i64>,
+    intervals: [Option<i64>; 3],
     fragmenter: Fragmenter,
 }
 
@@ -38,7 +39,7 @@ impl PartCutter {
             samples: Vec::new(),
             start: None,
             last: None,
-            interval: None,
+            intervals: [None; 3],
             fragmenter: Fragmenter::new(),
         }
     }
@@ -51,10 +52,16 @@ impl PartCutter {
         let mut cut = None;
         if paced {
             if let Some(last) = self.last {
-                self.interval = Some(sample.dts.saturating_sub(last)).filter(|i| *i > 0);
+                self.intervals.rotate_right(1);
+                self.intervals[0] = Some(sample.dts.saturating_sub(last)).filter(|i| *i > 0);
             }
             self.last = Some(sample.dts);
-            let next_would_end = sample.dts.saturating_add(self.interval.unwrap_or_default());
+            // The next frame is expected after the shortest of the latest intervals:
+            // millisecond timestamps (RTMP) make 30 fps 33, 33, 34 ms, and the longest
+            // would end every segment's first part a frame early, leaving a one-frame
+            // part at the segment's end.
+            let interval = self.intervals.iter().flatten().min().copied();
+            let next_would_end = sample.dts.saturating_add(interval.unwrap_or_default());
             if let Some(start) = self.start
                 && next_would_end.saturating_sub(start) > self.target
             {
@@ -157,5 +164,21 @@ mod tests {
         let last = cutter.finish(&tracks, 100 * 1_920).unwrap();
         assert!(last.duration_secs > 0.0);
         assert!(cutter.finish(&tracks, 0).is_none());
+    }
+
+    /// 30 fps with millisecond timestamps (33, 33, 34 ms) and 2 s segments under a 0.5 s
+    /// part target: four parts of 15 frames each, no one-frame part at the end.
+    #[test]
+    fn millisecond_jitter_leaves_no_tail_part() {
+        let tracks = audio_only();
+        let mut cutter = PartCutter::new(45_000);
+        let mut parts = Vec::new();
+        for frame in 0..60i64 {
+            let dts = ((frame * 1_000 + 15) / 30) * 90; // rounded to milliseconds
+            parts.extend(cutter.push(&tracks, &audio(dts)));
+        }
+        parts.extend(cutter.finish(&tracks, 180_000));
+        let durations: Vec<f64> = parts.iter().map(|p| p.duration_secs).collect();
+        assert_eq!(durations, vec![0.5; 4]);
     }
 }

@@ -274,8 +274,13 @@ impl HlsStream {
         }
     }
 
+    /// The playlist's target duration once fixed (by its first segment).
+    pub fn fixed_target_duration(&self) -> Option<u32> {
+        Some(locked(&self.state).meta.target_duration).filter(|t| *t > 0)
+    }
+
     /// The playlist's `#EXT-X-TARGETDURATION`: the one it has, or `configured` (the
-    /// stream's segment duration) for a playlist that starts now.
+    /// segmenter's decision) for a playlist that starts now.
     pub fn target_duration(&self, configured: u32) -> u32 {
         let mut state = locked(&self.state);
         if state.meta.target_duration == 0 {

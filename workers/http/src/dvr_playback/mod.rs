@@ -112,10 +112,12 @@ impl DvrPlayback {
             .await
             .map_err(|_| MuxError::Mux("shutting down".to_owned()))?;
         let dir = dir.to_path_buf();
-        let bytes =
-            tokio::task::spawn_blocking(move || segments::mux(&dir, &entry, next.as_ref(), output))
-                .await
-                .map_err(|e| MuxError::Mux(e.to_string()))??;
+        let ts_offset = segments::ts_offset(archive, &entry);
+        let bytes = tokio::task::spawn_blocking(move || {
+            segments::mux(&dir, &entry, next.as_ref(), output, ts_offset)
+        })
+        .await
+        .map_err(|e| MuxError::Mux(e.to_string()))??;
         locked(&self.muxed).put(key, bytes.clone());
         Ok(bytes)
     }

@@ -47,16 +47,23 @@ pub struct Clock {
     pub target_secs: u32,
 }
 
-/// The target duration of an archive's playlists: the configured segment length or
-/// the longest segment, rounded up, whichever is longer. It depends on the archive,
-/// not on the window, so it does not change between reloads of a sliding playlist.
+/// The target duration of an archive's playlists, which RFC 8216 §6.2.1 forbids to
+/// change between reloads of a live playlist: fixed from the configuration as the
+/// longest segment the recorder makes. It cuts at the first keyframe past the configured
+/// length, so a segment lasts less than twice that length while keyframes come at least
+/// as often, and one keyframe interval when they come less often: twice the configured
+/// length, at least [`LONGEST_AUTO_LIMIT`] (12 s: OBS's 250-frame keyframe interval fits
+/// down to 24 fps). Only a segment longer still (keyframes further apart than that) raises
+/// it, to that segment rounded up.
+///
+/// [`LONGEST_AUTO_LIMIT`]: strom_media::hls::segmenter::LONGEST_AUTO_LIMIT
 pub fn target_duration(archive: &[SegmentEntry], configured_secs: u32) -> u32 {
     let longest = archive.iter().map(|e| e.duration).max().unwrap_or(0);
     let longest_secs = longest.div_ceil(u64::from(strom_media::sample::TIMESCALE));
     u32::try_from(longest_secs)
         .unwrap_or(u32::MAX)
-        .max(configured_secs)
-        .max(1)
+        .max(configured_secs.saturating_mul(2))
+        .max(strom_media::hls::segmenter::LONGEST_AUTO_LIMIT)
 }
 
 /// The segments of `archive` (indices) that overlap the window, and whether the

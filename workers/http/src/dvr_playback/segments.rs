@@ -18,9 +18,28 @@ pub const MAX_SEGMENT_FILE: u64 = 260 * 1024 * 1024;
 /// fMP4 decode times of period `p` start at `p` times this (2^40 ticks: 141 days), so
 /// that they only grow over a playlist that spans periods: every period's own times
 /// start near 0 again, and ffmpeg's fMP4 HLS reader drops fragments whose times go back
-/// even across `#EXT-X-DISCONTINUITY`. MPEG-TS keeps the stream's own times (33-bit
-/// wrapping timestamps would not carry the offset, and TS readers expect resets).
+/// even across `#EXT-X-DISCONTINUITY`. MPEG-TS, whose 33-bit times cannot carry that
+/// offset, is put on the wall clock instead ([`ts_offset`]).
 pub const FMP4_PERIOD_SPAN: i64 = 1 << 40;
+
+/// What MPEG-TS adds to the decode times of `entry`'s period so that they grow across
+/// periods too (ffmpeg seeks into a later period by its times; with every period's times
+/// starting near 0 again it finds nothing there): the period's times are mapped to the
+/// wall clock (90 kHz, modulo 2^33 in the packets) where its first segment still in
+/// `archive` was recorded. A later publish starts later on the wall clock than the
+/// earlier one ended (unless a publisher sent faster than real time), and the offset is
+/// the same for every segment of a period whichever is asked for.
+pub fn ts_offset(archive: &[SegmentEntry], entry: &SegmentEntry) -> i64 {
+    let first = archive.partition_point(|e| e.period < entry.period);
+    let anchor = archive
+        .get(first)
+        .filter(|e| e.period == entry.period)
+        .unwrap_or(entry);
+    anchor
+        .start_ms
+        .saturating_mul(90)
+        .saturating_sub(anchor.start_dts)
+}
 
 /// What to make of a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,11 +64,13 @@ pub enum MuxError {
 
 /// Muxes `entry` of the archive in `dir`. `next` is the segment after it when it
 /// continues the same timeline (its start closes the last video sample's duration).
+/// `ts_offset` is what [`ts_offset`] gives for it.
 pub fn mux(
     dir: &Path,
     entry: &SegmentEntry,
     next: Option<&SegmentEntry>,
     output: Output,
+    ts_offset: i64,
 ) -> Result<Bytes, MuxError> {
     if entry.bytes > MAX_SEGMENT_FILE {
         return Err(MuxError::Mux(format!("segment of {} bytes", entry.bytes)));
@@ -64,7 +85,8 @@ pub fn mux(
     }
     let offset = match output {
         Output::Fmp4 => i64::from(entry.period) * FMP4_PERIOD_SPAN,
-        Output::Ts | Output::Init => 0,
+        Output::Ts => ts_offset,
+        Output::Init => 0,
     };
     let file = read_whole(&path, entry.bytes)?;
     let samples = contents

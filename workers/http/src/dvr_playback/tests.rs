@@ -78,7 +78,8 @@ fn serve_into(archive_dir: &Path, window: Window, fmp4: bool, out: &Path) -> Pat
         let next = archive
             .get(index + 1)
             .filter(|n| !playlists::boundary(&archive[index], n));
-        let bytes = segments::mux(archive_dir, &archive[index], next, output).unwrap();
+        let offset = segments::ts_offset(&archive, &archive[index]);
+        let bytes = segments::mux(archive_dir, &archive[index], next, output, offset).unwrap();
         std::fs::write(out.join(name), bytes).unwrap();
     }
     let playlist = out.join("chunks.m3u8");
@@ -169,6 +170,61 @@ fn the_whole_archive_decodes_end_to_end_as_ts_and_fmp4() {
         let (frames, _) = decode_with(&playlist, options);
         assert_eq!(frames, 300, "both periods, every frame ({text})");
     }
+}
+
+/// The first video packet's decode time (seconds) of each TS segment of `playlist`.
+fn first_video_dts(playlist: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(playlist).unwrap();
+    let dir = playlist.parent().unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|name| {
+            let output = tool("ffprobe")
+                .args(["-v", "error", "-select_streams", "v:0"])
+                .args([
+                    "-show_entries",
+                    "packet=dts_time",
+                    "-read_intervals",
+                    "%+#1",
+                ])
+                .args(["-of", "csv=p=0"])
+                .arg(dir.join(name))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&output.stdout);
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            first
+                .trim()
+                .trim_end_matches(',')
+                .parse()
+                .unwrap_or_else(|e| panic!("{name}: {e}: {text:?} {output:?}"))
+        })
+        .collect()
+}
+
+/// MPEG-TS times continue across publishes (each period on the wall clock), so ffmpeg
+/// seeks into the second period.
+#[test]
+fn ts_times_grow_across_periods_and_ffmpeg_seeks_into_a_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = recorded_archive(dir.path());
+    let playlist = serve_into(&archive, Window::Whole, false, &dir.path().join("ts"));
+    let starts = first_video_dts(&playlist);
+    assert_eq!(starts.len(), 6);
+    assert!(
+        starts.windows(2).all(|w| w[1] > w[0]),
+        "segment start times: {starts:?}"
+    );
+    // The second publish starts a minute after the first, on the wall clock.
+    let gap = starts[3] - starts[2];
+    assert!((55.0..57.0).contains(&gap), "{starts:?}");
+    // 9 s: ffmpeg reads from the segment holding it (8-10 s, the second period's second)
+    // on; the times it trims by are the wall clock's, a minute on, so it trims nothing.
+    let (frames, _) = decode_with(&playlist, &["-ss", "9"]);
+    assert_eq!(frames, 100, "frames decoded from 9 s of 12 s");
 }
 
 #[test]
@@ -347,9 +403,23 @@ fn a_sliding_window_keeps_the_numbers_of_the_segments_it_keeps() {
 #[test]
 fn target_duration_and_master_playlist_follow_the_archive() {
     let mut archive = synthetic_archive();
-    assert_eq!(playlists::target_duration(&archive, 6), 6);
+    // Fixed by the configuration whatever the segments, as they land.
+    assert_eq!(playlists::target_duration(&archive, 6), 12);
+    assert_eq!(playlists::target_duration(&archive[..1], 6), 12);
+    assert_eq!(playlists::target_duration(&[], 2), 12);
+    assert_eq!(playlists::target_duration(&archive, 10), 20);
     archive[3].duration = 7 * 90_000 + 1;
-    assert_eq!(playlists::target_duration(&archive, 6), 8, "rounded up");
+    assert_eq!(
+        playlists::target_duration(&archive, 2),
+        12,
+        "a 7 s GOP fits"
+    );
+    archive[3].duration = 13 * 90_000 + 1;
+    assert_eq!(
+        playlists::target_duration(&archive, 6),
+        14,
+        "beyond: rounded up"
+    );
     let master = playlists::master_playlist(&archive[..5], false, "chunks_dvr.m3u8?sid=7");
     assert_eq!(
         master,
@@ -364,7 +434,7 @@ fn a_segment_gone_from_the_archive_is_gone() {
     let dir = tempfile::tempdir().unwrap();
     let archive = synthetic_archive();
     assert!(matches!(
-        segments::mux(dir.path(), &archive[0], None, Output::Ts),
+        segments::mux(dir.path(), &archive[0], None, Output::Ts, 0),
         Err(segments::MuxError::Gone)
     ));
 }

@@ -110,27 +110,39 @@ pub(super) fn part_hold(position: &LlPosition, msn: u64, index: usize) -> Hold {
 }
 
 /// `_HLS_msn`, `_HLS_part` and `_HLS_skip=YES` of a playlist query.
+#[derive(Debug)]
 pub(super) struct Directives {
     pub msn: Option<u64>,
     pub part: Option<usize>,
     pub skip: bool,
 }
 
-pub(super) fn directives(query: Option<&str>) -> Directives {
+/// The delivery directives of a playlist query; `Err` (answered 400, as
+/// draft-pantos-hls-rfc8216bis §6.2.5.2 requires) for an `_HLS_msn` or `_HLS_part` that
+/// is not a decimal integer, or an `_HLS_part` without `_HLS_msn`.
+pub(super) fn directives(query: Option<&str>) -> Result<Directives, &'static str> {
     let mut directives = Directives {
         msn: None,
         part: None,
         skip: false,
     };
     for pair in query.unwrap_or_default().split('&') {
-        match pair.split_once('=') {
-            Some(("_HLS_msn", value)) => directives.msn = value.parse().ok(),
-            Some(("_HLS_part", value)) => directives.part = value.parse().ok(),
-            Some(("_HLS_skip", value)) => directives.skip = value == "YES" || value == "v2",
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "_HLS_msn" => {
+                directives.msn = Some(value.parse().map_err(|_| "_HLS_msn is not a number")?);
+            }
+            "_HLS_part" => {
+                directives.part = Some(value.parse().map_err(|_| "_HLS_part is not a number")?);
+            }
+            "_HLS_skip" => directives.skip = value == "YES" || value == "v2",
             _ => {}
         }
     }
-    directives
+    if directives.part.is_some() && directives.msn.is_none() {
+        return Err("_HLS_part without _HLS_msn");
+    }
+    Ok(directives)
 }
 
 /// `part_<msn>_<index>.m4s`.
@@ -194,7 +206,15 @@ impl Context {
             return None;
         };
         let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if file == "chunks_fmp4.m3u8" {
-            let directives = directives(request.uri().query());
+            let directives = match directives(request.uri().query()) {
+                Ok(directives) => directives,
+                // Refused for LL-HLS streams only (others ignore the query).
+                Err(why) => {
+                    let hls = self.packaging.store.get(app, stream)?;
+                    hls.ll_position()?;
+                    return Some(error(StatusCode::BAD_REQUEST, why));
+                }
+            };
             let msn = directives.msn?;
             let part = directives.part;
             Box::new(move |position| playlist_hold(position, msn, part))
@@ -299,10 +319,19 @@ mod tests {
 
     #[test]
     fn query_directives_and_part_names() {
-        let d = directives(Some("sid=4&_HLS_msn=12&_HLS_part=3&_HLS_skip=YES"));
+        let d = directives(Some("sid=4&_HLS_msn=12&_HLS_part=3&_HLS_skip=YES")).unwrap();
         assert_eq!((d.msn, d.part, d.skip), (Some(12), Some(3), true));
-        let d = directives(None);
+        let d = directives(None).unwrap();
         assert_eq!((d.msn, d.part, d.skip), (None, None, false));
+        for bad in [
+            "_HLS_part=2",
+            "_HLS_msn=abc",
+            "_HLS_msn=3&_HLS_part=x",
+            "_HLS_msn=-1",
+            "_HLS_msn",
+        ] {
+            assert!(directives(Some(bad)).is_err(), "{bad}");
+        }
         assert_eq!(part_name("part_12_3.m4s"), Some((12, 3)));
         assert_eq!(part_name("part_12.m4s"), None);
         assert_eq!(part_name("seg_12.m4s"), None);
