@@ -59,6 +59,9 @@ try {
       samples: window.barcodeProbe.samples,
       waiting: window.barcodeProbe.waiting,
       nonFatalErrors: (state.nonFatalErrors || []).length,
+      // What they were (hls.js: `details`, e.g. fragLoadError, bufferStalledError).
+      errorKinds: [...new Set((state.nonFatalErrors || []).concat(state.fatalErrors || [])
+        .map((e) => e.details))].slice(0, 3),
       fatalErrors: (state.fatalErrors || []).length,
       partsLoaded: state.partsLoaded ?? null,
       // hls.js's own figure (live edge minus position), to set beside the barcode's.

@@ -183,6 +183,8 @@ except ValueError:
 parts = "" if r.get("partsLoaded") is None else ", {} parts loaded".format(r["partsLoaded"])
 if r.get("hlsLatency") is not None:
     parts += ", hls.latency {} s".format(r["hlsLatency"])
+if r.get("errorKinds"):
+    parts += " ({})".format(", ".join(map(str, r["errorKinds"])))
 print("{} waiting, {} non-fatal / {} fatal errors{}".format(r["waiting"], r["nonFatalErrors"], r["fatalErrors"], parts))' "$json")
     row "$1" "$3" "$out" "$notes"
 }
@@ -239,7 +241,7 @@ for proto in hls_ts hls_fmp4 ll500 dash; do
         short=${player,,}
         short=${short/gstreamer/gst}
         # Notes: the player's first error line, if any.
-        note=$(grep -m1 -E '^ERROR|error:|Error' "$dir/${short}_$proto.log" 2>/dev/null | grep -v -E 'ALSA|audio output|dbus|interface|video converter|chain filter' | cut -c1-90 || true)
+        note=$(grep -m1 -E '^ERROR|error:|Error' "$dir/${short}_$proto.log" 2>/dev/null | grep -v -E 'ALSA|audio output|dbus|interface|video converter|chain filter|Broken pipe' | cut -c1-90 || true)
         if [[ "$player|$proto" =~ $ONLY ]]; then row "$player" "$proto" "$dir/${short}_$proto.samples" "${note//|/ }"; fi
     done
 done
