@@ -53,7 +53,7 @@ while (($#)); do
         --segment) SEGMENT=$2; shift ;;
         --only) ONLY=$2; shift ;;
         --keep) KEEP=$2; shift ;;
-        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
