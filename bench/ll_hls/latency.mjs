@@ -11,21 +11,10 @@
 // dash.js getCurrentLiveLatency()). Prints one JSON line.
 //
 //   node bench/ll_hls/latency.mjs <page URL> hls|dash <settle secs> <window secs>
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '../../tests/browser/package.json'));
-const { chromium } = require('playwright-core');
+import { launch } from '../../tests/browser/chromium.mjs';
 
 const [pageUrl, kind, settle, window] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--autoplay-policy=no-user-gesture-required'],
-});
+const browser = await launch();
 const quantile = (sorted, q) => sorted.length
   ? +sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(3) : null;
 let result;

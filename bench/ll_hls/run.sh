@@ -25,7 +25,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/bench/ll_hls
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-STROM_BIN=$TARGET_DIR/release/strom
+STROM_BIN=${STROM_BIN:-$TARGET_DIR/release/strom}
 BUILD=1
 LATENCY=1
 VIEWERS=1000
@@ -75,31 +75,15 @@ cleanup() {
 trap cleanup EXIT
 
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-cat >"$dir/strom.conf" <<EOF
-listen_interfaces = 127.0.0.1
-port = $HTTP_PORT
-management_listen_interfaces = 127.0.0.1
-management_port = $MGMT_PORT
-rules_path = rules.conf
-data_dir = data
-run_dir = run
-logging = warn
-http_max_connections_per_ip = 100000
-EOF
 cat >"$dir/rules.conf" <<EOF
 {"RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": $RTMP_PORT}]},
  "Delivery": {"outputs": ["HLS", "DASH"], "segment_duration_secs": 2,
    "streams": [{"app": "live", "stream": "ll", "outputs": ["HLS", "LLHLS"]}]}}
 EOF
-taskset -c 0 "$STROM_BIN" run --config "$dir/strom.conf" >"$dir/strom.log" 2>&1 &
-STROM_PID=$!
+# shellcheck source=bench/strom.sh
+source "$ROOT/bench/strom.sh"
+strom_start "$dir" "$HTTP_PORT" "$MGMT_PORT" 0 || die "strom did not start"
 PIDS+=("$STROM_PID")
-for _ in $(seq 200); do
-    state=$(curl -s "http://127.0.0.1:$MGMT_PORT/manage/workers" | grep -o '"state":"[a-z_]*"' | sort -u | tr -d '\n' || true)
-    [[ $state == '"state":"ready"' ]] && break
-    sleep 0.1
-done
-[[ $state == '"state":"ready"' ]] || die "strom not ready: $(tail -3 "$dir/strom.log")"
 
 for stream in plain ll; do
     taskset -c 1 ffmpeg -hide_banner -loglevel error -re \
