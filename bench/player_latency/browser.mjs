@@ -1,5 +1,5 @@
 // One browser player of bench/player_latency: opens a player page (tests/browser/index.html
-// for hls.js, dash.html for dash.js, bench/player_latency/shaka.html for Shaka) in headless
+// for hls.js, dash.html for dash.js, tests/browser/shaka.html for Shaka) in headless
 // Chromium and, from every frame it presents (requestVideoFrameCallback) and every 250 ms
 // besides, draws the top 32 rows of the <video> into a canvas and reads the frame-index
 // barcode there (the layout of barcode.py), appending "wall-time N" to SAMPLES. Runs until

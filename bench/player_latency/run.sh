@@ -133,7 +133,7 @@ done
 ((n >= 3)) || die "no playlist: $(tail -3 "$dir/publisher.log" "$dir/p500/strom.log")"
 
 mkdir "$dir/pages"
-ln -s "$ROOT/tests/browser/index.html" "$ROOT/tests/browser/dash.html" "$HERE/shaka.html" \
+ln -s "$ROOT/tests/browser/index.html" "$ROOT/tests/browser/dash.html" "$ROOT/tests/browser/shaka.html" \
     "$modules/hls.js/dist/hls.min.js" "$modules/dashjs/dist/modern/umd/dash.all.min.js" \
     "$modules/shaka-player/dist/shaka-player.compiled.js" "$modules/mux.js/dist/mux.min.js" "$dir/pages/"
 (cd "$dir/pages" && exec taskset -c 1 python3 -m http.server "$PAGE_PORT" --bind 127.0.0.1 >/dev/null 2>&1) &
