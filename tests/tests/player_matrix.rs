@@ -405,28 +405,36 @@ fn stderr_tail(process: &mut Proc) -> String {
     format!("\n    stderr: {}", tail.join("\n    "))
 }
 
+/// `command` started with its stdout read on a thread (players write all along: the pipe
+/// must never fill) and its stderr kept.
+fn spawn_reading_stdout(command: &mut Command) -> (Proc, std::thread::JoinHandle<String>) {
+    let mut process = Proc(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = process.0.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    (process, reader)
+}
+
 /// ffmpeg decodes the cell's video in real time (`-re`, as ffplay would show it) and
 /// writes a CRC per frame.
 fn ffmpeg_cell(matrix: &Matrix, output: Output) -> Cell {
     let url = matrix.url(output);
-    let child = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-        .args(["-rw_timeout", "20000000", "-re", "-i", &url])
-        .args(["-map", "0:v:0", "-f", "framecrc", "-"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut process = Proc(child);
-    // framecrc lines arrive all along: read them on a thread so the pipe never fills.
-    let stdout = process.0.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let mut stdout = stdout;
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
+    let (process, reader) = spawn_reading_stdout(
+        Command::new("ffmpeg")
+            .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+            .args(["-rw_timeout", "20000000", "-re", "-i", &url])
+            .args(["-map", "0:v:0", "-f", "framecrc", "-"]),
+    );
     Cell {
         label: format!("ffmpeg {output:?} ({url})"),
         process,
@@ -579,22 +587,11 @@ fn gstreamer_cell(matrix: &Matrix, output: Output, demuxer: &str) -> Cell {
              decode. ! queue ! audio/x-raw ! audioconvert ! fakesink sync=true"
         ),
     };
-    let child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("exec gst-launch-1.0 -v {pipeline}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut process = Proc(child);
-    let stdout = process.0.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let mut stdout = stdout;
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
+    let (process, reader) = spawn_reading_stdout(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec gst-launch-1.0 -v {pipeline}")),
+    );
     Cell {
         label: format!("GStreamer {demuxer} {output:?} ({url})"),
         process,
