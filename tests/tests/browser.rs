@@ -14,9 +14,9 @@
 
 mod common;
 
-use common::browser::{DASH_JS, require_browser, run_script, serve_player};
+use common::browser::{DASH_JS, playback_problems, require_browser, run_script, serve_player};
 use common::media::{publish, rtmp_url, wait_live};
-use common::{Server, free_port, require_tool, wait_for};
+use common::{Server, curl_text, free_port, require_tool, wait_for};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -32,30 +32,19 @@ fn require_browser_tools() {
     ]);
 }
 
-/// GET with curl: status and body.
-fn fetch(url: &str) -> (u16, String) {
-    let output = Command::new("curl")
-        .args(["-sS", "--max-time", "10", "-w", "\n%{http_code}", url])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
-}
-
 /// Waits until `master` answers and its first media playlist lists `min` segments.
 fn wait_playlist(server: &Server, master: &str, min: usize) {
     require_tool("curl", "curl");
     let base = format!("http://127.0.0.1:{}/live/b", server.ports.http);
     wait_for(LIVE, "hls playlist", || {
-        let (status, body) = fetch(&format!("{base}/{master}"));
+        let (status, body) = curl_text(&format!("{base}/{master}"));
         if status != 200 {
             return None;
         }
         let media = body
             .lines()
             .find(|l| !l.starts_with('#') && !l.is_empty())?;
-        let (status, media) = fetch(&format!("{base}/{media}"));
+        let (status, media) = curl_text(&format!("{base}/{media}"));
         (status == 200 && media.matches("#EXTINF").count() >= min).then_some(())
     })
     .unwrap_or_else(|| panic!("no {master} with {min} segments; log:\n{}", server.log()));
@@ -87,38 +76,9 @@ fn play_page(url: &str, screenshot: &Path) -> serde_json::Value {
 
 /// What is wrong with one playback, if anything.
 fn problems(result: &serde_json::Value, stream_origin: &str, page_origin: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if result["started"] != true {
-        problems.push("playback never started".to_owned());
-    }
-    let fatal = result["fatalErrors"].as_array().map_or(0, Vec::len);
-    if fatal > 0 {
-        problems.push(format!("fatal errors: {}", result["fatalErrors"]));
-    }
-    let start = result["start"].as_f64().unwrap_or(0.0);
-    let end = result["end"].as_f64().unwrap_or(0.0);
-    if end - start < 5.0 {
-        problems.push(format!(
-            "currentTime advanced {:.2} s ({start:.2} -> {end:.2}) in {:.1} s of wall time; samples {}",
-            end - start,
-            result["wallSeconds"].as_f64().unwrap_or(0.0),
-            result["samples"]
-        ));
-    }
+    let mut problems = playback_problems(result, 5.0, stream_origin, page_origin);
     if result["levels"].as_u64().unwrap_or(0) < 1 {
         problems.push("hls.js parsed no level".to_owned());
-    }
-    if result["playlistOrigin"] != stream_origin || result["pageOrigin"] != page_origin {
-        problems.push(format!(
-            "not cross-origin as set up: playlist {} page {}",
-            result["playlistOrigin"], result["pageOrigin"]
-        ));
-    }
-    if result["videoWidth"] != 320 || result["videoHeight"] != 240 {
-        problems.push(format!(
-            "video is {}x{}, not 320x240",
-            result["videoWidth"], result["videoHeight"]
-        ));
     }
     problems
 }
@@ -160,11 +120,11 @@ fn hls_js_exposes_scte35_dateranges_while_playing() {
     assert_eq!(status, 200, "{body}");
     // The break is in the playlist before the browser loads it.
     wait_for(LIVE, "a DATERANGE in the playlist", || {
-        let (_, master) = fetch(&format!("{stream_origin}/live/b/playlist.m3u8"));
+        let (_, master) = curl_text(&format!("{stream_origin}/live/b/playlist.m3u8"));
         let media = master
             .lines()
             .find(|l| !l.starts_with('#') && !l.is_empty())?;
-        let (_, media) = fetch(&format!("{stream_origin}/live/b/{media}"));
+        let (_, media) = curl_text(&format!("{stream_origin}/live/b/{media}"));
         media.contains("SCTE35-OUT=").then_some(())
     })
     .unwrap_or_else(|| panic!("no DATERANGE; log:\n{}", server.log()));
@@ -235,7 +195,7 @@ fn hls_js_switches_between_abr_renditions() {
     let _lo = publish_rendition(&rtmp_url(&server, "live/lo"), "160x120", "150k");
     let master_url = format!("{stream_origin}/live/abr/playlist.m3u8");
     let master = wait_for(LIVE, "an ABR master with both renditions", || {
-        let (status, master) = fetch(&master_url);
+        let (status, master) = curl_text(&master_url);
         let uris: Vec<&str> = master
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -245,7 +205,7 @@ fn hls_js_switches_between_abr_renditions() {
         }
         let ready = uris.iter().all(|uri| {
             let url = format!("{stream_origin}/live/abr/{uri}");
-            let (status, media) = fetch(&url);
+            let (status, media) = curl_text(&url);
             status == 200 && media.matches("#EXTINF").count() >= 3
         });
         ready.then_some(master)
@@ -372,7 +332,7 @@ fn dash_js_joins_a_fresh_stream_and_plays_on() {
     let _publisher = publish(&rtmp_url(&server, "live/f"));
     let manifest = format!("{stream_origin}/live/f/manifest.mpd");
     wait_for(LIVE, "a manifest with a segment", || {
-        let (status, body) = fetch(&manifest);
+        let (status, body) = curl_text(&manifest);
         (status == 200 && body.contains("<S ")).then_some(())
     })
     .unwrap_or_else(|| panic!("no DASH manifest; log:\n{}", server.log()));

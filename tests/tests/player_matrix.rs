@@ -21,10 +21,12 @@
 
 mod common;
 
-use common::browser::{DASH_JS, MUX_JS, SHAKA_JS, require_browser, run_script, serve_player};
+use common::browser::{
+    DASH_JS, MUX_JS, SHAKA_JS, playback_problems, require_browser, run_script, serve_player,
+};
 use common::media::{Proc, ffmpeg};
 use common::vlc::cvlc;
-use common::{Server, free_port, require_tool, wait_for};
+use common::{Server, curl_text, free_port, require_tool, wait_for};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -136,7 +138,7 @@ impl Matrix {
         for output in [Output::Dash, Output::UdpDash] {
             let url = matrix.url(output);
             wait_for(LIVE, "a manifest listing segments", || {
-                let (status, body) = fetch(&url);
+                let (status, body) = curl_text(&url);
                 (status == 200 && body.contains("<S ")).then_some(())
             })
             .unwrap_or_else(|| panic!("{url}: no segments; log:\n{}", matrix.server.log()));
@@ -158,14 +160,14 @@ impl Matrix {
         let master = self.url(output);
         let base = master.rsplit_once('/').unwrap().0.to_owned();
         wait_for(LIVE, "segments in the playlist", || {
-            let (status, body) = fetch(&master);
+            let (status, body) = curl_text(&master);
             if status != 200 {
                 return None;
             }
             let media = body
                 .lines()
                 .find(|l| !l.starts_with('#') && !l.is_empty())?;
-            let (status, media) = fetch(&format!("{base}/{media}"));
+            let (status, media) = curl_text(&format!("{base}/{media}"));
             (status == 200 && media.matches("#EXTINF").count() >= min).then_some(())
         })
         .unwrap_or_else(|| panic!("{master}: not {min} segments; log:\n{}", self.server.log()));
@@ -181,17 +183,6 @@ impl Matrix {
             self.server.log()
         );
     }
-}
-
-/// GET with curl: status and body.
-fn fetch(url: &str) -> (u16, String) {
-    let output = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "-w", "\n%{http_code}", url])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
 }
 
 // ---- players in Chromium -------------------------------------------------------------
@@ -215,44 +206,17 @@ fn play_in_chromium(matrix: &Matrix, page: &str, cells: &[(Output, &str)]) -> Ve
                 continue;
             }
         };
-        let mut problems = Vec::new();
-        if result["started"] != true {
-            problems.push("playback never started".to_owned());
-        }
-        if result["fatalErrors"]
-            .as_array()
-            .is_some_and(|e| !e.is_empty())
-        {
-            problems.push(format!("fatal errors {}", result["fatalErrors"]));
-        }
-        let played =
-            result["end"].as_f64().unwrap_or(0.0) - result["start"].as_f64().unwrap_or(0.0);
-        if played < MIN_PLAYED_SECS {
-            problems.push(format!(
-                "played {played:.2} s in {:.1} s; samples {}",
-                result["wallSeconds"].as_f64().unwrap_or(0.0),
-                result["samples"]
-            ));
-        }
+        // The page and the stream on different origins: strom's CORS answers let it in.
+        let stream_origin = format!("http://127.0.0.1:{}", matrix.server.ports.http);
+        let mut problems = playback_problems(
+            &result,
+            MIN_PLAYED_SECS,
+            &stream_origin,
+            &matrix.page_origin,
+        );
         let frames = result["totalVideoFrames"].as_u64().unwrap_or(0);
         if frames < MIN_FRAMES as u64 {
             problems.push(format!("{frames} video frames decoded"));
-        }
-        if result["videoWidth"] != 320 || result["videoHeight"] != 240 {
-            problems.push(format!(
-                "video {}x{}, not 320x240",
-                result["videoWidth"], result["videoHeight"]
-            ));
-        }
-        // The page and the stream on different origins: strom's CORS answers let it in.
-        let stream_origin = format!("http://127.0.0.1:{}", matrix.server.ports.http);
-        if result["pageOrigin"] != matrix.page_origin.as_str()
-            || result["playlistOrigin"] != stream_origin.as_str()
-        {
-            problems.push(format!(
-                "not cross-origin as set up: page {} stream {}",
-                result["pageOrigin"], result["playlistOrigin"]
-            ));
         }
         // dash.js reports what it loaded per adaptation set: both must have come.
         if page == "dash.html" {

@@ -12,12 +12,10 @@
 
 mod common;
 
-use common::browser::{browser_dir, require_browser, run_script};
+use common::browser::{require_browser, run_script, serve_player};
 use common::media::{Proc, ffprobe, play, rtmp_url, wait_live};
-use common::{Server, require_tool, wait_for};
+use common::{Server, free_port, require_tool, wait_for};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -463,48 +461,6 @@ fn the_default_stream_fills_in_and_edits_apply_without_interruption() {
     );
 }
 
-/// Serves the player page (`tests/browser/index.html`) and hls.js on `listener`.
-fn serve_player(listener: TcpListener) {
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_file(&mut stream));
-        }
-    });
-}
-
-fn serve_file(stream: &mut TcpStream) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut request = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buf[..n]),
-        }
-    }
-    let request = String::from_utf8_lossy(&request);
-    let path = request.split_whitespace().nth(1).unwrap_or("/");
-    let file = match path.split('?').next().unwrap_or("/") {
-        "/index.html" => Some((browser_dir().join("index.html"), "text/html")),
-        "/hls.min.js" => Some((
-            browser_dir().join("node_modules/hls.js/dist/hls.min.js"),
-            "text/javascript",
-        )),
-        _ => None,
-    };
-    let (status, content_type, body) =
-        match file.and_then(|(p, t)| Some((t, std::fs::read(p).ok()?))) {
-            Some((content_type, body)) => ("200 OK", content_type, body),
-            None => ("404 Not Found", "text/plain", b"not found".to_vec()),
-        };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(&body);
-}
-
 /// hls.js in headless Chromium plays the output while it switches between a file and
 /// a live stream every 4 s: playback never stalls (its time advances at every sample,
 /// twice a second, for 10 s) and hls.js reports no fatal error.
@@ -552,9 +508,9 @@ fn hls_js_plays_across_switches_without_a_stall() {
     })
     .unwrap_or_else(|| panic!("no HLS of tv/channel; log:\n{}", server.log()));
 
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let page = format!("http://{}", listener.local_addr().unwrap());
-    serve_player(listener);
+    let page_port = free_port();
+    let page = format!("http://127.0.0.1:{page_port}");
+    serve_player(page_port);
     let url = format!("{page}/index.html?src={playlist}");
     let screenshot = server.path("screenshot.png");
     let result = run_script("play.mjs", &[&url, &screenshot.to_string_lossy()], 90)

@@ -121,3 +121,47 @@ fn serve_file(mut stream: TcpStream) {
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(&body);
 }
+
+/// What is wrong with one playback that play.mjs reported, if anything: it never started,
+/// a fatal player error, `currentTime` advanced less than `min_played_secs`, the page and
+/// the stream not on the origins set up (CORS), or a picture that is not 320x240.
+pub fn playback_problems(
+    result: &serde_json::Value,
+    min_played_secs: f64,
+    stream_origin: &str,
+    page_origin: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    if result["started"] != true {
+        problems.push("playback never started".to_owned());
+    }
+    if result["fatalErrors"]
+        .as_array()
+        .is_some_and(|e| !e.is_empty())
+    {
+        problems.push(format!("fatal errors: {}", result["fatalErrors"]));
+    }
+    let start = result["start"].as_f64().unwrap_or(0.0);
+    let end = result["end"].as_f64().unwrap_or(0.0);
+    if end - start < min_played_secs {
+        problems.push(format!(
+            "currentTime advanced {:.2} s ({start:.2} -> {end:.2}) in {:.1} s of wall time; samples {}",
+            end - start,
+            result["wallSeconds"].as_f64().unwrap_or(0.0),
+            result["samples"]
+        ));
+    }
+    if result["playlistOrigin"] != stream_origin || result["pageOrigin"] != page_origin {
+        problems.push(format!(
+            "not cross-origin as set up: playlist {} page {}",
+            result["playlistOrigin"], result["pageOrigin"]
+        ));
+    }
+    if result["videoWidth"] != 320 || result["videoHeight"] != 240 {
+        problems.push(format!(
+            "video is {}x{}, not 320x240",
+            result["videoWidth"], result["videoHeight"]
+        ));
+    }
+    problems
+}

@@ -415,6 +415,19 @@ pub fn curl(args: &[&str]) -> (u16, serde_json::Value) {
     run_curl(args).unwrap_or_else(|e| panic!("curl {args:?} failed: {e}"))
 }
 
+/// GET `url` with curl (which must be installed): status (0 when nothing answered) and
+/// body as text (playlists, manifests).
+pub fn curl_text(url: &str) -> (u16, String) {
+    require_tool("curl", "curl");
+    let output = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-w", "\n%{http_code}", url])
+        .output()
+        .unwrap_or_else(|e| panic!("running curl: {e}"));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
 /// Whether a TCP connection to `addr` is refused right now.
 pub fn refused(addr: SocketAddr) -> bool {
     matches!(
