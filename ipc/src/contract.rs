@@ -33,6 +33,12 @@ pub fn dvr_export_path(run_dir: &Path) -> PathBuf {
     run_dir.join("bus").join("dvr-export.sock")
 }
 
+/// The Unix socket the webrtc worker answers WHEP and WHIP requests on (HTTP/1.1); the
+/// packager forwards them from the delivery port, so SDP is parsed in the webrtc worker.
+pub fn webrtc_signaling_path(run_dir: &Path) -> PathBuf {
+    run_dir.join("bus").join("webrtc-signaling.sock")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

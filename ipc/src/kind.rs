@@ -17,15 +17,18 @@ pub enum WorkerKind {
     Dvr,
     /// RTSP players (appended: bincode encodes the variant index).
     Rtsp,
+    /// WebRTC: WHEP players and WHIP publishers (ICE, DTLS, SRTP).
+    WebRtc,
 }
 
 impl WorkerKind {
-    pub const ALL: [WorkerKind; 5] = [
+    pub const ALL: [WorkerKind; 6] = [
         WorkerKind::Rtmp,
         WorkerKind::Ingest,
         WorkerKind::Packager,
         WorkerKind::Dvr,
         WorkerKind::Rtsp,
+        WorkerKind::WebRtc,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +38,7 @@ impl WorkerKind {
             WorkerKind::Packager => "packager",
             WorkerKind::Dvr => "dvr",
             WorkerKind::Rtsp => "rtsp",
+            WorkerKind::WebRtc => "webrtc",
         }
     }
 }
@@ -49,6 +53,7 @@ impl WorkerKind {
             WorkerKind::Packager => c"strom-packager",
             WorkerKind::Dvr => c"strom-dvr",
             WorkerKind::Rtsp => c"strom-rtsp",
+            WorkerKind::WebRtc => c"strom-webrtc",
         }
     }
 }
@@ -61,7 +66,7 @@ impl fmt::Display for WorkerKind {
 
 /// The name given on the command line was not a worker kind.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager, dvr or rtsp)")]
+#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager, dvr, rtsp or webrtc)")]
 pub struct UnknownWorkerKind(pub String);
 
 impl FromStr for WorkerKind {

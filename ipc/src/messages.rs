@@ -139,6 +139,11 @@ pub enum ListenerRole {
     /// RTSP over TLS (`RtspSettings.tls_interfaces`); the certificate comes with
     /// [`TlsMaterial`], as for [`ListenerRole::Https`].
     Rtsps,
+    /// WebRTC's ICE port over UDP (`WebRtcSettings`): every session's STUN, DTLS and SRTP.
+    WebRtcUdp,
+    /// WebRTC's ICE-TCP port (RFC 6544 passive candidates, RFC 4571 framing), for
+    /// networks that block UDP.
+    WebRtcTcp,
 }
 
 impl ListenerRole {
@@ -149,8 +154,12 @@ impl ListenerRole {
             | ListenerRole::Http
             | ListenerRole::Https
             | ListenerRole::Rtsp
-            | ListenerRole::Rtsps => false,
-            ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => true,
+            | ListenerRole::Rtsps
+            | ListenerRole::WebRtcTcp => false,
+            ListenerRole::Udp
+            | ListenerRole::Srt
+            | ListenerRole::Rist
+            | ListenerRole::WebRtcUdp => true,
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct Rules {
     pub server_playlists: Option<ServerPlaylistSettings>,
     /// The RTSP server (`RtspSettings`), served by the rtsp worker.
     pub rtsp: crate::rtsp_rules::RtspSettings,
+    /// WebRTC (`WebRtcSettings`): WHEP playback and WHIP publishing, served by the
+    /// webrtc worker.
+    pub webrtc: crate::webrtc_rules::WebRtcSettings,
     /// Who may publish to an app (derived from `RtmpSettings`; see
     /// [`crate::access_rules`]). The gate reads this, never `rtmp`.
     pub access: AccessSettings,
@@ -106,16 +109,19 @@ pub enum ProtectedProtocol {
     Icecast,
     /// RTSP players (appended: bincode encodes the variant index).
     Rtsp,
+    /// WHEP players (WebRTC).
+    WebRtc,
 }
 
 impl ProtectedProtocol {
-    pub const ALL: [ProtectedProtocol; 6] = [
+    pub const ALL: [ProtectedProtocol; 7] = [
         ProtectedProtocol::Hls,
         ProtectedProtocol::MpegTs,
         ProtectedProtocol::Rtmp,
         ProtectedProtocol::Srt,
         ProtectedProtocol::Icecast,
         ProtectedProtocol::Rtsp,
+        ProtectedProtocol::WebRtc,
     ];
 
     /// The name in `rules.conf`.
@@ -127,6 +133,7 @@ impl ProtectedProtocol {
             ProtectedProtocol::Srt => "SRT",
             ProtectedProtocol::Icecast => "ICECAST",
             ProtectedProtocol::Rtsp => "RTSP",
+            ProtectedProtocol::WebRtc => "WEBRTC",
         }
     }
 }

@@ -14,7 +14,12 @@ use strom_ipc::messages::{WorkerReply, WorkerRequest};
 /// How often the drain is told again to the workers while it lasts.
 const RETELL: Duration = Duration::from_secs(2);
 /// The workers that serve viewers.
-const VIEWER_WORKERS: [WorkerKind; 3] = [WorkerKind::Rtmp, WorkerKind::Packager, WorkerKind::Rtsp];
+const VIEWER_WORKERS: [WorkerKind; 4] = [
+    WorkerKind::Rtmp,
+    WorkerKind::Packager,
+    WorkerKind::Rtsp,
+    WorkerKind::WebRtc,
+];
 
 /// Whether the server drains (part of the supervisor state).
 #[derive(Debug, Default)]

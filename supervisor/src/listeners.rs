@@ -44,6 +44,7 @@ pub fn owner(role: ListenerRole) -> WorkerKind {
         ListenerRole::Http | ListenerRole::Https => WorkerKind::Packager,
         ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => WorkerKind::Ingest,
         ListenerRole::Rtsp | ListenerRole::Rtsps => WorkerKind::Rtsp,
+        ListenerRole::WebRtcUdp | ListenerRole::WebRtcTcp => WorkerKind::WebRtc,
     }
 }
 
@@ -79,7 +80,17 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
         (ListenerRole::Rtsp, &rules.rtsp.interfaces),
         (ListenerRole::Rtsps, &rules.rtsp.tls_interfaces),
     ];
-    for (role, interfaces) in rtsp {
+    let webrtc_tcp: &[_] = if rules.webrtc.tcp {
+        &rules.webrtc.interfaces
+    } else {
+        &[]
+    };
+    let webrtc = [
+        (ListenerRole::WebRtcUdp, &rules.webrtc.interfaces[..]),
+        (ListenerRole::WebRtcTcp, webrtc_tcp),
+    ];
+    let rtsp = rtsp.map(|(role, list)| (role, &list[..]));
+    for (role, interfaces) in rtsp.into_iter().chain(webrtc) {
         for interface in interfaces {
             let ip = if interface.ip == "*" {
                 Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED))

@@ -186,6 +186,14 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
         WorkerKind::Rtsp => {
             old.rtsp != new.rtsp || old.rtmp != new.rtmp || old.pull_sources != new.pull_sources
         }
+        // Publishers' credentials, playback protection and the edges that start pulls.
+        WorkerKind::WebRtc => {
+            old.webrtc != new.webrtc
+                || old.access != new.access
+                || old.protection != new.protection
+                || old.pull_sources != new.pull_sources
+                || old.edges != new.edges
+        }
     }
 }
 

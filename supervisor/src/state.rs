@@ -308,6 +308,7 @@ pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
         (relays_ts, WorkerKind::Ingest),
         (records, WorkerKind::Dvr),
         (!rules.rtsp.interfaces.is_empty(), WorkerKind::Rtsp),
+        (!rules.webrtc.interfaces.is_empty(), WorkerKind::WebRtc),
     ]
     .into_iter()
     .filter_map(|(wanted, kind)| wanted.then_some(kind))

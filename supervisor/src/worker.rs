@@ -33,6 +33,9 @@ pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
             }
             WorkerKind::Dvr => serve(kind, strom_worker_dvr::start).await,
             WorkerKind::Rtsp => serve(kind, |c| strom_worker_rtsp::start(c).map(Gated::new)).await,
+            WorkerKind::WebRtc => {
+                serve(kind, |c| strom_worker_webrtc::start(c).map(Gated::new)).await
+            }
         }
     });
     if let Err(e) = &result {

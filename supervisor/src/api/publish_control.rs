@@ -24,20 +24,22 @@ pub const MAX_DENIED: usize = 100_000;
 
 /// The workers whose publishers go through publish control (each gate lists the
 /// publishers it admitted): RTMP publishers, SRT contributors (the ingest worker), RTSP
-/// publishers and Icecast sources (the packager).
-const PUBLISHING_WORKERS: [WorkerKind; 4] = [
+/// publishers, Icecast sources (the packager) and WHIP publishers (the webrtc worker).
+const PUBLISHING_WORKERS: [WorkerKind; 5] = [
     WorkerKind::Rtmp,
     WorkerKind::Ingest,
     WorkerKind::Rtsp,
     WorkerKind::Packager,
+    WorkerKind::WebRtc,
 ];
 /// The workers a deny reaches: the publishers' and the packager, whose viewers may carry
-/// a denied pay-per-view id.
-const DENYING_WORKERS: [WorkerKind; 4] = [
+/// a denied pay-per-view id, and the webrtc worker (publishers and viewers both).
+const DENYING_WORKERS: [WorkerKind; 5] = [
     WorkerKind::Rtmp,
     WorkerKind::Ingest,
     WorkerKind::Packager,
     WorkerKind::Rtsp,
+    WorkerKind::WebRtc,
 ];
 
 #[utoipa::path(get, path = "/manage/publish_control/status", responses((status = 200, body = crate::api::shapes::PublishControlStatus)))]

@@ -46,13 +46,17 @@ pub fn adopt(specs: Vec<ListenerSpec>, fds: Vec<OwnedFd>) -> io::Result<Adopted>
             | ListenerRole::Http
             | ListenerRole::Https
             | ListenerRole::Rtsp
-            | ListenerRole::Rtsps => {
+            | ListenerRole::Rtsps
+            | ListenerRole::WebRtcTcp => {
                 let std_listener = std::net::TcpListener::from(fd);
                 std_listener.set_nonblocking(true)?;
                 let listener = tokio::net::TcpListener::from_std(std_listener)?;
                 adopted.listeners.push(InheritedListener { spec, listener });
             }
-            ListenerRole::Udp | ListenerRole::Srt | ListenerRole::Rist => {
+            ListenerRole::Udp
+            | ListenerRole::Srt
+            | ListenerRole::Rist
+            | ListenerRole::WebRtcUdp => {
                 let std_socket = std::net::UdpSocket::from(fd);
                 std_socket.set_nonblocking(true)?;
                 let socket = tokio::net::UdpSocket::from_std(std_socket)?;

@@ -110,6 +110,7 @@ mod tests;
 mod ts_outputs;
 #[cfg(test)]
 mod ts_outputs_tests;
+mod webrtc;
 
 use super::error::{ConfigError, FieldError};
 use serde::Deserialize;
@@ -198,6 +199,8 @@ struct RawRules {
     dvr: Option<dvr::RawDvr>,
     #[serde(rename = "RtspSettings", default)]
     rtsp: Option<rtsp::RawRtspSettings>,
+    #[serde(rename = "WebRtcSettings", default)]
+    webrtc: Option<webrtc::RawWebRtcSettings>,
 }
 
 impl RawRules {
@@ -232,6 +235,10 @@ impl RawRules {
             },
             rtsp: match self.rtsp {
                 Some(raw) => raw.validate().map_err(|e| e.under("RtspSettings"))?,
+                None => Default::default(),
+            },
+            webrtc: match self.webrtc {
+                Some(raw) => raw.validate().map_err(|e| e.under("WebRtcSettings"))?,
                 None => Default::default(),
             },
         })

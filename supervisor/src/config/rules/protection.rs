@@ -64,7 +64,7 @@ impl RawProtection {
                             FieldError::new(
                                 format!("protocols[{i}]"),
                                 format!(
-                                    "expected HLS, MPEGTS, RTMP, SRT, ICECAST or RTSP, got {name:?}"
+                                    "expected HLS, MPEGTS, RTMP, SRT, ICECAST, RTSP or WEBRTC, got {name:?}"
                                 ),
                             )
                         })

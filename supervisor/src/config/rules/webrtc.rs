@@ -1,0 +1,152 @@
+//! `WebRtcSettings`: WebRTC's ICE port, the addresses its candidates advertise and its
+//! limits. Without the key there is no WebRTC; with it, `interfaces` defaults to
+//! `*:8189` (UDP, and TCP for ICE-TCP unless `tcp` is false).
+
+use super::super::error::FieldError;
+use super::fields::{each, in_range, unique};
+use super::rtmp::RawInterface;
+use serde::Deserialize;
+use std::net::IpAddr;
+use strom_ipc::rules::RtmpInterface;
+use strom_ipc::webrtc_rules::{WebRtcLimits, WebRtcSettings};
+
+/// The ICE port when `interfaces` is left out (the port WebRTC servers commonly use).
+const DEFAULT_PORT: u16 = 8189;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWebRtcSettings {
+    #[serde(default)]
+    interfaces: Option<Vec<RawInterface>>,
+    #[serde(default)]
+    public_addresses: Vec<String>,
+    tcp: Option<bool>,
+    #[serde(default)]
+    limits: RawWebRtcLimits,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawWebRtcLimits {
+    max_sessions: Option<u32>,
+    max_sessions_per_ip: Option<u32>,
+    max_sdp_bytes: Option<u32>,
+    connect_timeout_secs: Option<u32>,
+}
+
+impl RawWebRtcSettings {
+    pub(super) fn validate(self) -> Result<WebRtcSettings, FieldError> {
+        let interfaces = match self.interfaces {
+            None => vec![RtmpInterface {
+                ip: "*".to_owned(),
+                port: DEFAULT_PORT,
+            }],
+            Some(list) => each(list, "interfaces", RawInterface::validate)?,
+        };
+        if interfaces.is_empty() {
+            return Err(FieldError::new(
+                "interfaces",
+                "needs at least one entry (leave WebRtcSettings out to turn WebRTC off)",
+            ));
+        }
+        unique(&interfaces, "interfaces", "port", |i| {
+            format!("{}:{}", i.ip, i.port)
+        })?;
+        for (i, address) in self.public_addresses.iter().enumerate() {
+            match address.parse::<IpAddr>() {
+                Ok(ip) if !ip.is_unspecified() => {}
+                _ => {
+                    return Err(FieldError::new(
+                        format!("public_addresses[{i}]"),
+                        format!("expected an IP address, got {address:?}"),
+                    ));
+                }
+            }
+        }
+        let limits = self.limits.validate().map_err(|e| e.under("limits"))?;
+        Ok(WebRtcSettings {
+            interfaces,
+            public_addresses: self.public_addresses,
+            tcp: self.tcp.unwrap_or(true),
+            limits,
+        })
+    }
+}
+
+impl RawWebRtcLimits {
+    fn validate(self) -> Result<WebRtcLimits, FieldError> {
+        let defaults = WebRtcLimits::default();
+        let limit = |field, value: Option<u32>, default, range| {
+            in_range(field, value.unwrap_or(default), range)
+        };
+        Ok(WebRtcLimits {
+            max_sessions: limit(
+                "max_sessions",
+                self.max_sessions,
+                defaults.max_sessions,
+                1..=1_000_000,
+            )?,
+            max_sessions_per_ip: limit(
+                "max_sessions_per_ip",
+                self.max_sessions_per_ip,
+                defaults.max_sessions_per_ip,
+                1..=1_000_000,
+            )?,
+            // Browsers' offers with every codec and extension are 5-10 KB.
+            max_sdp_bytes: limit(
+                "max_sdp_bytes",
+                self.max_sdp_bytes,
+                defaults.max_sdp_bytes,
+                4096..=1024 * 1024,
+            )?,
+            connect_timeout_secs: limit(
+                "connect_timeout_secs",
+                self.connect_timeout_secs,
+                defaults.connect_timeout_secs,
+                1..=300,
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<WebRtcSettings, FieldError> {
+        serde_json::from_str::<RawWebRtcSettings>(json)
+            .map_err(|e| FieldError::new("json", e.to_string()))?
+            .validate()
+    }
+
+    #[test]
+    fn defaults_listen_on_8189_with_tcp() {
+        let settings = parse("{}").unwrap();
+        assert_eq!(settings.interfaces.len(), 1);
+        assert_eq!(settings.interfaces[0].port, 8189);
+        assert!(settings.tcp);
+        assert!(settings.public_addresses.is_empty());
+        assert_eq!(settings.limits, WebRtcLimits::default());
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let error = parse(r#"{"public_addresses": ["example.com"]}"#).unwrap_err();
+        assert!(error.to_string().contains("public_addresses[0]"), "{error}");
+        let error = parse(r#"{"public_addresses": ["0.0.0.0"]}"#).unwrap_err();
+        assert!(error.to_string().contains("public_addresses[0]"), "{error}");
+        let error = parse(r#"{"interfaces": []}"#).unwrap_err();
+        assert!(error.to_string().contains("interfaces"), "{error}");
+        let error = parse(r#"{"limits": {"max_sdp_bytes": 10}}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("limits.max_sdp_bytes"),
+            "{error}"
+        );
+        assert!(parse(r#"{"port": 1}"#).is_err(), "unknown keys are errors");
+        let settings =
+            parse(r#"{"interfaces": [{"ip": "127.0.0.1", "port": 9189}], "tcp": false, "public_addresses": ["203.0.113.5"]}"#)
+                .unwrap();
+        assert_eq!(settings.interfaces[0].port, 9189);
+        assert!(!settings.tcp);
+    }
+}
