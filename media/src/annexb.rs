@@ -159,3 +159,34 @@ mod tests {
         }
     }
 }
+
+/// H.264 access units in Annex B form (what a WebRTC publisher's RTP depacketizes to)
+/// into MP4-sample form, with the `avcC` record whenever the parameter sets change: the
+/// same conversion MPEG-TS input gets (`ts_demux`).
+#[derive(Debug, Default)]
+pub struct AnnexbH264 {
+    state: crate::ts_demux::video::VideoState,
+}
+
+/// What one access unit became.
+#[derive(Debug, Default)]
+pub struct ConvertedAccessUnit {
+    /// A new `avcC` record, to publish before the sample.
+    pub config: Option<bytes::Bytes>,
+    /// The sample in MP4 form and whether it is a keyframe; `None` before the first
+    /// parameter sets (nothing could decode it) or for an access unit of parameter sets
+    /// only.
+    pub sample: Option<(bytes::Bytes, bool)>,
+}
+
+impl AnnexbH264 {
+    pub fn convert(&mut self, access_unit: &[u8]) -> ConvertedAccessUnit {
+        let converted = self
+            .state
+            .convert(crate::ts_demux::video::NalCodec::H264, access_unit);
+        ConvertedAccessUnit {
+            config: converted.config,
+            sample: converted.sample,
+        }
+    }
+}

@@ -107,6 +107,7 @@ fn serve_file(mut stream: TcpStream) {
         "/shaka.html" => Some((browser_dir().join("shaka.html"), "text/html")),
         "/shaka-player.compiled.js" => Some((browser_dir().join(SHAKA_JS), "text/javascript")),
         "/mux.min.js" => Some((browser_dir().join(MUX_JS), "text/javascript")),
+        "/webrtc.html" => Some((browser_dir().join("webrtc.html"), "text/html")),
         _ => None,
     };
     let (status, content_type, body) =

@@ -87,6 +87,8 @@ pub struct Delivery {
     pub dvr: Arc<crate::dvr_playback::DvrPlayback>,
     /// `icecast_burst_size`: the audio a new Icecast listener starts with.
     pub icecast_burst_bytes: usize,
+    /// The webrtc worker's signaling socket, where WHEP and WHIP requests go.
+    pub webrtc_socket: Arc<std::path::Path>,
 }
 
 impl ConnectionHandler for Delivery {
@@ -106,6 +108,7 @@ impl ConnectionHandler for Delivery {
             }
         };
         let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().ok().map(|a| a.ip());
         match listener.role {
             ListenerRole::Https => {
                 if !self.certificate.is_loaded() {
@@ -114,12 +117,12 @@ impl ConnectionHandler for Delivery {
                 }
                 let acceptor = TlsAcceptor::from(Arc::clone(&self.tls));
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => self.sniff_and_serve(tls, peer, shutdown).await,
+                    Ok(Ok(tls)) => self.sniff_and_serve(tls, peer, local, shutdown).await,
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "tls handshake failed"),
                     Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
                 }
             }
-            _ => self.sniff_and_serve(stream, peer, shutdown).await,
+            _ => self.sniff_and_serve(stream, peer, local, shutdown).await,
         }
     }
 }
@@ -127,8 +130,13 @@ impl ConnectionHandler for Delivery {
 impl Delivery {
     /// Reads the first bytes: an Icecast source (`PUT`, `SOURCE`) goes to
     /// [`crate::source`], everything else to the HTTP server, bytes read included.
-    async fn sniff_and_serve<S>(&self, mut io: S, peer: SocketAddr, shutdown: CancellationToken)
-    where
+    async fn sniff_and_serve<S>(
+        &self,
+        mut io: S,
+        peer: SocketAddr,
+        local: Option<std::net::IpAddr>,
+        shutdown: CancellationToken,
+    ) where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let mut start = Vec::new();
@@ -150,15 +158,25 @@ impl Delivery {
             let rules = self.packaging.rules();
             self.sources.serve(io, peer, start, rules, shutdown).await;
         } else {
-            self.serve(TokioIo::new(Prefixed::new(start, io)), peer, shutdown)
-                .await;
+            self.serve(
+                TokioIo::new(Prefixed::new(start, io)),
+                peer,
+                local,
+                shutdown,
+            )
+            .await;
         }
     }
 }
 
 impl Delivery {
-    async fn serve<I>(&self, io: I, peer: SocketAddr, shutdown: CancellationToken)
-    where
+    async fn serve<I>(
+        &self,
+        io: I,
+        peer: SocketAddr,
+        local: Option<std::net::IpAddr>,
+        shutdown: CancellationToken,
+    ) where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
         let context = Context {
@@ -174,13 +192,26 @@ impl Delivery {
             sources: Arc::clone(&self.sources),
             dvr: Arc::clone(&self.dvr),
             icecast_burst_bytes: self.icecast_burst_bytes,
+            webrtc_socket: Arc::clone(&self.webrtc_socket),
             peer,
+            local,
             shutdown: shutdown.clone(),
         };
         let context = Arc::new(context);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let context = Arc::clone(&context);
             async move {
+                if crate::webrtc_proxy::is_signaling(request.uri().path()) {
+                    let response = crate::webrtc_proxy::forward(
+                        request,
+                        context.peer,
+                        context.local,
+                        &context.webrtc_socket,
+                        &context.cors_origin,
+                    )
+                    .await;
+                    return Ok(response.map(Either::Left));
+                }
                 context.edge_demand(&request).await;
                 if let Some(response) = context.dvr(&request).await {
                     return Ok(response.map(Either::Left));
@@ -224,7 +255,9 @@ struct Context {
     sources: Arc<Sources>,
     dvr: Arc<crate::dvr_playback::DvrPlayback>,
     icecast_burst_bytes: usize,
+    webrtc_socket: Arc<std::path::Path>,
     peer: SocketAddr,
+    local: Option<std::net::IpAddr>,
     shutdown: CancellationToken,
 }
 

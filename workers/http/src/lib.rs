@@ -24,6 +24,7 @@ pub mod tls;
 mod ts_http;
 mod ts_viewers;
 mod viewers;
+mod webrtc_proxy;
 
 pub use service::{PackagerWorker, start};
 

@@ -148,6 +148,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
             context.hello.settings.http_limits.header_timeout_secs,
         )),
         dvr: Arc::clone(&dvr),
+        webrtc_socket: Arc::from(strom_ipc::contract::webrtc_signaling_path(
+            &context.hello.settings.run_dir,
+        )),
     };
     let accept = AcceptLoops::new(
         Arc::new(handler),

@@ -31,7 +31,6 @@ mod pull;
 mod rtp_source;
 mod sender;
 mod service;
-mod sessions;
 mod shared;
 mod tls;
 #[doc(hidden)]

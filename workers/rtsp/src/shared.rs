@@ -1,12 +1,12 @@
 //! The state every RTSP connection of the worker shares: the hub, the players, the
 //! rules in force and the connection caps they set.
 
-use crate::sessions::PlayerTable;
 use crate::udp_budget::UdpBudget;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_ipc::rules::Rules;
+use strom_stream::session_table::PlayerTable;
 use strom_stream::{Gate, Hub};
 use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::sync::locked;

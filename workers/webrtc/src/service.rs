@@ -1,13 +1,52 @@
 //! Worker-wide state of the webrtc worker and its answers to the supervisor.
+//!
+//! The worker produces the streams WHIP publishers send (announced to the supervisor,
+//! served to other workers over its media bus) and plays every other stream relayed in
+//! from the worker that produces it ([`Relays`]) while it has viewers here.
 
-use std::sync::Arc;
-use strom_ipc::FailureKind;
-use strom_ipc::messages::{WorkerReply, WorkerRequest};
+use crate::feed::Feeds;
+use crate::ice_udp::UdpCounters;
+use crate::shared::{IcePort, Shared};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
+use strom_ipc::{FailureKind, WorkerKind};
+use strom_stream::bus::relays::Relays;
 use strom_stream::{Gate, Hub};
-use strom_worker_runtime::{InheritedListener, WorkerContext, WorkerService};
+use strom_worker_runtime::accept::ConnectionHandler;
+use strom_worker_runtime::counters::ConnectionGuard;
+use strom_worker_runtime::sync::locked;
+use strom_worker_runtime::{
+    AcceptLoops, InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService,
+};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+struct IceTcpConnections {
+    shared: Arc<Shared>,
+}
+
+impl ConnectionHandler for IceTcpConnections {
+    async fn handle(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        _listener: &ListenerSpec,
+        _guard: ConnectionGuard,
+        shutdown: CancellationToken,
+    ) {
+        crate::ice_tcp::serve(stream, peer, Arc::clone(&self.shared.routes), shutdown).await;
+    }
+}
 
 pub struct WebRtcWorker {
-    gate: Arc<Gate>,
+    shared: Arc<Shared>,
+    accept: AcceptLoops<IceTcpConnections>,
+    relays: Arc<Relays>,
+    udp: Mutex<CancellationToken>,
+    udp_counters: Arc<UdpCounters>,
+    shutdown: CancellationToken,
 }
 
 /// Builds the worker from the hello and starts serving.
@@ -15,22 +54,121 @@ pub fn start(context: WorkerContext) -> Result<Arc<WebRtcWorker>, String> {
     let hub = Hub::for_worker(context.events.clone(), &context.hello.settings.run_dir)
         .map_err(|e| format!("stream name claims in the run directory: {e}"))?;
     let gate = Arc::new(Gate::new(
-        hub,
+        hub.clone(),
         Arc::new(context.hello.rules),
         context.hello.denied_publishers,
     ));
-    Ok(Arc::new(WebRtcWorker { gate }))
+    let feeds = Feeds::new(
+        hub.clone(),
+        Arc::clone(&context.session_ids),
+        context.shutdown.clone(),
+    );
+    let shared = Arc::new(Shared::new(
+        Arc::clone(&gate),
+        feeds,
+        Arc::clone(&context.counters),
+        Arc::clone(&context.session_ids),
+    ));
+    let run_dir = &context.hello.settings.run_dir;
+    strom_stream::bus::producer::start(
+        run_dir,
+        WorkerKind::WebRtc,
+        hub.clone(),
+        Arc::clone(&context.session_ids),
+        context.shutdown.clone(),
+    )?;
+    // Streams other workers start on demand (edge pulls, on-demand pulls) are read from
+    // them as soon as a viewer asks.
+    let rules_of = Arc::clone(&gate);
+    let relays = Relays::start_with_unlisted(
+        hub,
+        Arc::clone(&context.session_ids),
+        WorkerKind::WebRtc,
+        Box::new(|_| false),
+        Some(strom_stream::gate::on_demand::unlisted(
+            move || rules_of.rules(),
+            run_dir.clone(),
+        )),
+        context.shutdown.clone(),
+    );
+    crate::signaling::start(
+        &strom_ipc::contract::webrtc_signaling_path(run_dir),
+        Arc::clone(&shared),
+        context.shutdown.clone(),
+    )?;
+    let accept = AcceptLoops::new(
+        Arc::new(IceTcpConnections {
+            shared: Arc::clone(&shared),
+        }),
+        Arc::clone(&context.counters),
+        context.shutdown.clone(),
+    );
+    let worker = Arc::new(WebRtcWorker {
+        shared,
+        accept,
+        relays,
+        udp: Mutex::new(context.shutdown.child_token()),
+        udp_counters: Arc::new(UdpCounters::default()),
+        shutdown: context.shutdown.clone(),
+    });
+    worker.replace_listeners(context.listeners);
+    worker.replace_udp_sockets(context.udp_sockets);
+    Ok(worker)
+}
+
+impl WebRtcWorker {
+    fn set_ports(&self, tcp: bool, ports: impl Iterator<Item = SocketAddr>) {
+        let mut known = locked(&self.shared.ports);
+        known.retain(|p| p.tcp != tcp);
+        known.extend(ports.map(|local| IcePort { tcp, local }));
+    }
 }
 
 impl strom_stream::GatedService for WebRtcWorker {
     fn gate(&self) -> &Gate {
-        &self.gate
+        &self.shared.gate
     }
 }
 
 impl WorkerService for WebRtcWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
+            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.list()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                self.shared.sessions.page(after_id, limit)
+            }
+            WorkerRequest::DeleteSessions(ids) => {
+                let found = self.shared.sessions.kill(&ids);
+                if !found.is_empty() {
+                    tracing::info!(sessions = ?found, "webrtc sessions ended by request");
+                }
+                WorkerReply::SessionsDeleted(found)
+            }
+            WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
+            WorkerRequest::DenyPublishers(ids) => {
+                let killed = self.shared.sessions.kill_publishers(&ids);
+                tracing::info!(
+                    ?ids,
+                    disconnected = killed,
+                    "webrtc publishers and viewers denied"
+                );
+                WorkerReply::Done
+            }
+            WorkerRequest::ApplyRules(rules) => {
+                self.shared.gate.set_rules(Arc::from(rules));
+                self.relays.reconcile();
+                WorkerReply::Done
+            }
+            WorkerRequest::StreamRegistry(locations) => {
+                self.relays.apply_registry(locations);
+                WorkerReply::Done
+            }
+            WorkerRequest::SetDraining(draining) => {
+                if self.shared.set_draining(draining) != draining {
+                    tracing::info!(draining, "webrtc: drain state changed");
+                }
+                WorkerReply::Done
+            }
             other => WorkerReply::error(
                 FailureKind::Unsupported,
                 format!("the webrtc worker does not handle {other:?}"),
@@ -38,7 +176,36 @@ impl WorkerService for WebRtcWorker {
         }
     }
 
-    fn replace_listeners(&self, _listeners: Vec<InheritedListener>) {}
+    fn replace_listeners(&self, listeners: Vec<InheritedListener>) {
+        self.set_ports(
+            true,
+            listeners
+                .iter()
+                .filter_map(|l| l.listener.local_addr().ok()),
+        );
+        self.accept.replace(listeners);
+    }
 
-    async fn drain(&self) {}
+    fn replace_udp_sockets(&self, sockets: Vec<InheritedUdpSocket>) {
+        let stop = self.shutdown.child_token();
+        locked(&self.udp).cancel();
+        *locked(&self.udp) = stop.clone();
+        self.set_ports(
+            false,
+            sockets.iter().filter_map(|s| s.socket.local_addr().ok()),
+        );
+        for lent in sockets {
+            tracing::info!(address = ?lent.socket.local_addr().ok(), "webrtc ice port (udp)");
+            tokio::spawn(crate::ice_udp::receive(
+                Arc::new(lent.socket),
+                Arc::clone(&self.shared.routes),
+                Arc::clone(&self.udp_counters),
+                stop.clone(),
+            ));
+        }
+    }
+
+    async fn drain(&self) {
+        self.accept.drain(Duration::from_secs(5)).await;
+    }
 }

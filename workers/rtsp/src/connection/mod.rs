@@ -13,7 +13,6 @@ mod undescribed;
 use crate::describe::{self, Described};
 use crate::message::{self, Incoming, MessageError, Request, response};
 use crate::sender::TrackSender;
-use crate::sessions::PlayerEntry;
 use crate::shared::Shared;
 use crate::transport::{self, Transport};
 use bytes::{Bytes, BytesMut};
@@ -24,6 +23,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_media::rtp::rtcp;
+use strom_stream::session_table::PlayerEntry;
 use strom_stream::{FrameReceiver, SharedFrame, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::counters::ConnectionGuard;
@@ -597,6 +597,7 @@ impl Connection {
         let (_, placeholder) = tokio::sync::mpsc::channel(1);
         let frames = std::mem::replace(&mut described.frames, placeholder);
         let entry = Arc::new(PlayerEntry {
+            protocol: "RTSP",
             id,
             publisher: false,
             control_id: None,

@@ -7,13 +7,13 @@ use super::{Connection, Transport, base_uri};
 use crate::auth;
 use crate::message::Request;
 use crate::publish::TrackReceiver;
-use crate::sessions::PlayerEntry;
 use crate::transport;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
+use strom_stream::session_table::PlayerEntry;
 use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::limited_log;
@@ -268,6 +268,7 @@ impl Connection {
         announced.publishing = Some(publishing);
         announced.started = Instant::now();
         let entry = Arc::new(PlayerEntry {
+            protocol: "RTSP",
             id,
             publisher: true,
             control_id: announced.control_id.clone(),

@@ -20,6 +20,8 @@ pub enum Protocol {
     Dash,
     /// MPEG-TS over HTTP (`mpegts.stream`).
     MpegTs,
+    /// WHEP players and WHIP publishers.
+    WebRtc,
 }
 
 impl Protocol {
@@ -32,6 +34,7 @@ impl Protocol {
             Protocol::Icecast => ProtectedProtocol::Icecast,
             Protocol::Hls | Protocol::Dash => ProtectedProtocol::Hls,
             Protocol::MpegTs => ProtectedProtocol::MpegTs,
+            Protocol::WebRtc => ProtectedProtocol::WebRtc,
         }
     }
 
@@ -44,6 +47,7 @@ impl Protocol {
             Protocol::Hls => "HLS",
             Protocol::Dash => "DASH",
             Protocol::MpegTs => "MPEGTS",
+            Protocol::WebRtc => "WebRTC",
         }
     }
 }

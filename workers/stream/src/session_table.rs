@@ -1,19 +1,22 @@
-//! The RTSP players and publishers of this worker, for the API's session list,
-//! `sessions/delete` and publish control (`publish_control/status` and `deny`).
+//! The players and publishers of a worker whose sessions are its own connections (RTSP,
+//! WebRTC), for the API's session list, `sessions/delete` and publish control
+//! (`publish_control/status` and `deny`).
 
+use crate::DropCounter;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::status::SessionInfo;
-use strom_stream::DropCounter;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 
-/// One playing or publishing RTSP session.
+/// One playing or publishing session.
 #[derive(Debug)]
 pub struct PlayerEntry {
     pub id: u64,
+    /// The protocol as the API names it (`RTSP`, `WebRTC`).
+    pub protocol: &'static str,
     /// A publisher rather than a player.
     pub publisher: bool,
     /// Publish-control id of a signed publisher.
@@ -40,7 +43,7 @@ impl PlayerEntry {
             id: self.id,
             app: self.app.clone(),
             stream: self.stream.clone(),
-            protocol: "RTSP".to_owned(),
+            protocol: self.protocol.to_owned(),
             bytes_recv: self.bytes_recv.load(Ordering::Relaxed),
             bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
             created: self.created,
@@ -83,6 +86,28 @@ impl PlayerTable {
         let entries = locked(&self.entries);
         let players = entries.values().map(|e| (e.id, e));
         strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
+    }
+
+    /// Sessions open.
+    pub fn len(&self) -> usize {
+        locked(&self.entries).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sessions open from `client_ip`.
+    pub fn from_ip(&self, client_ip: &str) -> usize {
+        locked(&self.entries)
+            .values()
+            .filter(|e| e.client_ip == client_ip)
+            .count()
+    }
+
+    /// The session `id`.
+    pub fn get(&self, id: u64) -> Option<Arc<PlayerEntry>> {
+        locked(&self.entries).get(&id).cloned()
     }
 
     /// Players open under pay-per-view id `id`.

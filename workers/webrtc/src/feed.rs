@@ -1,0 +1,342 @@
+//! One played stream as WebRTC sends it, made once per stream and shared by all its
+//! viewers: H.264 access units in Annex B form with the parameter sets in front of every
+//! keyframe (str0m packetizes Annex B), and the audio as Opus (AAC transcoded here, once,
+//! not per viewer).
+//!
+//! The feed reads the stream from the worker's hub like any reader (so a stream of
+//! another worker is relayed in, and an absent one starts its on-demand or edge pull),
+//! keeps the frames since the last keyframe for viewers that join, and broadcasts every
+//! new frame. A viewer that falls behind the broadcast's bound loses frames and resumes
+//! at the next keyframe; the feed and the publisher never wait for it.
+
+use crate::audio::AacToOpus;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strom_media::annexb;
+use strom_media::avc::AvcDecoderConfig;
+use strom_media::frame::{Codec, Frame, Track};
+use strom_stream::{Hub, StreamKey};
+use strom_worker_runtime::SessionIds;
+use strom_worker_runtime::sync::locked;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Frames the broadcast holds for its slowest viewer (a few seconds of video and audio).
+const BROADCAST_FRAMES: usize = 1024;
+/// Frames kept since the last keyframe at most; a longer GOP is not kept whole (its
+/// viewers start at the next keyframe instead).
+const MAX_GOP_FRAMES: usize = 1500;
+/// Bytes kept since the last keyframe at most.
+const MAX_GOP_BYTES: usize = 32 * 1024 * 1024;
+/// A feed with no viewers this long leaves the stream (longer than an offer waits for
+/// the stream to start, so a feed is not closed under a waiting offer).
+const IDLE_LINGER: Duration = Duration::from_secs(10);
+
+/// One frame as viewers send it.
+#[derive(Debug)]
+pub struct FeedFrame {
+    pub video: bool,
+    pub keyframe: bool,
+    /// Presentation time, 90 kHz.
+    pub pts: i64,
+    pub data: Arc<[u8]>,
+}
+
+/// What the feed knows about the stream's tracks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tracks {
+    /// H.264 video is sent.
+    pub video: bool,
+    /// Opus audio is sent, with this many channels.
+    pub audio_channels: Option<u8>,
+    /// A media frame went out: the tracks above are what the stream has.
+    pub started: bool,
+}
+
+pub struct Feed {
+    key: StreamKey,
+    sender: broadcast::Sender<Arc<FeedFrame>>,
+    gop: Mutex<Gop>,
+    tracks: watch::Receiver<Tracks>,
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+struct Gop {
+    frames: Vec<Arc<FeedFrame>>,
+    bytes: usize,
+    /// The GOP outgrew the bounds: nothing kept until the next keyframe.
+    overflowed: bool,
+}
+
+impl Feed {
+    /// The frames since the last keyframe (empty before the first) and the broadcast
+    /// from the frame after them on.
+    pub fn join(&self) -> (Vec<Arc<FeedFrame>>, broadcast::Receiver<Arc<FeedFrame>>) {
+        let gop = locked(&self.gop);
+        (gop.frames.clone(), self.sender.subscribe())
+    }
+
+    /// Waits up to `wait` for the stream's first media frame; the tracks then.
+    pub async fn started(&self, wait: Duration) -> Option<Tracks> {
+        let mut tracks = self.tracks.clone();
+        let known = tokio::time::timeout(wait, tracks.wait_for(|t| t.started)).await;
+        match known {
+            Ok(Ok(tracks)) => Some(*tracks),
+            _ => None,
+        }
+    }
+
+    pub fn key(&self) -> &StreamKey {
+        &self.key
+    }
+}
+
+/// The feeds of the streams this worker's viewers play.
+pub struct Feeds {
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    feeds: Mutex<HashMap<StreamKey, Arc<Feed>>>,
+    stop: CancellationToken,
+}
+
+impl Feeds {
+    pub fn new(hub: Hub, ids: Arc<SessionIds>, stop: CancellationToken) -> Arc<Self> {
+        Arc::new(Self {
+            hub,
+            ids,
+            feeds: Mutex::new(HashMap::new()),
+            stop,
+        })
+    }
+
+    /// The feed of `key`, started if no viewer plays it yet.
+    pub fn get(self: &Arc<Self>, key: &StreamKey) -> Arc<Feed> {
+        let mut feeds = locked(&self.feeds);
+        if let Some(feed) = feeds.get(key)
+            && !feed.stop.is_cancelled()
+        {
+            return Arc::clone(feed);
+        }
+        let (sender, _) = broadcast::channel(BROADCAST_FRAMES);
+        let (tracks_tx, tracks) = watch::channel(Tracks::default());
+        let feed = Arc::new(Feed {
+            key: key.clone(),
+            sender,
+            gop: Mutex::new(Gop::default()),
+            tracks,
+            stop: self.stop.child_token(),
+        });
+        feeds.insert(key.clone(), Arc::clone(&feed));
+        let feeds_of = Arc::clone(self);
+        let running = Arc::clone(&feed);
+        tokio::spawn(async move {
+            let reader_id = feeds_of.ids.next_id();
+            run(&feeds_of.hub, &running, reader_id, tracks_tx).await;
+            feeds_of.hub.leave(running.key(), reader_id);
+            running.stop.cancel();
+            let mut feeds = locked(&feeds_of.feeds);
+            if feeds
+                .get(running.key())
+                .is_some_and(|f| Arc::ptr_eq(f, &running))
+            {
+                feeds.remove(running.key());
+            }
+        });
+        feed
+    }
+
+    /// Streams with a feed running (viewers or lingering).
+    pub fn count(&self) -> usize {
+        locked(&self.feeds).len()
+    }
+}
+
+/// Converts frames of the stream until it has had no viewer for [`IDLE_LINGER`] or the
+/// worker stops.
+async fn run(hub: &Hub, feed: &Feed, reader_id: u64, tracks: watch::Sender<Tracks>) {
+    let (mut frames, _dropped) = hub.subscribe(&feed.key, reader_id);
+    let mut converter = Converter::default();
+    let mut idle_since: Option<tokio::time::Instant> = None;
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let frame = tokio::select! {
+            () = feed.stop.cancelled() => return,
+            _ = check.tick() => {
+                if feed.sender.receiver_count() > 0 {
+                    idle_since = None;
+                } else if idle_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= IDLE_LINGER {
+                    tracing::debug!(stream = %feed.key, "webrtc feed without viewers closed");
+                    return;
+                }
+                continue;
+            }
+            frame = frames.recv() => frame,
+        };
+        let Some(frame) = frame else {
+            return;
+        };
+        for out in converter.convert(&frame.frame, &feed.key) {
+            let out = Arc::new(out);
+            let mut gop = locked(&feed.gop);
+            gop.keep(&out);
+            let _ = feed.sender.send(out);
+        }
+        tracks.send_if_modified(|known| {
+            let now = converter.tracks();
+            let changed = *known != now;
+            *known = now;
+            changed
+        });
+    }
+}
+
+impl Gop {
+    fn keep(&mut self, frame: &Arc<FeedFrame>) {
+        if frame.video && frame.keyframe {
+            self.frames.clear();
+            self.bytes = 0;
+            self.overflowed = false;
+        }
+        if self.overflowed {
+            return;
+        }
+        if self.frames.len() >= MAX_GOP_FRAMES || self.bytes + frame.data.len() > MAX_GOP_BYTES {
+            self.frames.clear();
+            self.bytes = 0;
+            self.overflowed = true;
+            return;
+        }
+        self.bytes += frame.data.len();
+        self.frames.push(Arc::clone(frame));
+    }
+}
+
+/// Frames of the stream in WebRTC's forms.
+#[derive(Default)]
+struct Converter {
+    /// SPS and PPS in Annex B form, put in front of every keyframe.
+    parameter_sets: Vec<u8>,
+    nal_length_size: u8,
+    video: bool,
+    audio: Option<AacToOpus>,
+    /// The stream's audio is Opus already.
+    opus_channels: Option<u8>,
+    started: bool,
+    warned: bool,
+}
+
+impl Converter {
+    fn tracks(&self) -> Tracks {
+        Tracks {
+            video: self.video,
+            audio_channels: self
+                .audio
+                .as_ref()
+                .map(|a| a.channels())
+                .or(self.opus_channels),
+            started: self.started,
+        }
+    }
+
+    fn convert(&mut self, frame: &Frame, key: &StreamKey) -> Vec<FeedFrame> {
+        if frame.control {
+            return Vec::new();
+        }
+        match (frame.track, frame.codec) {
+            (Track::Video, Codec::H264) => self.video_frame(frame, key).into_iter().collect(),
+            (Track::Audio, Codec::Aac) => self.aac_frame(frame, key),
+            (Track::Audio, Codec::Opus) if !frame.config => {
+                self.opus_channels.get_or_insert(2);
+                self.started = true;
+                vec![FeedFrame {
+                    video: false,
+                    keyframe: false,
+                    pts: frame.pts,
+                    data: Arc::from(&frame.payload[..]),
+                }]
+            }
+            (Track::Video | Track::Audio, codec) if !self.warned => {
+                self.warned = true;
+                tracing::warn!(stream = %key, ?codec, "webrtc viewers get no track of this codec (H.264 video and AAC or Opus audio are sent)");
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn video_frame(&mut self, frame: &Frame, key: &StreamKey) -> Option<FeedFrame> {
+        if frame.config {
+            match AvcDecoderConfig::parse(&frame.payload) {
+                Ok(config) => {
+                    self.parameter_sets.clear();
+                    config.write_annexb_parameter_sets(&mut self.parameter_sets);
+                    self.nal_length_size = config.nal_length_size;
+                    self.video = true;
+                }
+                Err(error) => tracing::warn!(stream = %key, %error, "bad H.264 configuration"),
+            }
+            return None;
+        }
+        if !self.video {
+            return None;
+        }
+        let mut data = Vec::with_capacity(frame.payload.len() + self.parameter_sets.len() + 64);
+        if frame.keyframe {
+            data.extend_from_slice(&self.parameter_sets);
+        }
+        if let Err(error) = annexb::to_annexb(&frame.payload, self.nal_length_size, &mut data) {
+            tracing::debug!(stream = %key, %error, "H.264 frame not sent");
+            return None;
+        }
+        self.started = true;
+        Some(FeedFrame {
+            video: true,
+            keyframe: frame.keyframe,
+            pts: frame.pts,
+            data: Arc::from(data),
+        })
+    }
+
+    fn aac_frame(&mut self, frame: &Frame, key: &StreamKey) -> Vec<FeedFrame> {
+        if frame.config {
+            match AacToOpus::new(&frame.payload) {
+                Ok(transcoder) => self.audio = Some(transcoder),
+                Err(error) => {
+                    self.audio = None;
+                    tracing::warn!(stream = %key, %error, "AAC configuration cannot be transcoded to Opus: no audio for webrtc viewers");
+                }
+            }
+            return Vec::new();
+        }
+        let Some(audio) = &mut self.audio else {
+            return Vec::new();
+        };
+        match audio.push(&frame.payload, frame.pts) {
+            Ok(packets) => {
+                if !packets.is_empty() {
+                    self.started = true;
+                }
+                packets
+                    .into_iter()
+                    .map(|packet| FeedFrame {
+                        video: false,
+                        keyframe: false,
+                        pts: packet.pts,
+                        data: bytes_to_arc(packet.data),
+                    })
+                    .collect()
+            }
+            Err(error) => {
+                strom_worker_runtime::limited_log!(debug, 5, Duration::from_secs(10); stream = %key, %error, "AAC frame not transcoded");
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn bytes_to_arc(data: Bytes) -> Arc<[u8]> {
+    Arc::from(&data[..])
+}

@@ -1,0 +1,376 @@
+//! A WHEP or WHIP offer through the gate to a running session: who may play or publish
+//! (the same checks every protocol gets), the session's limits, the answer with this
+//! server's ICE candidates, and ending a session by its resource.
+
+use crate::feed::Tracks;
+use crate::publish::Publisher;
+use crate::routing::INBOX_PACKETS;
+use crate::session::{Role, Session};
+use crate::shared::{Resource, Shared};
+use crate::signaling::Target;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::time::{Duration, Instant};
+use str0m::change::SdpOffer;
+use str0m::{Candidate, Rtc};
+use strom_stream::session_table::PlayerEntry;
+use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal};
+use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::play_signature::{from_query, percent_decode};
+use strom_worker_runtime::sync::locked;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How long a WHEP offer waits for its stream's first frames (an on-demand or edge pull
+/// starting, a publisher about to connect).
+const STREAM_WAIT: Duration = Duration::from_secs(8);
+
+#[derive(Debug, thiserror::Error)]
+pub enum OfferError {
+    #[error("bad offer: {0}")]
+    BadOffer(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    Limit(String),
+    #[error("{0}")]
+    NoCodec(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<Refusal> for OfferError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::BadName(why) => OfferError::NotFound(why),
+            Refusal::BadAuth => OfferError::Unauthorized(refusal.to_string()),
+            Refusal::Denied(why) => OfferError::Forbidden(why),
+            Refusal::Limit(why) => OfferError::Limit(why),
+            Refusal::Busy(_) => OfferError::Busy(refusal.to_string()),
+            Refusal::NotLive(_) => OfferError::NotFound(refusal.to_string()),
+        }
+    }
+}
+
+/// One POST.
+pub struct Request<'a> {
+    pub target: &'a Target,
+    pub sdp: &'a str,
+    pub peer: IpAddr,
+    /// The address the client connected to, for candidates of `*` interfaces.
+    pub local: Option<IpAddr>,
+    pub query: &'a str,
+    pub authorization: Option<&'a str>,
+    pub user_agent: String,
+}
+
+pub struct Accepted {
+    pub answer: String,
+    pub location: String,
+    pub etag: String,
+}
+
+/// `Authorization: Bearer <login>:<password>` (or `Bearer <password>` for the app's
+/// login) as the gate's credentials.
+fn bearer(authorization: Option<&str>, login: Option<String>) -> Credentials {
+    let Some(token) = authorization.and_then(|a| {
+        let (scheme, token) = a.trim().split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("bearer")
+            .then_some(token.trim())
+    }) else {
+        return Credentials::None;
+    };
+    match token.split_once(':') {
+        Some((login, password)) => Credentials::Login {
+            login: login.to_owned(),
+            password: password.to_owned(),
+        },
+        None => Credentials::Login {
+            login: login.unwrap_or_default(),
+            password: token.to_owned(),
+        },
+    }
+}
+
+/// The candidates to advertise, one per lent socket, and what each local port maps to.
+fn candidates(shared: &Shared, local: Option<IpAddr>) -> Vec<(bool, u16, SocketAddr)> {
+    let settings = shared.settings();
+    let public: Option<IpAddr> = settings
+        .public_addresses
+        .iter()
+        .find_map(|a| a.parse().ok());
+    shared
+        .ports()
+        .into_iter()
+        .filter_map(|port| {
+            let ip = match public {
+                Some(public) => public,
+                None if port.local.ip().is_unspecified() => {
+                    local.filter(|ip| !ip.is_unspecified())?
+                }
+                None => port.local.ip(),
+            };
+            Some((
+                port.tcp,
+                port.local.port(),
+                SocketAddr::new(ip, port.local.port()),
+            ))
+        })
+        .collect()
+}
+
+pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accepted, OfferError> {
+    let target = request.target;
+    if shared.is_draining() {
+        return Err(OfferError::Unavailable("the server is draining".to_owned()));
+    }
+    let limits = shared.settings().limits;
+    if shared.sessions.len() >= limits.max_sessions as usize {
+        tracing::warn!(peer = %request.peer, max = limits.max_sessions, "webrtc session refused: max_sessions");
+        return Err(OfferError::Limit("too many webrtc sessions".to_owned()));
+    }
+    if shared.sessions.from_ip(&request.peer.to_string()) >= limits.max_sessions_per_ip as usize {
+        tracing::warn!(peer = %request.peer, max = limits.max_sessions_per_ip, "webrtc session refused: max_sessions_per_ip");
+        return Err(OfferError::Limit(
+            "too many webrtc sessions from this address".to_owned(),
+        ));
+    }
+    let key = target.key.clone();
+    let publish_sign = || {
+        request
+            .query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("publishsign="))
+            .map(percent_decode)
+    };
+    let id = shared.ids.next_id();
+    let (role, control_id, ppv_id, tracks) = if target.publish {
+        let access = Access::new(Protocol::WebRtc, key.clone(), request.peer)
+            .with_credentials(bearer(
+                request.authorization,
+                shared
+                    .gate
+                    .publisher_login(&key.app)
+                    .map(|(login, _)| login),
+            ))
+            .with_signature(publish_sign());
+        let admission = shared.gate.admit_publisher(&access).inspect_err(|refusal| {
+            tracing::warn!(stream = %key, peer = %request.peer, %refusal, "whip publish refused");
+        })?;
+        let info = PublisherInfo {
+            session_id: id,
+            protocol: "WEBRTC",
+            ip: request.peer.to_string(),
+            publish_time: unix_now(),
+            query: request.query.to_owned(),
+            source_url: None,
+            relayed_from: None,
+            admitted_id: None,
+        };
+        let publishing = shared
+            .gate
+            .claim(&access, admission.control_id.as_deref(), info)?;
+        (
+            Role::Publish(Box::new(Publisher::new(publishing))),
+            admission.control_id,
+            None,
+            None,
+        )
+    } else {
+        let access = Access::new(Protocol::WebRtc, key.clone(), request.peer)
+            .with_signature(from_query(request.query));
+        let reading = shared
+            .gate
+            .admit_reader(&access, |ppv| shared.sessions.ppv_sessions(ppv))?;
+        let feed = shared.feeds.get(&key);
+        let Some(tracks) = feed.started(STREAM_WAIT).await else {
+            tracing::info!(stream = %key, peer = %request.peer, "whep: no such live stream");
+            return Err(OfferError::NotFound(format!("{key} is not live")));
+        };
+        (Role::Play(feed), None, reading.ppv_id, Some(tracks))
+    };
+    let mut rtc = Rtc::builder()
+        .set_ice_lite(true)
+        .clear_codecs()
+        .enable_h264(true)
+        .enable_opus(true, false)
+        .build(Instant::now());
+    let mut candidate_map = HashMap::new();
+    for (tcp, port, address) in candidates(shared, request.local) {
+        let candidate = if tcp {
+            Candidate::builder()
+                .tcp()
+                .host(address)
+                .tcptype(str0m::net::TcpType::Passive)
+                .build()
+        } else {
+            Candidate::host(address, "udp")
+        };
+        match candidate {
+            Ok(candidate) => {
+                rtc.add_local_candidate(candidate);
+                candidate_map.insert((tcp, port), address);
+            }
+            Err(error) => tracing::warn!(%address, %error, "webrtc candidate not usable"),
+        }
+    }
+    if candidate_map.is_empty() {
+        finish_refused(&role);
+        return Err(OfferError::Unavailable(
+            "no ICE address to offer (set WebRtcSettings.public_addresses)".to_owned(),
+        ));
+    }
+    let offer = match SdpOffer::from_sdp_string(request.sdp) {
+        Ok(offer) => offer,
+        Err(error) => {
+            finish_refused(&role);
+            return Err(OfferError::BadOffer(error.to_string()));
+        }
+    };
+    let answer = match rtc.sdp_api().accept_offer(offer) {
+        Ok(answer) => answer,
+        Err(error) => {
+            finish_refused(&role);
+            return Err(OfferError::BadOffer(error.to_string()));
+        }
+    };
+    let answer = answer.to_sdp_string();
+    if let Some(tracks) = tracks
+        && let Some(missing) = missing_codec(&answer, tracks)
+    {
+        return Err(OfferError::NoCodec(missing));
+    }
+    if target.publish && !answer.contains("H264/90000") && !answer.contains("opus/48000") {
+        finish_refused(&role);
+        return Err(OfferError::NoCodec(
+            "the offer has neither H.264 video nor Opus audio".to_owned(),
+        ));
+    }
+    let ufrag = rtc.direct_api().local_ice_credentials().ufrag;
+    let resource = format!("{id}-{}", hex::encode(rand::random::<[u8; 16]>()));
+    let file = if target.publish {
+        crate::signaling::WHIP
+    } else {
+        crate::signaling::WHEP
+    };
+    let location = format!("/{}/{}/{file}/{resource}", key.app, key.stream);
+    let entry = Arc::new(PlayerEntry {
+        id,
+        protocol: "WebRTC",
+        publisher: target.publish,
+        control_id,
+        ppv_id,
+        app: key.app.clone(),
+        stream: key.stream.clone(),
+        client_ip: request.peer.to_string(),
+        user_agent: request.user_agent,
+        created: unix_now(),
+        last_access: AtomicI64::new(unix_now()),
+        bytes_sent: AtomicU64::new(0),
+        bytes_recv: AtomicU64::new(0),
+        kill: CancellationToken::new(),
+        dropped: (!target.publish).then(|| Arc::new(AtomicU64::new(0))),
+    });
+    let (inbox, inbox_rx) = mpsc::channel(INBOX_PACKETS);
+    shared.routes.register(&ufrag, inbox);
+    shared.sessions.insert(Arc::clone(&entry));
+    locked(&shared.resources).insert(
+        resource.clone(),
+        Resource {
+            key: key.clone(),
+            publish: target.publish,
+            session: id,
+        },
+    );
+    let session = Session {
+        rtc,
+        ufrag,
+        resource: resource.clone(),
+        entry,
+        role,
+        candidates: candidate_map,
+        connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),
+    };
+    tracing::info!(session = id, stream = %key, peer = %request.peer, publisher = target.publish, "webrtc session offered");
+    tokio::spawn(session.run(Arc::clone(shared), inbox_rx));
+    Ok(Accepted {
+        answer,
+        location,
+        etag: resource,
+    })
+}
+
+/// A refused publisher lets go of the name it claimed.
+fn finish_refused(role: &Role) {
+    if let Role::Publish(publisher) = role {
+        publisher.release_claim();
+    }
+}
+
+/// What a viewer's answer lacks that the stream has: H.264 for its video, Opus for its
+/// audio; `None` when it can play something.
+fn missing_codec(answer: &str, tracks: Tracks) -> Option<String> {
+    let video = tracks.video && answer.contains("H264/90000");
+    let audio = tracks.audio_channels.is_some() && answer.contains("opus/48000");
+    if video || audio {
+        return None;
+    }
+    Some(
+        "the offer accepts neither H.264 video nor Opus audio, which this stream is sent as"
+            .to_owned(),
+    )
+}
+
+fn resource_of(shared: &Shared, target: &Target, resource: &str) -> Option<Resource> {
+    let found = locked(&shared.resources).get(resource).cloned()?;
+    (found.key == target.key && found.publish == target.publish).then_some(found)
+}
+
+/// Whether `resource` is a live session of `target`.
+pub fn exists(shared: &Shared, target: &Target, resource: &str) -> bool {
+    resource_of(shared, target, resource).is_some()
+}
+
+/// Ends the session of `resource`; `false` when there is none.
+pub fn end(shared: &Shared, target: &Target, resource: &str) -> bool {
+    let Some(found) = resource_of(shared, target, resource) else {
+        return false;
+    };
+    shared.sessions.kill(&[found.session]);
+    tracing::info!(session = found.session, stream = %found.key, "webrtc session ended by DELETE");
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_become_credentials() {
+        assert_eq!(bearer(None, None), Credentials::None);
+        assert_eq!(bearer(Some("Basic abc"), None), Credentials::None);
+        assert_eq!(
+            bearer(Some("Bearer alice:secret"), None),
+            Credentials::Login {
+                login: "alice".to_owned(),
+                password: "secret".to_owned()
+            }
+        );
+        assert_eq!(
+            bearer(Some("bearer secret"), Some("bob".to_owned())),
+            Credentials::Login {
+                login: "bob".to_owned(),
+                password: "secret".to_owned()
+            }
+        );
+    }
+}

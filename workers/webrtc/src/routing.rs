@@ -1,0 +1,158 @@
+//! Which session a packet on the shared ICE port belongs to.
+//!
+//! Every session of the worker receives on the same UDP port (and ICE-TCP port). A
+//! packet from an address a session has already heard from goes to that session; a
+//! STUN binding request from a new address goes to the session whose local ufrag its
+//! USERNAME names (ICE connectivity checks always come first), which adopts the address
+//! from then on. Anything else is dropped: nothing reaches a session that its ICE
+//! credentials did not let in.
+
+use crate::stun;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+
+/// Packets a session may have waiting; past it new ones are dropped (as a full socket
+/// buffer would), never queued without bound.
+pub const INBOX_PACKETS: usize = 1024;
+
+/// How a session answers the peer a packet came from.
+#[derive(Debug, Clone)]
+pub enum ReplyPath {
+    /// The shared UDP socket the packet arrived on.
+    Udp(Arc<UdpSocket>),
+    /// The ICE-TCP connection's writer: whole packets, framed by the writer (RFC 4571).
+    Tcp(mpsc::Sender<Bytes>),
+}
+
+/// One packet for a session.
+#[derive(Debug)]
+pub struct Inbound {
+    pub tcp: bool,
+    pub source: SocketAddr,
+    /// The local port it arrived on: the session maps it to the candidate it advertised.
+    pub local_port: u16,
+    pub data: Bytes,
+    pub reply: ReplyPath,
+}
+
+pub type Inbox = mpsc::Sender<Inbound>;
+
+#[derive(Default)]
+struct Table {
+    by_ufrag: HashMap<String, Inbox>,
+    by_address: HashMap<(bool, SocketAddr), Inbox>,
+    /// The addresses each ufrag adopted, to forget them with the session.
+    addresses_of: HashMap<String, Vec<(bool, SocketAddr)>>,
+}
+
+/// Every session's inbox by ufrag and by the addresses it adopted.
+#[derive(Default)]
+pub struct Routes {
+    table: RwLock<Table>,
+}
+
+/// Adopted addresses a session keeps at most (ICE candidates pairs of one peer).
+const MAX_ADDRESSES_PER_SESSION: usize = 16;
+
+impl Routes {
+    pub fn register(&self, ufrag: &str, inbox: Inbox) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        table.by_ufrag.insert(ufrag.to_owned(), inbox);
+    }
+
+    pub fn unregister(&self, ufrag: &str) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        table.by_ufrag.remove(ufrag);
+        for address in table.addresses_of.remove(ufrag).unwrap_or_default() {
+            table.by_address.remove(&address);
+        }
+    }
+
+    /// The session `packet` belongs to, adopting its source address for the session a
+    /// binding request names.
+    pub fn route(&self, tcp: bool, source: SocketAddr, packet: &[u8]) -> Option<Inbox> {
+        {
+            let table = self.table.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(inbox) = table.by_address.get(&(tcp, source)) {
+                return Some(inbox.clone());
+            }
+        }
+        let ufrag = stun::local_ufrag(packet)?;
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let inbox = table.by_ufrag.get(ufrag)?.clone();
+        let adopted = table.addresses_of.entry(ufrag.to_owned()).or_default();
+        if adopted.len() < MAX_ADDRESSES_PER_SESSION {
+            adopted.push((tcp, source));
+            table.by_address.insert((tcp, source), inbox.clone());
+        }
+        Some(inbox)
+    }
+
+    /// Sessions registered (for tests and the log).
+    pub fn sessions(&self) -> usize {
+        self.table
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_ufrag
+            .len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding_request(username: &str) -> Vec<u8> {
+        let mut message = vec![0x00, 0x01];
+        let padded = username.len().div_ceil(4) * 4;
+        message.extend_from_slice(&((4 + padded) as u16).to_be_bytes());
+        message.extend_from_slice(&[0x21, 0x12, 0xa4, 0x42]);
+        message.extend_from_slice(&[1; 12]);
+        message.extend_from_slice(&6u16.to_be_bytes());
+        message.extend_from_slice(&(username.len() as u16).to_be_bytes());
+        message.extend_from_slice(username.as_bytes());
+        message.resize(20 + 4 + padded, 0);
+        message
+    }
+
+    #[test]
+    fn a_binding_request_opens_the_way_for_its_address() {
+        let routes = Routes::default();
+        let (inbox, _rx) = mpsc::channel(1);
+        routes.register("srv1", inbox);
+        let peer: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        assert!(
+            routes.route(false, peer, b"\x80dtls-or-rtp").is_none(),
+            "unknown address, not STUN"
+        );
+        assert!(
+            routes
+                .route(false, peer, &binding_request("other:x"))
+                .is_none(),
+            "someone else's ufrag"
+        );
+        assert!(
+            routes
+                .route(false, peer, &binding_request("srv1:cli"))
+                .is_some()
+        );
+        assert!(
+            routes.route(false, peer, b"\x80rtp").is_some(),
+            "the address is adopted"
+        );
+        assert!(
+            routes.route(true, peer, b"\x80rtp").is_none(),
+            "per transport"
+        );
+        routes.unregister("srv1");
+        assert!(
+            routes.route(false, peer, b"\x80rtp").is_none(),
+            "forgotten with the session"
+        );
+        assert_eq!(routes.sessions(), 0);
+    }
+}

@@ -1,0 +1,309 @@
+//! One WebRTC session (a WHEP viewer or a WHIP publisher): its str0m `Rtc` driven by
+//! the packets its peer sends on the shared ICE port, its timers and, for a viewer, the
+//! stream's feed. Everything str0m wants sent goes back the way the peer's packets came
+//! (the UDP socket or the ICE-TCP connection); nothing here waits on a slow peer.
+
+use crate::feed::{Feed, FeedFrame};
+use crate::publish::Publisher;
+use crate::routing::{Inbound, ReplyPath};
+use crate::shared::Shared;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use str0m::format::Codec as RtcCodec;
+use str0m::media::{MediaKind, MediaTime, Mid, Pt};
+use str0m::net::{Protocol, Receive};
+use str0m::{Event, IceConnectionState, Input, Output, Rtc};
+use strom_stream::session_table::PlayerEntry;
+use tokio::sync::{broadcast, mpsc};
+
+/// What the session does with the stream.
+pub enum Role {
+    Play(Arc<Feed>),
+    Publish(Box<Publisher>),
+}
+
+/// A session ready to run: its negotiated `Rtc` and where its candidates are.
+pub struct Session {
+    pub rtc: Rtc,
+    pub ufrag: String,
+    /// The name in the session's URL.
+    pub resource: String,
+    pub entry: Arc<PlayerEntry>,
+    pub role: Role,
+    /// The candidate advertised for each local (TCP?, port): what str0m is told a packet
+    /// arrived on.
+    pub candidates: HashMap<(bool, u16), SocketAddr>,
+    pub connect_timeout: Duration,
+}
+
+/// A viewer's sending state.
+#[derive(Default)]
+struct Sending {
+    video: Option<(Mid, Pt)>,
+    audio: Option<(Mid, Pt)>,
+    frames: Option<broadcast::Receiver<Arc<FeedFrame>>>,
+    /// Lost frames (fell behind the feed): video resumes at the next keyframe.
+    waiting_keyframe: bool,
+    base_pts: Option<i64>,
+    keyframe_requests: u64,
+}
+
+impl Session {
+    /// Runs the session until its peer leaves, it is deleted or killed, or the stream
+    /// ends; then forgets it everywhere.
+    pub async fn run(mut self, shared: Arc<Shared>, mut inbox: mpsc::Receiver<Inbound>) {
+        let started = tokio::time::Instant::now();
+        let mut paths: HashMap<(bool, SocketAddr), ReplyPath> = HashMap::new();
+        let mut sending = Sending::default();
+        let mut medias: Vec<(Mid, MediaKind)> = Vec::new();
+        let mut connected = false;
+        let kill = self.entry.kill.clone();
+        let reason = loop {
+            let timeout =
+                match self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected) {
+                    Ok(timeout) => timeout,
+                    Err(reason) => break reason,
+                };
+            // str0m announces the media (`MediaAdded`) once DTLS is up, right after
+            // `Connected`: a viewer starts sending when it knows both.
+            if connected
+                && sending.frames.is_none()
+                && !medias.is_empty()
+                && let Role::Play(feed) = &self.role
+            {
+                let feed = Arc::clone(feed);
+                self.start_sending(&feed, &mut sending, &medias);
+                continue;
+            }
+            if !connected && started.elapsed() > self.connect_timeout {
+                break "ICE did not connect in time".to_owned();
+            }
+            let wake = tokio::time::Instant::from_std(timeout.max(Instant::now()))
+                .min(started + self.connect_timeout + Duration::from_millis(10));
+            let frames = sending.frames.as_mut();
+            tokio::select! {
+                () = kill.cancelled() => break "ended by request".to_owned(),
+                inbound = inbox.recv() => {
+                    let Some(inbound) = inbound else { break "worker stopping".to_owned() };
+                    self.receive(inbound, &mut paths);
+                }
+                frame = async { match frames { Some(frames) => frames.recv().await, None => std::future::pending().await } } => {
+                    match frame {
+                        Ok(frame) => self.send(&mut sending, &frame),
+                        Err(broadcast::error::RecvError::Lagged(lost)) => {
+                            if let Some(dropped) = &self.entry.dropped {
+                                dropped.fetch_add(lost, Ordering::Relaxed);
+                            }
+                            if !sending.waiting_keyframe {
+                                tracing::info!(session = self.entry.id, lost, "webrtc viewer fell behind: resuming at the next keyframe");
+                            }
+                            sending.waiting_keyframe = sending.video.is_some();
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break "the stream ended".to_owned(),
+                    }
+                }
+                () = tokio::time::sleep_until(wake) => {
+                    if let Err(error) = self.rtc.handle_input(Input::Timeout(Instant::now())) {
+                        break format!("webrtc error: {error}");
+                    }
+                }
+            }
+        };
+        self.rtc.disconnect();
+        let _ = self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected);
+        if let Role::Publish(publisher) = &mut self.role {
+            publisher.finish();
+        }
+        shared.routes.unregister(&self.ufrag);
+        strom_worker_runtime::sync::locked(&shared.resources).remove(&self.resource);
+        shared.sessions.remove(self.entry.id);
+        tracing::info!(
+            session = self.entry.id,
+            stream = %format!("{}/{}", self.entry.app, self.entry.stream),
+            peer = %self.entry.client_ip,
+            publisher = self.entry.publisher,
+            bytes_sent = self.entry.bytes_sent.load(Ordering::Relaxed),
+            bytes_received = self.entry.bytes_recv.load(Ordering::Relaxed),
+            keyframe_requests = sending.keyframe_requests,
+            %reason,
+            "webrtc session closed"
+        );
+    }
+
+    fn receive(&mut self, inbound: Inbound, paths: &mut HashMap<(bool, SocketAddr), ReplyPath>) {
+        let Some(&destination) = self.candidates.get(&(inbound.tcp, inbound.local_port)) else {
+            return;
+        };
+        let proto = if inbound.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        };
+        self.entry
+            .bytes_recv
+            .fetch_add(inbound.data.len() as u64, Ordering::Relaxed);
+        self.entry.touch();
+        let Ok(receive) = Receive::new(proto, inbound.source, destination, &inbound.data) else {
+            return;
+        };
+        if paths.len() < 16 || paths.contains_key(&(inbound.tcp, inbound.source)) {
+            paths.insert((inbound.tcp, inbound.source), inbound.reply.clone());
+        }
+        if let Err(error) = self
+            .rtc
+            .handle_input(Input::Receive(Instant::now(), receive))
+        {
+            tracing::debug!(session = self.entry.id, %error, "webrtc packet refused");
+        }
+    }
+
+    /// Sends what str0m has to send and handles its events; the time of its next timer.
+    fn drain_outputs(
+        &mut self,
+        paths: &HashMap<(bool, SocketAddr), ReplyPath>,
+        sending: &mut Sending,
+        medias: &mut Vec<(Mid, MediaKind)>,
+        connected: &mut bool,
+    ) -> Result<Instant, String> {
+        loop {
+            let output = self
+                .rtc
+                .poll_output()
+                .map_err(|e| format!("webrtc error: {e}"))?;
+            match output {
+                Output::Timeout(at) => return Ok(at),
+                Output::Transmit(transmit) => {
+                    let tcp = transmit.proto == Protocol::Tcp;
+                    let Some(path) = paths.get(&(tcp, transmit.destination)) else {
+                        continue;
+                    };
+                    let len = transmit.contents.len() as u64;
+                    self.entry.bytes_sent.fetch_add(len, Ordering::Relaxed);
+                    match path {
+                        ReplyPath::Udp(socket) => {
+                            let _ = socket.try_send_to(&transmit.contents, transmit.destination);
+                        }
+                        ReplyPath::Tcp(queue) => {
+                            let packet: Vec<u8> = transmit.contents.into();
+                            let _ = queue.try_send(Bytes::from(packet));
+                        }
+                    }
+                }
+                Output::Event(event) => self.event(event, sending, medias, connected)?,
+            }
+        }
+    }
+
+    fn event(
+        &mut self,
+        event: Event,
+        sending: &mut Sending,
+        medias: &mut Vec<(Mid, MediaKind)>,
+        connected: &mut bool,
+    ) -> Result<(), String> {
+        match event {
+            Event::IceConnectionStateChange(IceConnectionState::Disconnected) => {
+                return Err("the peer went away (ICE disconnected)".to_owned());
+            }
+            Event::Connected => {
+                *connected = true;
+                tracing::info!(session = self.entry.id, peer = %self.entry.client_ip, "webrtc session connected");
+            }
+            Event::MediaAdded(added) => medias.push((added.mid, added.kind)),
+            Event::MediaData(data) => {
+                if let Role::Publish(publisher) = &mut self.role {
+                    let wants_keyframe = publisher.receive(&data);
+                    if wants_keyframe && let Some(mut writer) = self.rtc.writer(data.mid) {
+                        let _ =
+                            writer.request_keyframe(None, str0m::media::KeyframeRequestKind::Pli);
+                    }
+                }
+            }
+            Event::KeyframeRequest(_) => {
+                // Video passes through: the viewer recovers at the publisher's next
+                // keyframe (NACK repairs plain loss); counted for the closing log.
+                sending.keyframe_requests += 1;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn start_sending(
+        &mut self,
+        feed: &Arc<Feed>,
+        sending: &mut Sending,
+        medias: &[(Mid, MediaKind)],
+    ) {
+        for &(mid, kind) in medias {
+            let want = match kind {
+                MediaKind::Video => RtcCodec::H264,
+                MediaKind::Audio => RtcCodec::Opus,
+            };
+            let Some(writer) = self.rtc.writer(mid) else {
+                continue;
+            };
+            // Packetization mode 1 (FU-A) first: single-NAL mode cannot carry large frames.
+            let pt = writer
+                .payload_params()
+                .filter(|p| p.spec().codec == want)
+                .max_by_key(|p| p.spec().format.packetization_mode == Some(1))
+                .map(|p| p.pt());
+            match (kind, pt) {
+                (MediaKind::Video, Some(pt)) if sending.video.is_none() => {
+                    sending.video = Some((mid, pt))
+                }
+                (MediaKind::Audio, Some(pt)) if sending.audio.is_none() => {
+                    sending.audio = Some((mid, pt))
+                }
+                _ => {}
+            }
+        }
+        tracing::debug!(session = self.entry.id, ?medias, video = ?sending.video, audio = ?sending.audio, "webrtc viewer sends");
+        let (gop, frames) = feed.join();
+        sending.waiting_keyframe = sending.video.is_some();
+        sending.frames = Some(frames);
+        for frame in gop {
+            self.send(sending, &frame);
+        }
+    }
+
+    fn send(&mut self, sending: &mut Sending, frame: &FeedFrame) {
+        let target = if frame.video {
+            sending.video
+        } else {
+            sending.audio
+        };
+        let Some((mid, pt)) = target else {
+            return;
+        };
+        if frame.video && sending.waiting_keyframe {
+            if !frame.keyframe {
+                return;
+            }
+            sending.waiting_keyframe = false;
+        }
+        if sending.video.is_some() && sending.waiting_keyframe {
+            // Audio waits for the picture too, so both start together.
+            return;
+        }
+        let base = *sending.base_pts.get_or_insert(frame.pts);
+        // A second of headroom: audio may start a little before the first keyframe.
+        let ticks = (frame.pts - base + 90_000).max(0) as u64;
+        let Some(writer) = self.rtc.writer(mid) else {
+            return;
+        };
+        if let Err(error) = writer.write(
+            pt,
+            Instant::now(),
+            MediaTime::from_90khz(ticks),
+            Arc::clone(&frame.data),
+        ) {
+            tracing::debug!(session = self.entry.id, %error, "webrtc frame not sent");
+        }
+    }
+}
