@@ -54,9 +54,12 @@ use rml_rtmp::sessions::{
     ClientSession, ClientSessionConfig, ClientSessionEvent, ClientSessionResult,
 };
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use strom_bench_rtmp_fanout::{
+    core_busy_pct, core_ticks, ksoftirqd_pid, percentile, proc_stat, round1, sample_tree, tick_hz,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, sleep_until, timeout_at};
@@ -339,100 +342,6 @@ fn handle(
     Ok(())
 }
 
-/// CPU ticks (utime + stime) and RSS of a process tree.
-#[derive(Clone, Copy, Default)]
-struct Sample {
-    ticks: u64,
-    rss_kb: u64,
-    procs: usize,
-}
-
-/// `(ppid, utime + stime)` from `/proc/<pid>/stat`.
-fn proc_stat(pid: u32) -> Option<(u32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = text
-        .get(text.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-    Some((u32::try_from(num(1)?).ok()?, num(11)? + num(12)?))
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Sums over `roots` and all their descendants (strom's supervisor and workers, nginx's
-/// master and worker).
-fn sample_tree(roots: &[u32]) -> Sample {
-    let mut parent = HashMap::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        if let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-            && let Some((ppid, ticks)) = proc_stat(pid)
-        {
-            parent.insert(pid, (ppid, ticks));
-        }
-    }
-    let mut tree: Vec<u32> = roots
-        .iter()
-        .copied()
-        .filter(|p| parent.contains_key(p))
-        .collect();
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(
-            parent
-                .iter()
-                .filter(|(c, (pp, _))| *pp == p && !tree.contains(c))
-                .map(|(c, _)| *c)
-                .collect::<Vec<_>>(),
-        );
-        i += 1;
-    }
-    tree.iter().fold(Sample::default(), |s, pid| Sample {
-        ticks: s.ticks + parent.get(pid).map_or(0, |(_, t)| *t),
-        rss_kb: s.rss_kb + rss_kb(*pid),
-        procs: s.procs + 1,
-    })
-}
-
-/// `(busy, total)` ticks of every CPU from `/proc/stat` (busy excludes idle and iowait).
-fn core_ticks() -> Vec<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    stat.lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            let v: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .filter_map(|f| f.parse().ok())
-                .collect();
-            let total: u64 = v.iter().take(8).sum();
-            let idle = v.get(3).unwrap_or(&0) + v.get(4).unwrap_or(&0);
-            (total - idle, total)
-        })
-        .collect()
-}
-
-fn percentile(sorted: &[u64], p: f64) -> Option<f64> {
-    let last = sorted.len().checked_sub(1)?;
-    let i = ((sorted.len() as f64 * p) as usize).min(last);
-    Some(round1(sorted[i] as f64 / 1000.0))
-}
-
-fn round1(v: f64) -> f64 {
-    (v * 10.0).round() / 10.0
-}
-
 /// The window's segments are counted this long before its end, while every player is
 /// still connected (`--measure-secs` is at least 10).
 const SEGMENTS_BEFORE_END: Duration = Duration::from_secs(1);
@@ -482,17 +391,9 @@ async fn main() -> Result<()> {
     if args.players == 0 || args.ramp_per_sec <= 0.0 || args.measure_secs == 0 {
         bail!("--players, --ramp-per-sec and --measure-secs must be positive");
     }
-    // SAFETY: sysconf only reads a constant of the C library.
-    let tick_hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let tick_hz = tick_hz();
     let me = [std::process::id()];
-    let softirq_pid = args.ksoftirqd_core.and_then(|core| {
-        let name = format!("(ksoftirqd/{core})");
-        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            stat.contains(&name).then_some(pid)
-        })
-    });
+    let softirq_pid = args.ksoftirqd_core.and_then(ksoftirqd_pid);
     let softirq_ticks = || softirq_pid.and_then(proc_stat).map_or(0, |(_, t)| t);
 
     let t0 = Instant::now();
@@ -630,9 +531,7 @@ async fn main() -> Result<()> {
         "server_rss_base_kb": sampled.then_some(base.rss_kb),
         "server_rss_end_kb": sampled.then_some(s2.rss_kb),
         "server_rss_per_player_kb": per_player(s2.rss_kb as f64 - base.rss_kb as f64).map(round1),
-        "core_busy_pct": c1.iter().zip(&c2).map(|((b1, t1), (b2, t2))| {
-            round1(b2.saturating_sub(*b1) as f64 * 100.0 / (t2.saturating_sub(*t1)).max(1) as f64)
-        }).collect::<Vec<_>>(),
+        "core_busy_pct": core_busy_pct(&c1, &c2),
         "gen_cpu_pct": round1(g2.ticks.saturating_sub(g1.ticks) as f64 / tick_hz / secs * 100.0),
         "errors": errors,
     });
@@ -660,15 +559,6 @@ mod tests {
         for bad in ["http://h/a/b", "rtmp://h/a", "rtmp://h//b", "rtmp:///a/b"] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn percentiles_and_own_process() {
-        assert_eq!(percentile(&[], 0.5), None);
-        assert_eq!(percentile(&[1000, 2000, 3000, 4000], 0.5), Some(3.0));
-        assert_eq!(percentile(&[1000, 2000, 3000, 4000], 1.0), Some(4.0));
-        let me = sample_tree(&[std::process::id()]);
-        assert!(me.procs >= 1 && me.rss_kb > 0);
     }
 }
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The Markdown tables of bench/webrtc_latency/run.sh, from the files of one run.
+
+  report.py DIR SETTLE WINDOW GOP...
+
+For each GOP (frames between keyframes) DIR holds:
+  send_<gop>.log                      "N wall-time": when the publisher sent frame N
+                                      (bench/player_latency/barcode.py clock)
+  lat_<player>_<gop>.jsonl            browser.mjs's line of the long session (player
+                                      whep or hls), its frames in lat_<player>_<gop>.1.samples
+                                      ("wall-time N") and, for WHEP, .1.recv ("N arrival-wall-time")
+  join_<player>_<gop>.jsonl           one line per short join, frames in .<join>.samples
+
+Table 1, per player and GOP: glass-to-glass p50/p95, freezes and fps over WINDOW s from
+SETTLE s after the first frame (barcode.py stats), for WHEP the part of it before the
+browser (frame's packets arrived − frame sent), and the time to first frame over the
+joins. Table 2, per join: where in the GOP the join landed (frames since the last
+keyframe the publisher had sent), the time to first frame, which frame came first and
+the glass-to-glass delay of the first frame and of the join's last second.
+
+Standard library only (barcode.py is imported from bench/player_latency).
+"""
+
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "player_latency"))
+import barcode  # noqa: E402
+
+LABEL = {"whep": "WebRTC (WHEP), Chromium", "hls": "hls.js LL-HLS, 500 ms parts"}
+
+
+def read_pairs(path, first_is_int):
+    pairs = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2:
+                    a, b = parts
+                    pairs.append((int(a), float(b)) if first_is_int else (float(a), int(b)))
+    except FileNotFoundError:
+        pass
+    return pairs
+
+
+def read_lines(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.startswith("{")]
+    except FileNotFoundError:
+        return []
+
+
+def sent_times(path):
+    sent = {}
+    for n, t in read_pairs(path, True):
+        sent.setdefault(n, t)
+    return sent
+
+
+def window_stats(send, samples, settle, window):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        barcode.stats(send, samples, settle, window)
+    return json.loads(out.getvalue())
+
+
+def arrival_p50(sent, samples_path, recv_path, settle, window):
+    """Median of (packets arrived - frame sent) over the same window as the latency."""
+    shown = read_pairs(samples_path, False)
+    if not shown:
+        return None
+    start = shown[0][0] + settle
+    delays = [t - sent[n] for n, t in read_pairs(recv_path, True) if n in sent and start <= t < start + window]
+    return round(statistics.median(delays), 3) if delays else None
+
+
+def live_frame(sent, wall):
+    """The last frame the publisher had sent by `wall`."""
+    before = [n for n, t in sent.items() if t <= wall]
+    return max(before) if before else None
+
+
+def fmt(v, digits=2):
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def whep_notes(line):
+    stats = line.get("stats") or {}
+    video, audio = stats.get("video") or {}, stats.get("audio") or {}
+    notes = []
+    if video:
+        notes.append(f"jitter buffer {video.get('jitterBufferMs')} ms, decode {video.get('decodeMs')} ms")
+        notes.append(f"{video.get('lost')} packets lost, {video.get('framesDropped')} frames dropped, "
+                     f"{video.get('freezes')} freezes (Chrome's count)")
+    if audio and audio.get("packets"):
+        notes.append(f"audio {audio.get('codec')}: {audio.get('packets')} packets")
+    else:
+        notes.append("no audio")
+    return "; ".join(notes)
+
+
+def main(argv):
+    if len(argv) < 5:
+        sys.exit(__doc__)
+    d, settle, window = argv[1], float(argv[2]), float(argv[3])
+    gops = [int(g) for g in argv[4:]]
+    rows, joins = [], []
+    for gop in gops:
+        send = os.path.join(d, f"send_{gop}.log")
+        sent = sent_times(send)
+        for player in ("whep", "hls"):
+            lat = read_lines(os.path.join(d, f"lat_{player}_{gop}.jsonl"))
+            samples = os.path.join(d, f"lat_{player}_{gop}.1.samples")
+            r = window_stats(send, samples, settle, window)
+            ttffs = [j["firstFrameMs"] for j in read_lines(os.path.join(d, f"join_{player}_{gop}.jsonl"))
+                     if j.get("firstFrameMs") is not None]
+            ttff = (f"{statistics.median(ttffs):.0f} ({min(ttffs)}–{max(ttffs)}, {len(ttffs)} joins)"
+                    if ttffs else "–")
+            line = lat[0] if lat else {}
+            if line.get("error"):
+                notes = f"failed: {line['error']}"
+            elif player == "whep":
+                notes = whep_notes(line)
+            else:
+                notes = f"hls.latency {line.get('hlsLatency')} s, {line.get('waiting')} waiting, {line.get('hlsErrors')} errors"
+            before = (arrival_p50(sent, samples, os.path.join(d, f"lat_{player}_{gop}.1.recv"), settle, window)
+                      if player == "whep" else None)
+            rows.append(f"| {LABEL[player]} | {gop / 30:g} s | {fmt(r['latency_p50'])} | {fmt(r['latency_p95'])} | "
+                        f"{fmt(before, 3) if player == 'whep' else 'n/a'} | {r.get('freezes', '–')} | "
+                        f"{r.get('fps', '–')} | {ttff} | {notes} |")
+            for j in read_lines(os.path.join(d, f"join_{player}_{gop}.jsonl")):
+                if j.get("error"):
+                    joins.append(f"| {LABEL[player]} | {gop / 30:g} s | {j['join']} | | | | | | failed: {j['error']} |")
+                    continue
+                live = live_frame(sent, j["joinWall"])
+                shown = read_pairs(os.path.join(d, f"join_{player}_{gop}.{j['join']}.samples"), False)
+                first = shown[0][0] - sent[shown[0][1]] if shown and shown[0][1] in sent else None
+                last_t = shown[-1][0] if shown else 0
+                tail = [t - sent[n] for t, n in shown if t >= last_t - 1 and n in sent]
+                steps = (f"answer {j.get('answerMs')} ms, connected {j.get('connectedMs')} ms, "
+                         f"first frame {j.get('firstFrameAfterConnectMs')} ms after"
+                         if player == "whep" else f"hls.latency {j.get('hlsLatency')} s")
+                joins.append(
+                    f"| {LABEL[player]} | {gop / 30:g} s | {j['join']} | "
+                    f"{'–' if live is None else live % gop} | {j['firstFrameMs']} | "
+                    f"{'–' if live is None or j.get('firstN') is None else j['firstN'] - live} | "
+                    f"{fmt(first)} | {fmt(statistics.median(tail) if tail else None)} | {steps} |")
+    print("| player | keyframe interval | glass-to-glass p50 s | p95 s | of it before the browser, p50 s "
+          "| freezes > 0.5 s | fps | time to first frame ms, p50 (range) | notes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+    print("\n".join(rows))
+    print()
+    print("| player | keyframe interval | join | frames since keyframe at join | first frame ms "
+          "| first frame shown − live frame at join | glass-to-glass of first frame s "
+          "| glass-to-glass, last second s | start-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("\n".join(joins))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
