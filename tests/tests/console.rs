@@ -1,7 +1,7 @@
 //! The web console (`/console/` on the management port) end to end: a real strom with a
 //! management token, an ffmpeg RTMP publisher, and Debian's headless Chromium driven by
 //! `tests/browser/console.mjs` as a user would drive it. The console says it needs the
-//! token, says a wrong one is refused, accepts the right one, lists the five workers,
+//! token, says a wrong one is refused, accepts the right one, lists the six workers,
 //! reloads rules.conf with its button, lists the live stream (protocol, codecs,
 //! resolution, publisher), and on the stream's page plays it with hls.js and then dash.js
 //! (both served by strom itself), with `currentTime` advancing and frames decoded, and

@@ -264,7 +264,7 @@ impl Server {
         assert_eq!(status, 200, "reload: {body}");
     }
 
-    /// Waits until the API answers and all five workers report ready.
+    /// Waits until the API answers and all six workers report ready.
     pub fn wait_ready(&self) -> serde_json::Value {
         let workers = wait_for(Duration::from_secs(30), "all workers ready", || {
             assert!(
@@ -275,7 +275,7 @@ impl Server {
             let (code, body) = self.try_get("/manage/workers")?;
             let ready = code == 200
                 && body.as_array().map(|workers| {
-                    workers.len() == 5 && workers.iter().all(|w| w["state"] == "ready")
+                    workers.len() == 6 && workers.iter().all(|w| w["state"] == "ready")
                 }) == Some(true);
             ready.then_some(body)
         })

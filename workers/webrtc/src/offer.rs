@@ -133,7 +133,13 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     if shared.is_draining() {
         return Err(OfferError::Unavailable("the server is draining".to_owned()));
     }
-    let limits = shared.settings().limits;
+    let settings = shared.settings();
+    if settings.interfaces.is_empty() {
+        return Err(OfferError::NotFound(
+            "WebRTC is not enabled on this server (WebRtcSettings)".to_owned(),
+        ));
+    }
+    let limits = settings.limits;
     if shared.sessions.len() >= limits.max_sessions as usize {
         tracing::warn!(peer = %request.peer, max = limits.max_sessions, "webrtc session refused: max_sessions");
         return Err(OfferError::Limit("too many webrtc sessions".to_owned()));
@@ -299,6 +305,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         role,
         candidates: candidate_map,
         connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),
+        counters: Arc::clone(&shared.counters),
     };
     tracing::info!(session = id, stream = %key, peer = %request.peer, publisher = target.publish, "webrtc session offered");
     tokio::spawn(session.run(Arc::clone(shared), inbox_rx));

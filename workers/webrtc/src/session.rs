@@ -38,6 +38,8 @@ pub struct Session {
     /// arrived on.
     pub candidates: HashMap<(bool, u16), SocketAddr>,
     pub connect_timeout: Duration,
+    /// The worker's byte counters (`/metrics`, `server_status`).
+    pub counters: Arc<strom_worker_runtime::WorkerCounters>,
 }
 
 /// A viewer's sending state.
@@ -143,9 +145,9 @@ impl Session {
         } else {
             Protocol::Udp
         };
-        self.entry
-            .bytes_recv
-            .fetch_add(inbound.data.len() as u64, Ordering::Relaxed);
+        let len = inbound.data.len() as u64;
+        self.entry.bytes_recv.fetch_add(len, Ordering::Relaxed);
+        self.counters.add_received(len);
         self.entry.touch();
         let Ok(receive) = Receive::new(proto, inbound.source, destination, &inbound.data) else {
             return;
@@ -183,6 +185,7 @@ impl Session {
                     };
                     let len = transmit.contents.len() as u64;
                     self.entry.bytes_sent.fetch_add(len, Ordering::Relaxed);
+                    self.counters.add_sent(len);
                     match path {
                         ReplyPath::Udp(socket) => {
                             let _ = socket.try_send_to(&transmit.contents, transmit.destination);
