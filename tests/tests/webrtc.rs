@@ -6,6 +6,7 @@
 //! - WHIP from Chromium's fake camera and microphone, with the app's login as a Bearer
 //!   token: live in `live_streams_status` (protocol `WEBRTC`), ffprobe reads H.264 and
 //!   AAC over RTMP and HLS; without the token the offer is refused with 401;
+//! - with UDP off (`"udp": false`) WHEP plays over ICE-TCP;
 //! - a stream whose playback is protected for WebRTC refuses WHEP without a signature
 //!   (403) and plays with one; CORS preflights are answered and expose `Location`.
 
@@ -26,13 +27,18 @@ const OFFER: &str = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
 
 /// A server with WebRTC on a free ICE port, RTMP and HLS, and `extra` rules keys.
 fn server_with(extra: &str) -> Server {
+    server_with_ice(extra, "")
+}
+
+/// [`server_with`] with `ice` keys added to `WebRtcSettings`.
+fn server_with_ice(extra: &str, ice_keys: &str) -> Server {
     let server = Server::start("");
     server.wait_ready();
     let ice = free_port();
     server.apply_rules(&format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
- "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}]}}{extra}}}"#,
+ "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}]{ice_keys}}}{extra}}}"#,
         rtmp = server.ports.rtmp,
     ));
     server
@@ -148,6 +154,7 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
         "audio decoded: {result}"
     );
     assert_eq!(result["deleteStatus"], 200, "{result}");
+    assert_eq!(result["last"]["iceProtocol"], "udp", "{result}");
 
     wait_for(Duration::from_secs(10), "the deleted session gone", || {
         webrtc_sessions(&server).is_empty().then_some(())
@@ -259,6 +266,32 @@ fn whip_from_chromium_is_live_over_rtmp_and_hls_with_audio() {
             server.log()
         )
     });
+}
+
+#[test]
+fn whep_plays_over_ice_tcp_when_udp_is_off() {
+    require_browser(&[]);
+    let server = server_with_ice("", r#", "udp": false"#);
+    let _publisher = publish(&rtmp_url(&server, "live/cam"));
+    wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let page_port = free_port();
+    serve_player(page_port);
+    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let whep = endpoint(&server, "live/cam/whep.stream");
+    let result = run_script("webrtc.mjs", &[&page, "whep", &whep, "4"], 60)
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
+    assert_eq!(result["ok"], true, "{result}\nlog:\n{}", server.log());
+    assert_eq!(
+        result["last"]["iceProtocol"], "tcp",
+        "ICE-TCP carried it: {result}"
+    );
+    assert!(
+        result["last"]["video"]["framesDecoded"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 30,
+        "frames decoded over TCP: {result}"
+    );
 }
 
 #[test]
