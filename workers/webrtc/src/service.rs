@@ -30,12 +30,10 @@ impl strom_stream::GatedService for WebRtcWorker {
 
 impl WorkerService for WebRtcWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
-        match request {
-            other => WorkerReply::error(
-                FailureKind::Unsupported,
-                format!("the webrtc worker does not handle {other:?}"),
-            ),
-        }
+        WorkerReply::error(
+            FailureKind::Unsupported,
+            format!("the webrtc worker does not handle {request:?}"),
+        )
     }
 
     fn replace_listeners(&self, _listeners: Vec<InheritedListener>) {}
