@@ -32,7 +32,10 @@ fn server_with(extra: &str) -> Server {
 
 /// [`server_with`] with `ice` keys added to `WebRtcSettings`.
 fn server_with_ice(extra: &str, ice_keys: &str) -> Server {
-    let server = Server::start("");
+    let metrics_port = free_port();
+    let server = Server::start(&format!(
+        "metrics_listen_interfaces = 127.0.0.1\nmetrics_port = {metrics_port}"
+    ));
     server.wait_ready();
     let ice = free_port();
     server.apply_rules(&format!(
@@ -109,8 +112,13 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
     assert_eq!(listed["app"], "live");
     assert_eq!(listed["stream"], "cam");
     assert_eq!(listed["client_ip"], "127.0.0.1");
+    let metrics_port = std::fs::read_to_string(server.path("strom.conf"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics_port = ").map(str::to_owned))
+        .unwrap();
     let metrics = Command::new("curl")
-        .args(["-s", &server.url("/metrics")])
+        .args(["-s", &format!("http://127.0.0.1:{metrics_port}/metrics")])
         .output()
         .unwrap();
     let metrics = String::from_utf8_lossy(&metrics.stdout);
@@ -218,8 +226,9 @@ fn whip_from_chromium_is_live_over_rtmp_and_hls_with_audio() {
     );
     assert_eq!(entry["resolution"], "640x360", "{entry}");
     let has_audio = |streams: &[String]| {
-        streams.iter().any(|s| s.starts_with("video,h264"))
-            && streams.iter().any(|s| s.starts_with("audio,aac"))
+        // ffprobe prints codec_name before codec_type whatever the order asked.
+        streams.iter().any(|s| s.starts_with("h264,video"))
+            && streams.iter().any(|s| s.starts_with("aac,audio"))
     };
     let rtmp = wait_for(LIVE, "RTMP with audio", || {
         let streams = probe_streams(&rtmp_url(&server, "live/cam"));
