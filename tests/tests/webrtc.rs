@@ -2,7 +2,7 @@
 //! webrtc.html, served from its own origin so every request is cross-origin):
 //! - WHEP plays an RTMP-published H.264+AAC stream: frames decoded, Opus audio
 //!   received; the session is listed as `WebRTC` in `sessions` and `/metrics` while it
-//!   plays, and `DELETE` of its URL ends it;
+//!   plays, and `DELETE` of its URL ends it; a WHEP viewer starts an on-demand pull;
 //! - WHIP from Chromium's fake camera and microphone, with the app's login as a Bearer
 //!   token: live in `live_streams_status` (protocol `WEBRTC`), ffprobe reads H.264 and
 //!   AAC over RTMP and HLS; without the token the offer is refused with 401;
@@ -30,7 +30,8 @@ fn server_with(extra: &str) -> Server {
     server_with_ice(extra, "")
 }
 
-/// [`server_with`] with `ice` keys added to `WebRtcSettings`.
+/// [`server_with`] with `ice` keys added to `WebRtcSettings`; `{RTMP}` in `extra` is the
+/// server's RTMP port.
 fn server_with_ice(extra: &str, ice_keys: &str) -> Server {
     let metrics_port = free_port();
     let server = Server::start(&format!(
@@ -43,6 +44,7 @@ fn server_with_ice(extra: &str, ice_keys: &str) -> Server {
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
  "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}]{ice_keys}}}{extra}}}"#,
         rtmp = server.ports.rtmp,
+        extra = extra.replace("{RTMP}", &server.ports.rtmp.to_string()),
     ));
     server
 }
@@ -95,7 +97,11 @@ fn webrtc_sessions(server: &Server) -> Vec<serde_json::Value> {
 #[test]
 fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
     require_browser(&[]);
-    let server = server_with("");
+    // `pull/cam` is pulled from `live/cam` when someone wants it: a WHEP viewer starts it.
+    let server = server_with(
+        r#", "RtmpPullSources": [{"app": "pull", "stream": "cam",
+            "url": "rtmp://127.0.0.1:{RTMP}/live/cam", "mode": "on_demand"}]"#,
+    );
     let _publisher = publish(&rtmp_url(&server, "live/cam"));
     wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
     let page_port = free_port();
@@ -176,6 +182,29 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
         "{}",
         server.log()
     );
+
+    // A WHEP viewer is a reader like any other: it starts the on-demand pull.
+    assert!(
+        !common::media::is_live(&server, "pull", "cam"),
+        "not pulled before"
+    );
+    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let pulled = endpoint(&server, "pull/cam/whep.stream");
+    let result = run_script("webrtc.mjs", &[&page, "whep", &pulled, "4"], 60)
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
+    assert_eq!(
+        result["ok"],
+        true,
+        "on-demand pull: {result}\nlog:\n{}",
+        server.log()
+    );
+    assert!(
+        result["last"]["video"]["framesDecoded"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 30,
+        "the pulled stream plays: {result}"
+    );
 }
 
 #[test]
@@ -225,6 +254,9 @@ fn whip_from_chromium_is_live_over_rtmp_and_hls_with_audio() {
         "live_streams_status names the protocol: {listed}"
     );
     assert_eq!(entry["resolution"], "640x360", "{entry}");
+    // One owner per name, whatever the protocol: a second WHIP publisher is refused.
+    let (status, answer) = post_offer(&whip, &["-H", "Authorization: Bearer pub:s3cret"]);
+    assert_eq!(status, 409, "the name is taken: {answer}");
     let has_audio = |streams: &[String]| {
         // ffprobe prints codec_name before codec_type whatever the order asked.
         streams.iter().any(|s| s.starts_with("h264,video"))
