@@ -8,34 +8,17 @@
 
 mod common;
 
-use common::browser::{require_browser, run_script, serve_player};
+use common::browser::{require_browser, run_script, webrtc_page};
 use common::media::{publish, rtmp_url, wait_live};
-use common::{Server, free_port, wait_for};
+use common::{Server, curl_raw, free_port, wait_for};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(40);
 /// A real offer from Chromium (video and audio, recvonly): the server accepts it and
 /// waits for an ICE connection that never comes.
 const CHROMIUM_OFFER: &str = include_str!("webrtc/chromium_whep_offer.sdp");
-
-/// `curl -i` with `args`: the status and the whole answer.
-fn curl_raw(args: &[&str]) -> (u16, String) {
-    let output = Command::new("curl")
-        .args(["-s", "-i", "--max-time", "20"])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, text)
-}
 
 fn post(url: &str, content_type: &str, body: &str) -> (u16, String) {
     curl_raw(&[
@@ -182,9 +165,7 @@ fn hostile_webrtc_clients_leave_the_worker_serving() {
         worker,
         "the worker was not restarted"
     );
-    let page_port = free_port();
-    serve_player(page_port);
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let page = webrtc_page();
     let result = run_script("webrtc.mjs", &[&page, "whep", &whep, "4"], 60)
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
     assert_eq!(result["ok"], true, "{result}\nlog:\n{}", server.log());

@@ -14,10 +14,10 @@
 
 mod common;
 
-use common::browser::{require_browser, run_script, serve_player};
+use common::browser::{require_browser, run_script, webrtc_page};
 use common::media::{probe_streams, publish, rtmp_url, wait_live};
 use common::signing::{now, signature, url_encoded};
-use common::{Server, free_port, wait_for};
+use common::{Server, curl_raw, free_port, wait_for};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -51,22 +51,6 @@ fn server_with_ice(extra: &str, ice_keys: &str) -> Server {
 
 fn endpoint(server: &Server, path: &str) -> String {
     format!("http://127.0.0.1:{}/{path}", server.ports.http)
-}
-
-/// `curl` with `args`; the status and headers and body as text.
-fn curl_raw(args: &[&str]) -> (u16, String) {
-    let output = Command::new("curl")
-        .args(["-s", "-i", "--max-time", "20"])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, text)
 }
 
 fn post_offer(url: &str, extra: &[&str]) -> (u16, String) {
@@ -104,12 +88,12 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
     );
     let _publisher = publish(&rtmp_url(&server, "live/cam"));
     wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
-    let page_port = free_port();
-    serve_player(page_port);
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let page = webrtc_page();
     let whep = endpoint(&server, "live/cam/whep.stream");
-    let player =
-        std::thread::spawn(move || run_script("webrtc.mjs", &[&page, "whep", &whep, "10"], 90));
+    let player_page = page.clone();
+    let player = std::thread::spawn(move || {
+        run_script("webrtc.mjs", &[&player_page, "whep", &whep, "10"], 90)
+    });
 
     let listed = wait_for(LIVE, "a WebRTC session listed", || {
         webrtc_sessions(&server).pop()
@@ -188,7 +172,6 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
         !common::media::is_live(&server, "pull", "cam"),
         "not pulled before"
     );
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
     let pulled = endpoint(&server, "pull/cam/whep.stream");
     let result = run_script("webrtc.mjs", &[&page, "whep", &pulled, "4"], 60)
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
@@ -232,9 +215,7 @@ fn whip_from_chromium_is_live_over_rtmp_and_hls_with_audio() {
     let (status, answer) = post_offer(&whip, &["-H", "Authorization: Bearer pub:wrong"]);
     assert_eq!(status, 401, "wrong token: {answer}");
 
-    let page_port = free_port();
-    serve_player(page_port);
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let page = webrtc_page();
     let script = common::browser::browser_dir().join("webrtc.mjs");
     let publisher = Command::new("timeout")
         .args(["120", "node"])
@@ -315,9 +296,7 @@ fn whep_plays_over_ice_tcp_when_udp_is_off() {
     let server = server_with_ice("", r#", "udp": false"#);
     let _publisher = publish(&rtmp_url(&server, "live/cam"));
     wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
-    let page_port = free_port();
-    serve_player(page_port);
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let page = webrtc_page();
     let whep = endpoint(&server, "live/cam/whep.stream");
     let result = run_script("webrtc.mjs", &[&page, "whep", &whep, "4"], 60)
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
@@ -388,9 +367,7 @@ fn protected_whep_needs_a_signature_and_cors_exposes_location() {
         "{whep}?wmsAuthSign={}",
         url_encoded(&signature("127.0.0.1", key, now() - 5, 20))
     );
-    let page_port = free_port();
-    serve_player(page_port);
-    let page = format!("http://127.0.0.1:{page_port}/webrtc.html");
+    let page = webrtc_page();
     let result = run_script("webrtc.mjs", &[&page, "whep", &signed, "4"], 60)
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
     assert_eq!(result["ok"], true, "{result}\nlog:\n{}", server.log());

@@ -417,6 +417,23 @@ pub fn curl(args: &[&str]) -> (u16, serde_json::Value) {
 
 /// GET `url` with curl (which must be installed): status (0 when nothing answered) and
 /// body as text (playlists, manifests).
+/// `curl -i` with `args`: the status and the whole answer, headers included.
+pub fn curl_raw(args: &[&str]) -> (u16, String) {
+    require_tool("curl", "curl");
+    let output = Command::new("curl")
+        .args(["-s", "-i", "--max-time", "20"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
 pub fn curl_text(url: &str) -> (u16, String) {
     require_tool("curl", "curl");
     let output = Command::new("curl")
