@@ -184,7 +184,7 @@ fn the_management_api_speaks_https_with_its_own_certificate() {
         ready.then_some(body)
     })
     .unwrap_or_else(|| panic!("HTTPS API not ready; log:\n{}", server.log()));
-    assert_eq!(workers.as_array().unwrap().len(), 5);
+    assert_eq!(workers.as_array().unwrap().len(), 6);
 
     // The certificate is checked (by name and by CA), and plain HTTP gets nothing.
     let (code, _) = try_curl(&[
