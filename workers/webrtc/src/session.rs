@@ -84,8 +84,12 @@ impl Session {
             if !connected && started.elapsed() > self.connect_timeout {
                 break "ICE did not connect in time".to_owned();
             }
-            let wake = tokio::time::Instant::from_std(timeout.max(Instant::now()))
-                .min(started + self.connect_timeout + Duration::from_millis(10));
+            let mut wake = tokio::time::Instant::from_std(timeout.max(Instant::now()));
+            if !connected {
+                // Wake for the connect deadline too (only before connecting: after it, the
+                // deadline is in the past and would wake the loop at once, forever).
+                wake = wake.min(started + self.connect_timeout + Duration::from_millis(10));
+            }
             let frames = sending.frames.as_mut();
             tokio::select! {
                 () = kill.cancelled() => break "ended by request".to_owned(),
