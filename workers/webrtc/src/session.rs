@@ -19,6 +19,7 @@ use str0m::net::{Protocol, Receive};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
 use strom_stream::session_table::PlayerEntry;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 /// What the session does with the stream.
 pub enum Role {
@@ -64,6 +65,10 @@ impl Session {
         let mut medias: Vec<(Mid, MediaKind)> = Vec::new();
         let mut connected = false;
         let kill = self.entry.kill.clone();
+        let feed_ended = match &self.role {
+            Role::Play(feed) => feed.stop_token(),
+            Role::Publish(_) => CancellationToken::new(),
+        };
         let reason = loop {
             let timeout =
                 match self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected) {
@@ -93,6 +98,7 @@ impl Session {
             let frames = sending.frames.as_mut();
             tokio::select! {
                 () = kill.cancelled() => break "ended by request".to_owned(),
+                () = feed_ended.cancelled() => break "the stream ended".to_owned(),
                 inbound = inbox.recv() => {
                     let Some(inbound) = inbound else { break "worker stopping".to_owned() };
                     self.receive(inbound, &mut paths);
