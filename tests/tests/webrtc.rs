@@ -6,7 +6,8 @@
 //! - WHIP from Chromium's fake camera and microphone, with the app's login as a Bearer
 //!   token: live in `live_streams_status` (protocol `WEBRTC`), ffprobe reads H.264 and
 //!   AAC over RTMP and HLS; without the token the offer is refused with 401;
-//! - with UDP off (`"udp": false`) WHEP plays over ICE-TCP;
+//! - with UDP off (`"udp": false`) WHEP plays over ICE-TCP, and `sessions/delete` ends
+//!   the session;
 //! - a stream whose playback is protected for WebRTC refuses WHEP without a signature
 //!   (403) and plays with one; CORS preflights are answered and expose `Location`.
 
@@ -291,26 +292,55 @@ fn whip_from_chromium_is_live_over_rtmp_and_hls_with_audio() {
 }
 
 #[test]
-fn whep_plays_over_ice_tcp_when_udp_is_off() {
+fn whep_plays_over_ice_tcp_when_udp_is_off_and_sessions_delete_ends_it() {
     require_browser(&[]);
     let server = server_with_ice("", r#", "udp": false"#);
     let _publisher = publish(&rtmp_url(&server, "live/cam"));
     wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
     let page = webrtc_page();
     let whep = endpoint(&server, "live/cam/whep.stream");
-    let result = run_script("webrtc.mjs", &[&page, "whep", &whep, "4"], 60)
+    let player =
+        std::thread::spawn(move || run_script("webrtc.mjs", &[&page, "whep", &whep, "8"], 60));
+
+    // Once media flows, the API ends the session like any other.
+    let playing = wait_for(LIVE, "the TCP viewer receiving media", || {
+        let session = webrtc_sessions(&server).pop()?;
+        (session["bytes_sent"].as_u64()? > 100_000).then_some(session)
+    })
+    .unwrap_or_else(|| panic!("no WebRTC session sending media; log:\n{}", server.log()));
+    let (status, answer) = server.post("/manage/sessions/delete", &format!("[{}]", playing["id"]));
+    assert_eq!(status, 200, "{answer}");
+    wait_for(
+        Duration::from_secs(10),
+        "the session ended by sessions/delete",
+        || webrtc_sessions(&server).is_empty().then_some(()),
+    )
+    .unwrap_or_else(|| panic!("sessions/delete did not end it; log:\n{}", server.log()));
+
+    let result = player
+        .join()
+        .unwrap()
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
     assert_eq!(result["ok"], true, "{result}\nlog:\n{}", server.log());
     assert_eq!(
-        result["last"]["iceProtocol"], "tcp",
+        result["first"]["iceProtocol"], "tcp",
         "ICE-TCP carried it: {result}"
     );
     assert!(
-        result["last"]["video"]["framesDecoded"]
+        result["first"]["video"]["framesDecoded"]
             .as_u64()
             .unwrap_or(0)
-            >= 30,
+            >= 10,
         "frames decoded over TCP: {result}"
+    );
+    assert_eq!(
+        result["deleteStatus"], 404,
+        "already ended by the API: {result}"
+    );
+    assert!(
+        server.log().contains("webrtc sessions ended by request"),
+        "{}",
+        server.log()
     );
 }
 
