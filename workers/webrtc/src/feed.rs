@@ -164,7 +164,7 @@ impl Feeds {
 
 /// Converts frames of the stream until it has had no viewer for [`IDLE_LINGER`] or the
 /// worker stops.
-async fn run(hub: &Hub, feed: &Feed, reader_id: u64, tracks: watch::Sender<Tracks>) {
+async fn run(hub: &Hub, feed: &Arc<Feed>, reader_id: u64, tracks: watch::Sender<Tracks>) {
     let (mut frames, _dropped) = hub.subscribe(&feed.key, reader_id);
     let live = hub.watch_live(&feed.key);
     let mut converter = Converter::default();
@@ -175,7 +175,9 @@ async fn run(hub: &Hub, feed: &Feed, reader_id: u64, tracks: watch::Sender<Track
         let frame = tokio::select! {
             () = feed.stop.cancelled() => return,
             _ = check.tick() => {
-                if feed.sender.receiver_count() > 0 {
+                // Sessions hold the feed from their offer on (they subscribe to the
+                // broadcast only once connected); the registry and this task hold it too.
+                if Arc::strong_count(feed) > 2 {
                     idle_since = None;
                 } else if idle_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= IDLE_LINGER {
                     tracing::debug!(stream = %feed.key, "webrtc feed without viewers closed");

@@ -101,31 +101,42 @@ fn bearer(authorization: Option<&str>, login: Option<String>) -> Credentials {
     }
 }
 
-/// The candidates to advertise, one per lent socket, and what each local port maps to.
+/// The candidates to advertise, one per lent socket (and address family of
+/// `public_addresses`), and the local port each one maps to.
 fn candidates(shared: &Shared, local: Option<IpAddr>) -> Vec<(bool, u16, SocketAddr)> {
     let settings = shared.settings();
-    let public: Option<IpAddr> = settings
+    let mut public: Vec<IpAddr> = Vec::new();
+    for address in settings
         .public_addresses
         .iter()
-        .find_map(|a| a.parse().ok());
-    shared
-        .ports()
-        .into_iter()
-        .filter_map(|port| {
-            let ip = match public {
-                Some(public) => public,
-                None if port.local.ip().is_unspecified() => {
-                    local.filter(|ip| !ip.is_unspecified())?
-                }
-                None => port.local.ip(),
-            };
-            Some((
+        .filter_map(|a| a.parse::<IpAddr>().ok())
+    {
+        // One per family: the session tells its candidates apart by port and family.
+        if !public.iter().any(|p| p.is_ipv6() == address.is_ipv6()) {
+            public.push(address);
+        }
+    }
+    let mut out = Vec::new();
+    for port in shared.ports() {
+        let ips: Vec<IpAddr> = if !public.is_empty() {
+            public.clone()
+        } else if port.local.ip().is_unspecified() {
+            local
+                .filter(|ip| !ip.is_unspecified())
+                .into_iter()
+                .collect()
+        } else {
+            vec![port.local.ip()]
+        };
+        for ip in ips {
+            out.push((
                 port.tcp,
                 port.local.port(),
                 SocketAddr::new(ip, port.local.port()),
-            ))
-        })
-        .collect()
+            ));
+        }
+    }
+    out
 }
 
 pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accepted, OfferError> {
@@ -224,7 +235,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         match candidate {
             Ok(candidate) => {
                 rtc.add_local_candidate(candidate);
-                candidate_map.insert((tcp, port), address);
+                candidate_map.insert((tcp, port, address.is_ipv6()), address);
             }
             Err(error) => tracing::warn!(%address, %error, "webrtc candidate not usable"),
         }

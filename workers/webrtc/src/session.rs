@@ -35,9 +35,9 @@ pub struct Session {
     pub resource: String,
     pub entry: Arc<PlayerEntry>,
     pub role: Role,
-    /// The candidate advertised for each local (TCP?, port): what str0m is told a packet
-    /// arrived on.
-    pub candidates: HashMap<(bool, u16), SocketAddr>,
+    /// The candidate advertised for each local (TCP?, port, IPv6?): what str0m is told a
+    /// packet arrived on.
+    pub candidates: HashMap<(bool, u16, bool), SocketAddr>,
     pub connect_timeout: Duration,
     /// The worker's byte counters (`/metrics`, `server_status`).
     pub counters: Arc<strom_worker_runtime::WorkerCounters>,
@@ -147,7 +147,11 @@ impl Session {
     }
 
     fn receive(&mut self, inbound: Inbound, paths: &mut HashMap<(bool, SocketAddr), ReplyPath>) {
-        let Some(&destination) = self.candidates.get(&(inbound.tcp, inbound.local_port)) else {
+        let family = inbound.source.is_ipv6();
+        let Some(&destination) = self
+            .candidates
+            .get(&(inbound.tcp, inbound.local_port, family))
+        else {
             return;
         };
         let proto = if inbound.tcp {
