@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 # avdec_h264 (libav) is GStreamer's cell of the player matrix (tests/tests/player_matrix.rs)
 # and plays strom's live DASH on in tests/tests/players_dash.rs.
 # iproute2 has `ss`, which the RTMP fan-out benchmark counts the server's TCP segments with.
-packages=(curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav)
+# cmake builds the libopus that the opus crate bundles (the webrtc worker's Opus).
+packages=(cmake curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.

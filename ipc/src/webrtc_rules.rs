@@ -15,6 +15,9 @@ pub struct WebRtcSettings {
     /// server behind 1:1 NAT names its public address here); empty: the interfaces'
     /// addresses, or the address the signaling request came in on for `*`.
     pub public_addresses: Vec<String>,
+    /// Whether ICE over UDP is offered (off: ICE-TCP only, for sites whose firewalls
+    /// pass TCP alone).
+    pub udp: bool,
     /// Whether ICE-TCP candidates are offered too (RFC 6544, passive).
     pub tcp: bool,
     pub limits: WebRtcLimits,

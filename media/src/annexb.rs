@@ -136,6 +136,35 @@ mod tests {
     }
 
     #[test]
+    fn a_webrtc_publishers_access_units_become_samples_and_a_record() {
+        let mut converter = AnnexbH264::default();
+        // A P-frame before any parameter set decodes nowhere: dropped.
+        let early = converter.convert(&hex("00000001 41 9a 00"));
+        assert!(early.config.is_none() && early.sample.is_none());
+        let sps = crate::test_vectors::SPS_HIGH_720P;
+        let keyframe = hex(&format!(
+            "00000001 {sps} 00000001 68ebe3cb 00000001 65 88 84 01"
+        ));
+        let converted = converter.convert(&keyframe);
+        let record = converted
+            .config
+            .expect("an avcC record for the new parameter sets");
+        let config = crate::avc::AvcDecoderConfig::parse(&record).unwrap();
+        assert_eq!(config.sps.len(), 1);
+        assert_eq!(config.sps_info().unwrap().width, 1280);
+        let (sample, key) = converted.sample.expect("the IDR slice");
+        assert!(key);
+        assert_eq!(
+            &sample[..],
+            &hex("00000004 65888401")[..],
+            "MP4 form, sets kept out"
+        );
+        let next = converter.convert(&hex("00000001 41 9a 01"));
+        assert!(next.config.is_none(), "same parameter sets: no new record");
+        assert_eq!(next.sample.map(|(s, k)| (s.len(), k)), Some((7, false)));
+    }
+
+    #[test]
     fn detects_key_frames() {
         let cases: &[(&str, bool, bool)] = &[
             // AUD, SPS, PPS, IDR slice

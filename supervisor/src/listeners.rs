@@ -85,8 +85,13 @@ pub fn plan(instance: &InstanceConfig, rules: &Rules) -> BTreeSet<ListenerKey> {
     } else {
         &[]
     };
+    let webrtc_udp: &[_] = if rules.webrtc.udp {
+        &rules.webrtc.interfaces
+    } else {
+        &[]
+    };
     let webrtc = [
-        (ListenerRole::WebRtcUdp, &rules.webrtc.interfaces[..]),
+        (ListenerRole::WebRtcUdp, webrtc_udp),
         (ListenerRole::WebRtcTcp, webrtc_tcp),
     ];
     let rtsp = rtsp.map(|(role, list)| (role, &list[..]));

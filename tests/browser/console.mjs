@@ -120,6 +120,8 @@ try {
     await step('details', () => page.textContent('#stream-details'));
     await page.click('#play-dash').catch((e) => log.push(`no DASH button: ${e.message.split('\n')[0]}`));
     await step('dash', () => sample('DASH'));
+    await page.click('#play-whep').catch((e) => log.push(`no WHEP button: ${e.message.split('\n')[0]}`));
+    await step('whep', () => sample('WHEP'));
     await step('sessions', () => page.$$eval('#stream-sessions tbody tr', (rows) => rows.map((r) => r.textContent)));
     // Disconnect the first session listed on the stream's page; the notice names it.
     await step('disconnect', async () => {

@@ -1,10 +1,10 @@
 //! The web console (`/console/` on the management port) end to end: a real strom with a
 //! management token, an ffmpeg RTMP publisher, and Debian's headless Chromium driven by
 //! `tests/browser/console.mjs` as a user would drive it. The console says it needs the
-//! token, says a wrong one is refused, accepts the right one, lists the five workers,
+//! token, says a wrong one is refused, accepts the right one, lists the six workers,
 //! reloads rules.conf with its button, lists the live stream (protocol, codecs,
-//! resolution, publisher), and on the stream's page plays it with hls.js and then dash.js
-//! (both served by strom itself), with `currentTime` advancing and frames decoded, and
+//! resolution, publisher), and on the stream's page plays it with hls.js, then dash.js, then over WebRTC (WHEP)
+//! (the players served by strom itself), with `currentTime` advancing and frames decoded, and
 //! shows its publish and play URLs; its Disconnect button ends a session, and the DVR
 //! page's link downloads the recording as an MP4. Every API call the page made once it
 //! had the token was signed, and the API still refuses unsigned calls: the console's
@@ -101,6 +101,8 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     let mut server = Server::prepare(&format!("management_token = {TOKEN}"));
     let mut rules = delivery_rules(server.ports.rtmp, &["HLS", "DASH", "DVR"], 1);
     rules["Dvr"] = serde_json::json!({"segment_duration_secs": 2, "min_free_space_mb": 0});
+    rules["WebRtcSettings"] =
+        serde_json::json!({"interfaces": [{"ip": "127.0.0.1", "port": common::free_port()}]});
     std::fs::write(server.path("rules.conf"), rules.to_string()).unwrap();
     server.spawn();
     server.wait_ready();
@@ -173,7 +175,7 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
         ));
     }
     let workers = texts(&result["workers"]);
-    if workers.len() != 5 || workers.iter().any(|w| !w.contains("ready")) {
+    if workers.len() != 6 || workers.iter().any(|w| !w.contains("ready")) {
         problems.push(format!("workers listed: {workers:?}"));
     }
     if result["reload"] != "Reload rules.conf: done" {
@@ -187,6 +189,7 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     }
     problems.extend(playback_problems("HLS", &result["hls"]));
     problems.extend(playback_problems("DASH", &result["dash"]));
+    problems.extend(playback_problems("WHEP", &result["whep"]));
     if result["hls"]["version"] != "1.7.4" || result["dash"]["version"] != "5.2.1" {
         problems.push("the players are not the embedded hls.js 1.7.4 and dash.js 5.2.1".into());
     }
@@ -205,6 +208,7 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     for expected in [
         format!("HLS http://127.0.0.1:{http}/live/b/playlist.m3u8"),
         format!("DASH http://127.0.0.1:{http}/live/b/manifest.mpd"),
+        format!("WHEP http://127.0.0.1:{http}/live/b/whep.stream"),
         format!("RTMP rtmp://127.0.0.1:{rtmp}/live/b"),
     ] {
         if !play_urls.contains(&expected) {
@@ -263,6 +267,6 @@ fn console_works_at_once_against_a_server_without_a_token() {
         "{result}"
     );
     let workers = texts(&result["workers"]);
-    assert_eq!(workers.len(), 5, "{result}");
+    assert_eq!(workers.len(), 6, "{result}");
     assert_eq!(result["reload"], "Reload rules.conf: done", "{result}");
 }

@@ -13,7 +13,7 @@ fn ps_shows_every_worker_by_name() {
     require_tool("ps", "procps");
     let server = Server::start("");
     server.wait_ready();
-    for kind in ["rtmp", "ingest", "packager", "dvr", "rtsp"] {
+    for kind in ["rtmp", "ingest", "packager", "dvr", "rtsp", "webrtc"] {
         let pid = server.worker_pid(kind);
         let output = Command::new("ps")
             .args(["-o", "comm=", "-p", &pid.to_string()])

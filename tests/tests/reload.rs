@@ -741,6 +741,7 @@ fn a_killed_ingest_worker_counts_one_restart_and_no_other() {
         ("packager", 0),
         ("dvr", 0),
         ("rtsp", 0),
+        ("webrtc", 0),
     ]
     .into_iter()
     .map(|(kind, n)| (kind.to_owned(), json!(n)))

@@ -1,5 +1,5 @@
 // The page of one stream: a player (HLS with hls.js, DASH with dash.js, both embedded in
-// strom), the stream's publish and play URLs for every enabled protocol
+// strom, and WebRTC over WHEP with the browser's own RTCPeerConnection), the stream's publish and play URLs for every enabled protocol
 // (`/manage/stream_urls`) with copy buttons, its details and its sessions. The player
 // is built once per visit; only the details and sessions are refreshed.
 // What the player does is kept in `window.consolePlayer` (shown on the page, and read
@@ -8,13 +8,46 @@
 
 const StromPlayer = (() => {
   const { el, table } = StromViews;
-  let current = null; // { hls, dash }
+  let current = null; // { hls, dash, pc, resource }
 
   function stop() {
     if (!current) return;
     if (current.hls) current.hls.destroy();
     if (current.dash) current.dash.reset();
+    if (current.pc) current.pc.close();
+    // Ends the WHEP session at once rather than when ICE times out.
+    if (current.resource) fetch(current.resource, { method: 'DELETE' }).catch(() => {});
     current = null;
+  }
+
+  // WHEP: an offer for video and audio, the answer from strom, the tracks into `video`.
+  function playWhep(video, url, state) {
+    const pc = new RTCPeerConnection();
+    pc.addTransceiver('video', { direction: 'recvonly' });
+    pc.addTransceiver('audio', { direction: 'recvonly' });
+    const media = new MediaStream();
+    video.srcObject = media;
+    pc.ontrack = (event) => media.addTrack(event.track);
+    state.version = 'WebRTC';
+    const session = { pc, resource: null };
+    (async () => {
+      try {
+        await pc.setLocalDescription(await pc.createOffer());
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/sdp' },
+          body: pc.localDescription.sdp,
+        });
+        const body = await response.text();
+        if (response.status !== 201) throw new Error(`WHEP ${response.status}: ${body}`);
+        session.resource = new URL(response.headers.get('Location'), url).href;
+        await pc.setRemoteDescription({ type: 'answer', sdp: body });
+        video.play().catch(() => {});
+      } catch (e) {
+        state.fatalErrors.push(String(e.message || e));
+      }
+    })();
+    return session;
   }
 
   // The first play URL of `protocol`, preferring the page's scheme (an https page may
@@ -24,12 +57,15 @@ const StromPlayer = (() => {
     return candidates.find((u) => u.url.startsWith(`${location.protocol}//`)) || candidates[0];
   }
 
-  // `kind`: HLS, LL-HLS (hls.js in its low-latency mode) or DASH.
+  // `kind`: HLS, LL-HLS (hls.js in its low-latency mode), DASH or WHEP (WebRTC).
   function play(video, kind, url) {
     stop();
     const state = window.consolePlayer = { kind, url, fatalErrors: [], version: null };
     video.muted = true;
-    if (kind === 'DASH') {
+    video.srcObject = null;
+    if (kind === 'WHEP') {
+      current = playWhep(video, url, state);
+    } else if (kind === 'DASH') {
       const dash = dashjs.MediaPlayer().create();
       state.version = dash.getVersion();
       dash.on(dashjs.MediaPlayer.events.ERROR, (e) => {
@@ -96,7 +132,7 @@ const StromPlayer = (() => {
     }
     const video = el('video', { id: 'video', controls: '', muted: '', playsinline: '' });
     const status = el('pre', { id: 'player-status' });
-    const choices = ['HLS', 'LL-HLS', 'DASH'].map((protocol) => [protocol, playUrl(urls.data, protocol)])
+    const choices = ['HLS', 'LL-HLS', 'DASH', 'WHEP'].map((protocol) => [protocol, playUrl(urls.data, protocol)])
       .filter(([, url]) => url);
     const buttons = el('div', { class: 'actions' }, choices.map(([protocol, url]) => el('button', {
       id: `play-${protocol.toLowerCase()}`,
@@ -112,7 +148,7 @@ const StromPlayer = (() => {
       el('h3', {}, 'Play'), urlList(urls.data.play, 'play'),
       sessions);
     if (choices.length > 0) play(video, choices[0][0], choices[0][1].url);
-    else status.textContent = 'No HLS or DASH output is enabled for this stream: nothing to play in a browser.';
+    else status.textContent = 'No HLS, DASH or WebRTC output is enabled for this stream: nothing to play in a browser.';
     const timer = setInterval(() => {
       const state = window.consolePlayer;
       if (!state || !document.body.contains(video)) return clearInterval(timer);

@@ -28,7 +28,7 @@ pub struct StreamUrls {
 #[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StreamUrl {
     /// `RTMP`, `SRT`, `RTSP`, `RTSPS`, `HLS`, `HLS fMP4`, `LL-HLS`, `DASH`, `DVR HLS`
-    /// (the whole recording).
+    /// (the whole recording), `WHIP` and `WHEP` (WebRTC).
     protocol: &'static str,
     url: String,
     /// What else the client needs (a passphrase, a login), when something does.
@@ -137,11 +137,17 @@ fn urls(
             .https_port
             .map(|port| format!("https://{host}:{port}")),
     );
+    let webrtc = !rules.webrtc.interfaces.is_empty();
+    let bearer = login.map(|_| "send the publishing login as a Bearer token (login:password)");
     for base in bases {
         for (output, protocol, file) in http {
             if outputs.has(output) {
                 play.push(entry(protocol, format!("{base}/{path}/{file}"), None));
             }
+        }
+        if webrtc {
+            publish.push(entry("WHIP", format!("{base}/{path}/whip.stream"), bearer));
+            play.push(entry("WHEP", format!("{base}/{path}/whep.stream"), None));
         }
     }
     (publish, play)
@@ -222,6 +228,10 @@ mod tests {
             ip: "*".into(),
             port: 8554,
         }];
+        rules.webrtc.interfaces = vec![RtmpInterface {
+            ip: "*".into(),
+            port: 8189,
+        }];
         rules.delivery.streams.push(StreamDelivery {
             app: "live".into(),
             stream: "b c".into(),
@@ -246,6 +256,7 @@ mod tests {
                     "srt://media.example:9000?streamid=%23%21%3A%3Ar%3Dlive%2Fb%20c%2Cm%3Dpublish"
                 ),
                 ("RTSP", "rtsp://media.example:8554/live/b%20c"),
+                ("WHIP", "http://media.example:8081/live/b%20c/whip.stream"),
             ]
         );
         assert!(publish[1].note.is_some(), "the passphrase is not given out");
@@ -265,6 +276,7 @@ mod tests {
                     "DVR HLS",
                     "http://media.example:8081/live/b%20c/playlist_dvr.m3u8"
                 ),
+                ("WHEP", "http://media.example:8081/live/b%20c/whep.stream"),
             ]
         );
     }

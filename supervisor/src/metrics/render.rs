@@ -25,7 +25,7 @@ const STATES: [WorkerState; 6] = WorkerState::ALL;
 
 /// Session types always shown, 0 when there are none, so dashboards see a zero instead
 /// of no data.
-const SESSION_TYPES: [&str; 4] = ["RTMP", "HLS", "SRT", "MPEGTS"];
+const SESSION_TYPES: [&str; 5] = ["RTMP", "HLS", "SRT", "MPEGTS", "WebRTC"];
 
 type Labels = Vec<(&'static str, String)>;
 

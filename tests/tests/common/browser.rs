@@ -68,6 +68,14 @@ pub fn run_script(
     Ok(result)
 }
 
+/// The WebRTC test page (`webrtc.html`, driven by `webrtc.mjs`) served on its own
+/// origin; its URL.
+pub fn webrtc_page() -> String {
+    let port = super::free_port();
+    serve_player(port);
+    format!("http://127.0.0.1:{port}/webrtc.html")
+}
+
 /// A static HTTP server on its own port (so its own origin) serving the player page and
 /// hls.js; a thread per connection, because Chromium opens connections it may never use.
 pub fn serve_player(port: u16) {

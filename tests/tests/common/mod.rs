@@ -264,7 +264,7 @@ impl Server {
         assert_eq!(status, 200, "reload: {body}");
     }
 
-    /// Waits until the API answers and all five workers report ready.
+    /// Waits until the API answers and all six workers report ready.
     pub fn wait_ready(&self) -> serde_json::Value {
         let workers = wait_for(Duration::from_secs(30), "all workers ready", || {
             assert!(
@@ -275,7 +275,7 @@ impl Server {
             let (code, body) = self.try_get("/manage/workers")?;
             let ready = code == 200
                 && body.as_array().map(|workers| {
-                    workers.len() == 5 && workers.iter().all(|w| w["state"] == "ready")
+                    workers.len() == 6 && workers.iter().all(|w| w["state"] == "ready")
                 }) == Some(true);
             ready.then_some(body)
         })
@@ -417,6 +417,23 @@ pub fn curl(args: &[&str]) -> (u16, serde_json::Value) {
 
 /// GET `url` with curl (which must be installed): status (0 when nothing answered) and
 /// body as text (playlists, manifests).
+/// `curl -i` with `args`: the status and the whole answer, headers included.
+pub fn curl_raw(args: &[&str]) -> (u16, String) {
+    require_tool("curl", "curl");
+    let output = Command::new("curl")
+        .args(["-s", "-i", "--max-time", "20"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
 pub fn curl_text(url: &str) -> (u16, String) {
     require_tool("curl", "curl");
     let output = Command::new("curl")

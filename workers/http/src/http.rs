@@ -263,7 +263,7 @@ struct Context {
 
 const PLAYLIST_TYPE: &str = "application/vnd.apple.mpegurl";
 
-fn error(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+pub(crate) fn error(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
     let body = Bytes::from(format!(
         "{{\"status\":\"{}\",\"error\":\"{text}\"}}",
         status

@@ -6,6 +6,7 @@
 //! CORS headers browser pages on other origins need (`Location` exposed: WHEP/WHIP
 //! clients read the session URL from it).
 
+use crate::http::error;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -37,22 +38,6 @@ pub fn is_signaling(path: &str) -> bool {
     let mut parts = path.trim_start_matches('/').split('/');
     let file = parts.nth(2);
     matches!(file, Some("whep.stream" | "whip.stream"))
-}
-
-fn error(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
-    let reason = status
-        .canonical_reason()
-        .unwrap_or("Error")
-        .replace(' ', "");
-    let mut response = Response::new(Full::new(Bytes::from(format!(
-        "{{\"status\":\"{reason}\",\"error\":\"{text}\"}}"
-    ))));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 /// Forwards `request` and returns the worker's answer with CORS added.

@@ -30,6 +30,9 @@ const BROADCAST_FRAMES: usize = 1024;
 const MAX_GOP_FRAMES: usize = 1500;
 /// Bytes kept since the last keyframe at most.
 const MAX_GOP_BYTES: usize = 32 * 1024 * 1024;
+/// A stream without a publisher this long ends its feed, and with it its viewers'
+/// sessions (a publisher that reconnects sooner keeps them).
+const GONE_LINGER: Duration = Duration::from_secs(10);
 /// A feed with no viewers this long leaves the stream (longer than an offer waits for
 /// the stream to start, so a feed is not closed under a waiting offer).
 const IDLE_LINGER: Duration = Duration::from_secs(10);
@@ -91,6 +94,11 @@ impl Feed {
 
     pub fn key(&self) -> &StreamKey {
         &self.key
+    }
+
+    /// Cancelled when the feed ended (the stream gone, the worker stopping).
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
     }
 }
 
@@ -156,19 +164,30 @@ impl Feeds {
 
 /// Converts frames of the stream until it has had no viewer for [`IDLE_LINGER`] or the
 /// worker stops.
-async fn run(hub: &Hub, feed: &Feed, reader_id: u64, tracks: watch::Sender<Tracks>) {
+async fn run(hub: &Hub, feed: &Arc<Feed>, reader_id: u64, tracks: watch::Sender<Tracks>) {
     let (mut frames, _dropped) = hub.subscribe(&feed.key, reader_id);
+    let live = hub.watch_live(&feed.key);
     let mut converter = Converter::default();
     let mut idle_since: Option<tokio::time::Instant> = None;
+    let mut gone_since: Option<tokio::time::Instant> = None;
     let mut check = tokio::time::interval(Duration::from_secs(1));
     loop {
         let frame = tokio::select! {
             () = feed.stop.cancelled() => return,
             _ = check.tick() => {
-                if feed.sender.receiver_count() > 0 {
+                // Sessions hold the feed from their offer on (they subscribe to the
+                // broadcast only once connected); the registry and this task hold it too.
+                if Arc::strong_count(feed) > 2 {
                     idle_since = None;
                 } else if idle_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= IDLE_LINGER {
                     tracing::debug!(stream = %feed.key, "webrtc feed without viewers closed");
+                    return;
+                }
+                let publishing = live.as_ref().is_none_or(|live| *live.borrow());
+                if publishing || !converter.started {
+                    gone_since = None;
+                } else if gone_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= GONE_LINGER {
+                    tracing::info!(stream = %feed.key, "stream gone: its webrtc viewers are closed");
                     return;
                 }
                 continue;

@@ -101,31 +101,42 @@ fn bearer(authorization: Option<&str>, login: Option<String>) -> Credentials {
     }
 }
 
-/// The candidates to advertise, one per lent socket, and what each local port maps to.
+/// The candidates to advertise, one per lent socket (and address family of
+/// `public_addresses`), and the local port each one maps to.
 fn candidates(shared: &Shared, local: Option<IpAddr>) -> Vec<(bool, u16, SocketAddr)> {
     let settings = shared.settings();
-    let public: Option<IpAddr> = settings
+    let mut public: Vec<IpAddr> = Vec::new();
+    for address in settings
         .public_addresses
         .iter()
-        .find_map(|a| a.parse().ok());
-    shared
-        .ports()
-        .into_iter()
-        .filter_map(|port| {
-            let ip = match public {
-                Some(public) => public,
-                None if port.local.ip().is_unspecified() => {
-                    local.filter(|ip| !ip.is_unspecified())?
-                }
-                None => port.local.ip(),
-            };
-            Some((
+        .filter_map(|a| a.parse::<IpAddr>().ok())
+    {
+        // One per family: the session tells its candidates apart by port and family.
+        if !public.iter().any(|p| p.is_ipv6() == address.is_ipv6()) {
+            public.push(address);
+        }
+    }
+    let mut out = Vec::new();
+    for port in shared.ports() {
+        let ips: Vec<IpAddr> = if !public.is_empty() {
+            public.clone()
+        } else if port.local.ip().is_unspecified() {
+            local
+                .filter(|ip| !ip.is_unspecified())
+                .into_iter()
+                .collect()
+        } else {
+            vec![port.local.ip()]
+        };
+        for ip in ips {
+            out.push((
                 port.tcp,
                 port.local.port(),
                 SocketAddr::new(ip, port.local.port()),
-            ))
-        })
-        .collect()
+            ));
+        }
+    }
+    out
 }
 
 pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accepted, OfferError> {
@@ -133,7 +144,13 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     if shared.is_draining() {
         return Err(OfferError::Unavailable("the server is draining".to_owned()));
     }
-    let limits = shared.settings().limits;
+    let settings = shared.settings();
+    if settings.interfaces.is_empty() {
+        return Err(OfferError::NotFound(
+            "WebRTC is not enabled on this server (WebRtcSettings)".to_owned(),
+        ));
+    }
+    let limits = settings.limits;
     if shared.sessions.len() >= limits.max_sessions as usize {
         tracing::warn!(peer = %request.peer, max = limits.max_sessions, "webrtc session refused: max_sessions");
         return Err(OfferError::Limit("too many webrtc sessions".to_owned()));
@@ -218,7 +235,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         match candidate {
             Ok(candidate) => {
                 rtc.add_local_candidate(candidate);
-                candidate_map.insert((tcp, port), address);
+                candidate_map.insert((tcp, port, address.is_ipv6()), address);
             }
             Err(error) => tracing::warn!(%address, %error, "webrtc candidate not usable"),
         }
@@ -299,6 +316,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         role,
         candidates: candidate_map,
         connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),
+        counters: Arc::clone(&shared.counters),
     };
     tracing::info!(session = id, stream = %key, peer = %request.peer, publisher = target.publish, "webrtc session offered");
     tokio::spawn(session.run(Arc::clone(shared), inbox_rx));

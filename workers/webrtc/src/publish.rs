@@ -140,6 +140,10 @@ impl Publisher {
         let Some(transcoder) = &mut self.audio else {
             return;
         };
+        if data.data.is_empty() {
+            // An empty payload carries no audio (padding for bandwidth probing).
+            return;
+        }
         let pts = self.audio_time.at(ticks, self.started);
         match transcoder.push(&data.data, pts) {
             Ok(frames) => {

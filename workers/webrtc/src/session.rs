@@ -19,6 +19,7 @@ use str0m::net::{Protocol, Receive};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
 use strom_stream::session_table::PlayerEntry;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 /// What the session does with the stream.
 pub enum Role {
@@ -34,10 +35,12 @@ pub struct Session {
     pub resource: String,
     pub entry: Arc<PlayerEntry>,
     pub role: Role,
-    /// The candidate advertised for each local (TCP?, port): what str0m is told a packet
-    /// arrived on.
-    pub candidates: HashMap<(bool, u16), SocketAddr>,
+    /// The candidate advertised for each local (TCP?, port, IPv6?): what str0m is told a
+    /// packet arrived on.
+    pub candidates: HashMap<(bool, u16, bool), SocketAddr>,
     pub connect_timeout: Duration,
+    /// The worker's byte counters (`/metrics`, `server_status`).
+    pub counters: Arc<strom_worker_runtime::WorkerCounters>,
 }
 
 /// A viewer's sending state.
@@ -62,6 +65,10 @@ impl Session {
         let mut medias: Vec<(Mid, MediaKind)> = Vec::new();
         let mut connected = false;
         let kill = self.entry.kill.clone();
+        let feed_ended = match &self.role {
+            Role::Play(feed) => feed.stop_token(),
+            Role::Publish(_) => CancellationToken::new(),
+        };
         let reason = loop {
             let timeout =
                 match self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected) {
@@ -91,6 +98,7 @@ impl Session {
             let frames = sending.frames.as_mut();
             tokio::select! {
                 () = kill.cancelled() => break "ended by request".to_owned(),
+                () = feed_ended.cancelled() => break "the stream ended".to_owned(),
                 inbound = inbox.recv() => {
                     let Some(inbound) = inbound else { break "worker stopping".to_owned() };
                     self.receive(inbound, &mut paths);
@@ -139,7 +147,11 @@ impl Session {
     }
 
     fn receive(&mut self, inbound: Inbound, paths: &mut HashMap<(bool, SocketAddr), ReplyPath>) {
-        let Some(&destination) = self.candidates.get(&(inbound.tcp, inbound.local_port)) else {
+        let family = inbound.source.is_ipv6();
+        let Some(&destination) = self
+            .candidates
+            .get(&(inbound.tcp, inbound.local_port, family))
+        else {
             return;
         };
         let proto = if inbound.tcp {
@@ -147,9 +159,9 @@ impl Session {
         } else {
             Protocol::Udp
         };
-        self.entry
-            .bytes_recv
-            .fetch_add(inbound.data.len() as u64, Ordering::Relaxed);
+        let len = inbound.data.len() as u64;
+        self.entry.bytes_recv.fetch_add(len, Ordering::Relaxed);
+        self.counters.add_received(len);
         self.entry.touch();
         let Ok(receive) = Receive::new(proto, inbound.source, destination, &inbound.data) else {
             return;
@@ -187,6 +199,7 @@ impl Session {
                     };
                     let len = transmit.contents.len() as u64;
                     self.entry.bytes_sent.fetch_add(len, Ordering::Relaxed);
+                    self.counters.add_sent(len);
                     match path {
                         ReplyPath::Udp(socket) => {
                             let _ = socket.try_send_to(&transmit.contents, transmit.destination);

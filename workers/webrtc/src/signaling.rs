@@ -283,7 +283,12 @@ async fn post(
                 OfferError::NoCodec(_) => StatusCode::NOT_ACCEPTABLE,
                 OfferError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             };
-            let mut response = json_error(status, &error.to_string());
+            // Like every protocol's refusal, a 403 carries no detail (the log has it).
+            let message = match &error {
+                OfferError::Forbidden(_) => "forbidden".to_owned(),
+                other => other.to_string(),
+            };
+            let mut response = json_error(status, &message);
             if status == StatusCode::UNAUTHORIZED {
                 response
                     .headers_mut()

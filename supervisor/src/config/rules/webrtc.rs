@@ -1,6 +1,6 @@
 //! `WebRtcSettings`: WebRTC's ICE port, the addresses its candidates advertise and its
 //! limits. Without the key there is no WebRTC; with it, `interfaces` defaults to
-//! `*:8189` (UDP, and TCP for ICE-TCP unless `tcp` is false).
+//! `*:8189` (UDP unless `udp` is false, and TCP for ICE-TCP unless `tcp` is false).
 
 use super::super::error::FieldError;
 use super::fields::{each, in_range, unique};
@@ -20,6 +20,7 @@ pub(super) struct RawWebRtcSettings {
     interfaces: Option<Vec<RawInterface>>,
     #[serde(default)]
     public_addresses: Vec<String>,
+    udp: Option<bool>,
     tcp: Option<bool>,
     #[serde(default)]
     limits: RawWebRtcLimits,
@@ -63,11 +64,19 @@ impl RawWebRtcSettings {
                 }
             }
         }
+        let (udp, tcp) = (self.udp.unwrap_or(true), self.tcp.unwrap_or(true));
+        if !udp && !tcp {
+            return Err(FieldError::new(
+                "udp",
+                "udp and tcp cannot both be false (leave WebRtcSettings out to turn WebRTC off)",
+            ));
+        }
         let limits = self.limits.validate().map_err(|e| e.under("limits"))?;
         Ok(WebRtcSettings {
             interfaces,
             public_addresses: self.public_addresses,
-            tcp: self.tcp.unwrap_or(true),
+            udp,
+            tcp,
             limits,
         })
     }
@@ -143,6 +152,9 @@ mod tests {
             "{error}"
         );
         assert!(parse(r#"{"port": 1}"#).is_err(), "unknown keys are errors");
+        let error = parse(r#"{"udp": false, "tcp": false}"#).unwrap_err();
+        assert!(error.to_string().contains("udp"), "{error}");
+        assert!(!parse(r#"{"udp": false}"#).unwrap().udp);
         let settings =
             parse(r#"{"interfaces": [{"ip": "127.0.0.1", "port": 9189}], "tcp": false, "public_addresses": ["203.0.113.5"]}"#)
                 .unwrap();
