@@ -1,43 +1,51 @@
 #!/usr/bin/env bash
-# WebRTC (WHEP) fan-out against RTMP fan-out, side by side in one run (issue 35): strom's
-# CPU per viewer-second and viewers per core over WebRTC and over RTMP, same server, same
-# publisher, same run.
+# WebRTC fan-out against RTMP fan-out, side by side in one run (issue 35): strom's CPU per
+# viewer-second and viewers per core over WebRTC (WHEP) and over RTMP, with Janus (Debian's
+# janus 1.1, streaming plugin: the only WebRTC server packaged here) as the WebRTC peer;
+# same publisher, same run.
 #
 # One strom (release build) is pinned to core 0 (its supervisor and every worker inherit
 # the pinning) with RTMP in and out, WebRTC on one UDP port (ICE-TCP off) and no HLS/DASH
-# packaging (`"outputs": []`: nothing but the viewers costs per-viewer work). One ffmpeg
-# publisher (core 1) sends testsrc2 640x360@30 + sine, x264 ultrafast zerolatency 550 kbps
-# (2 s keyframe interval), AAC 48 kbps, over RTMP to live/bench: the stream rtmp_fanout
-# measures. Viewers are added in steps, first WebRTC (`webrtc-fanout`, bench/webrtc_fanout:
-# str0m viewers, each a full ICE agent with its own UDP socket, decrypting and
-# depacketizing everything and sending RTCP back), then RTMP (`rtmp-fanout`,
-# bench/rtmp_fanout), both generators on core 1. Each step is a fresh generator run (ramp
-# <= --ramp-secs, --warmup-secs, --measure-secs) that samples the server's process tree
-# plus ksoftirqd/0 (utime+stime) at both ends of the window. A step passes when every
-# viewer connected and received >= 95% of the expected bytes (and, over WebRTC, of the
-# expected video frames; calibrated by the first step's median viewer) and the server
-# stayed under --cpu-limit % of one core. A protocol's steps stop at the first that does
-# not pass, or where the generator's core saturated (then the step says nothing more about
-# the server). Before each step the script waits (up to --quiet-wait s) for both cores to
-# be free of other load and repeats a disturbed step (--retries).
+# packaging (`"outputs": []`: nothing but the viewers costs per-viewer work); Janus, also
+# pinned to core 0, has one RTP mountpoint (bench/janus.sh: one static event loop, ICE on
+# loopback). One ffmpeg publisher (core 1) encodes testsrc2 640x360@30 once, x264
+# ultrafast zerolatency 550 kbps (2 s keyframe interval), and sends it over RTMP to
+# strom's live/bench with a sine in AAC 48 kbps (the stream rtmp_fanout measures) and
+# over RTP to Janus with the sine in Opus 48 kbps. Viewers are added in steps, first
+# strom's WebRTC viewers and Janus's (`webrtc-fanout`, bench/webrtc_fanout: str0m
+# viewers, each a full ICE agent with its own UDP socket, decrypting and depacketizing
+# everything and sending RTCP back; over WHEP to strom, over the Janus REST API to
+# Janus), then RTMP players (`rtmp-fanout`, bench/rtmp_fanout), every generator on core 1.
+# Each step is a fresh generator run (ramp <= --ramp-secs, --warmup-secs, --measure-secs)
+# that samples the measured server's process tree plus ksoftirqd/0 (utime+stime) at both
+# ends of the window. A step passes when every viewer connected and received >= 95% of the
+# expected bytes (and, over WebRTC, of the expected video frames; calibrated by the first
+# step's median viewer) and the server stayed under --cpu-limit % of one core. A
+# protocol's steps stop at the first that does not pass, or where the generator's core
+# saturated (then the step says nothing more about the server). Before each step the
+# script waits (up to --quiet-wait s) for both cores to be free of other load and repeats
+# a disturbed step (--retries).
 #
 # Per protocol: "viewers per core" is the largest passing step divided by the server's CPU
 # fraction there (extrapolated to one full core), "marginal CPU" the CPU added per viewer
 # between the two largest passing steps (the publisher's constant cost left out), and the
 # ratio RTMP / WebRTC of viewers per core (issue 35's goal: WebRTC within 2x of RTMP, a
-# ratio <= 2). The WebRTC table also has the time to first frame under load (POST to the
-# first whole video frame at the generator), the datagrams per viewer-second, the RSS
-# above the server's before the first step per viewer, and the datagrams the kernel
-# dropped in the window for a full receive buffer or no send room (machine-wide
-# counters). The bench runs at nice -10 when root (--nice). Traffic goes to 127.0.0.1
-# only; results go to stdout (Markdown), each step's row to stderr as it is measured.
+# ratio <= 2), and Janus / strom over WebRTC. The WebRTC tables also have the time to first
+# frame under load (first signaling request to the first whole video frame at the
+# generator), the datagrams per viewer-second, the RSS above the server's before its first
+# step per viewer, and the datagrams the kernel dropped in the window for a full receive
+# buffer or no send room (machine-wide counters). The bench runs at nice -10 when root
+# (--nice). Traffic goes to 127.0.0.1 only; results go to stdout (Markdown), each step's
+# row to stderr as it is measured. --no-janus leaves Janus out.
 #
-#   bash bench/webrtc_fanout/run.sh [--webrtc-steps 50,100,...] [--rtmp-steps 400,...]
-#                                   [--measure-secs N] [--no-build] [--keep] [--no-audio]
+#   bash bench/webrtc_fanout/run.sh [--webrtc-steps 50,100,...] [--janus-steps ...]
+#                                   [--rtmp-steps 800,...] [--measure-secs N] [--no-build]
+#                                   [--keep] [--no-audio] [--no-janus]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WEBRTC_STEPS=50,100,150,200,300,400,600
+WEBRTC_STEPS=50,100,150,200,250,300,400
+JANUS_STEPS=50,100,200,300,400,600
 RTMP_STEPS=800,1600,3200,4800
 MEASURE=10
 WARMUP=4
@@ -50,6 +58,9 @@ HTTP_PORT=18681
 MGMT_PORT=18682
 RTMP_PORT=19681
 ICE_PORT=18689
+JANUS=1
+JANUS_HTTP_PORT=18691
+JANUS_VIDEO_PORT=18692 # and the audio on the port after it
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 STROM_BIN=$TARGET_DIR/release/strom
 WEBRTC_GEN=$TARGET_DIR/release/webrtc-fanout
@@ -59,10 +70,11 @@ NICE=$( (($(id -u) == 0)) && echo -10 || true)
 KEEP=0
 AUDIO=1
 QUIET_WAIT=30
-RETRIES=2
+RETRIES=1
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
-options: --webrtc-steps LIST ($WEBRTC_STEPS)  --rtmp-steps LIST ($RTMP_STEPS)  --measure-secs N ($MEASURE)
+options: --webrtc-steps LIST ($WEBRTC_STEPS)  --janus-steps LIST ($JANUS_STEPS)  --rtmp-steps LIST ($RTMP_STEPS)
+         --measure-secs N ($MEASURE)  --no-janus
          --warmup-secs N ($WARMUP)  --ramp-secs N ($RAMP_SECS)  --cpu-limit PCT ($CPU_LIMIT)  --gen-limit PCT ($GEN_LIMIT)
          --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --no-audio (WebRTC viewers offer video only)
          --nice N (the bench's priority; default -10 as root, 0 skips)  --no-build  --keep (keep the temp dir with logs and JSON)
@@ -72,7 +84,9 @@ EOF
 while (($#)); do
     case $1 in
         --webrtc-steps) WEBRTC_STEPS=$2; shift ;;
+        --janus-steps) JANUS_STEPS=$2; shift ;;
         --rtmp-steps) RTMP_STEPS=$2; shift ;;
+        --no-janus) JANUS=0 ;;
         --measure-secs) MEASURE=$2; shift ;;
         --warmup-secs) WARMUP=$2; shift ;;
         --ramp-secs) RAMP_SECS=$2; shift ;;
@@ -95,8 +109,10 @@ need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian pac
 need ffmpeg ffmpeg
 need taskset util-linux
 need curl curl
+((JANUS == 0)) || { need janus janus; need ip iproute2; }
 (($(nproc) >= 2)) || die "needs 2 cores (server on core 0, publisher and viewers on core 1)"
-[[ $(ffmpeg -hide_banner -encoders 2>/dev/null) == *libx264* ]] || die "ffmpeg lacks libx264 (Debian's ffmpeg has it)"
+encoders=$(ffmpeg -hide_banner -encoders 2>/dev/null)
+[[ $encoders == *libx264* && $encoders == *libopus* ]] || die "ffmpeg lacks libx264 or libopus (Debian's ffmpeg has both)"
 
 if ((BUILD)); then
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR cargo build --release -p strom \
@@ -112,9 +128,9 @@ done
 if [[ -n $NICE && $NICE != 0 ]]; then renice -n "$NICE" -p $$ >/dev/null || die "renice -n $NICE failed (needs root; --nice 0 to skip)"; fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 TMP=$(mktemp -d /tmp/webrtc-fanout.XXXXXX)
-PUB_PID="" STROM_PID=""
-cleanup() { # ends only this script's own processes (strom, the publisher)
-    for pid in $PUB_PID $STROM_PID; do kill "$pid" 2>/dev/null || true; done
+PUB_PID="" STROM_PID="" JANUS_PID=""
+cleanup() { # ends only this script's own processes (strom, Janus, the publisher)
+    for pid in $PUB_PID $STROM_PID $JANUS_PID; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     if ((KEEP)); then echo "logs and JSON kept in $TMP" >&2; else rm -rf "$TMP"; fi
 }
@@ -142,13 +158,27 @@ cat >"$TMP/rules.conf" <<EOF
 }
 EOF
 strom_start "$TMP" "$HTTP_PORT" "$MGMT_PORT" 0 || die "strom did not start"
+PROTOS=(webrtc rtmp)
+declare -A SERVER=([webrtc]=$STROM_PID [rtmp]=$STROM_PID)
+declare -A STEPS=([webrtc]=$WEBRTC_STEPS [janus]=$JANUS_STEPS [rtmp]=$RTMP_STEPS)
+tee_out="[f=flv:onfail=ignore]rtmp://127.0.0.1:$RTMP_PORT/live/bench"
+opus=()
+if ((JANUS)); then
+    # shellcheck source=bench/janus.sh
+    source "$ROOT/bench/janus.sh"
+    janus_start "$TMP" "$JANUS_HTTP_PORT" 0 "1:$JANUS_VIDEO_PORT:$((JANUS_VIDEO_PORT + 1))" || die "janus did not start"
+    PROTOS=(webrtc janus rtmp)
+    SERVER[janus]=$JANUS_PID
+    tee_out+="|[f=rtp:select=v:onfail=ignore:bsfs/v=dump_extra]rtp://127.0.0.1:$JANUS_VIDEO_PORT?pkt_size=1200"
+    opus=(-map 1:0 -c:a libopus -b:a 48k -f rtp "rtp://127.0.0.1:$((JANUS_VIDEO_PORT + 1))?pkt_size=1200")
+fi
 
 PUB_LOG=$TMP/ffmpeg.log
 PUB_START_MS=$(date +%s%3N)
 taskset -c 1 ffmpeg -nostdin -loglevel warning -re \
     -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine \
-    -c:v libx264 -preset ultrafast -tune zerolatency -b:v 550k -maxrate 550k -bufsize 1100k -g 60 \
-    -c:a aac -b:a 48k -f flv "rtmp://127.0.0.1:$RTMP_PORT/live/bench" >"$PUB_LOG" 2>&1 &
+    -map 0:0 -map 1:0 -c:v libx264 -preset ultrafast -tune zerolatency -b:v 550k -maxrate 550k -bufsize 1100k -g 60 \
+    -c:a aac -b:a 48k -flags +global_header -f tee "$tee_out" "${opus[@]}" >"$PUB_LOG" 2>&1 &
 PUB_PID=$!
 # Ready when the server lists the stream as published.
 for _ in $(seq 100); do
@@ -181,11 +211,16 @@ wait_quiet() { # until core 0 < 15% and core 1 < 40% busy (publisher included), 
 measure() {
     local proto=$1 step=$2 out=$TMP/$1-$2.json rate conn full cpu gen kbps core0 core1 errs extra rss
     local -a gen_cmd
-    if [[ $proto == webrtc ]]; then
+    if [[ $proto != rtmp ]]; then
         rate=$(awk -v n="$step" -v r="$WEBRTC_RAMP" -v s="$RAMP_SECS" 'BEGIN { print (n / s > r) ? n / s : r }')
-        gen_cmd=("$WEBRTC_GEN" --url "http://127.0.0.1:$HTTP_PORT/live/bench/whep.stream" --viewers "$step")
-        ((AUDIO)) || gen_cmd+=(--no-audio)
-        [[ -n ${EXPECTED[$proto]:-} ]] && gen_cmd+=(--expected-kbps "${EXPECTED[$proto]}" --expected-fps "$EXPECTED_FPS")
+        if [[ $proto == janus ]]; then
+            gen_cmd=("$WEBRTC_GEN" --url "http://127.0.0.1:$JANUS_HTTP_PORT/janus" --janus-mountpoint 1
+                --local-ip "$JANUS_IP" --viewers "$step")
+        else
+            gen_cmd=("$WEBRTC_GEN" --url "http://127.0.0.1:$HTTP_PORT/live/bench/whep.stream" --viewers "$step")
+            ((AUDIO)) || gen_cmd+=(--no-audio)
+        fi
+        [[ -n ${EXPECTED[$proto]:-} ]] && gen_cmd+=(--expected-kbps "${EXPECTED[$proto]}" --expected-fps "${EXPECTED_FPS[$proto]}")
     else
         rate=$(awk -v n="$step" -v r="$RTMP_RAMP" -v s="$RAMP_SECS" 'BEGIN { print (n / s > r) ? n / s : r }')
         gen_cmd=("$RTMP_GEN" --url "rtmp://127.0.0.1:$RTMP_PORT/live/bench" --players "$step"
@@ -195,7 +230,7 @@ measure() {
     wait_quiet
     log "$proto: $step viewers"
     if ! taskset -c 1 "${gen_cmd[@]}" --ramp-per-sec "$rate" --warmup-secs "$WARMUP" --measure-secs "$MEASURE" \
-        --server-pid "$STROM_PID" --ksoftirqd-core 0 >"$out" 2>"$out.err"; then
+        --server-pid "${SERVER[$proto]}" --ksoftirqd-core 0 >"$out" 2>"$out.err"; then
         RES="FAIL: generator failed: $(tail -1 "$out.err")" NOISY="" ROW="| $step | | | | | | | | | $RES |"
         return
     fi
@@ -218,10 +253,10 @@ measure() {
         else if (c1 + 0 >= 97) printf " (core 1 saturated)" }')
     errs=$(grep -o '"errors":{[^}]*}' "$out" | cut -c10- | cut -c1-160)
     [[ $RES == ok* || $errs == "{}" ]] || RES+=" $errs"
-    if [[ $proto == webrtc ]]; then
-        # RSS above the server's RSS before the first WebRTC step, per viewer.
-        [[ -n $IDLE_RSS ]] || IDLE_RSS=$(jget "$out" server_rss_base_kb)
-        rss=$(awk -v e="$(jget "$out" server_rss_end_kb)" -v i="$IDLE_RSS" -v n="$conn" \
+    if [[ $proto != rtmp ]]; then
+        # RSS above the server's RSS before its first WebRTC step, per viewer.
+        [[ -n ${IDLE_RSS[$proto]:-} ]] || IDLE_RSS[$proto]=$(jget "$out" server_rss_base_kb)
+        rss=$(awk -v e="$(jget "$out" server_rss_end_kb)" -v i="${IDLE_RSS[$proto]}" -v n="$conn" \
             'BEGIN { if (n > 0 && e != "null") printf "%.1f", (e - i) / n }')
         extra="$rss | $(jget "$out" median_fps) | $(jget "$out" video_gaps) | $(jget "$out" udp_rcvbuf_errors) / $(jget "$out" udp_sndbuf_errors) | $(jget "$out" packets_per_player_sec) | $(jget "$out" first_frame_p50_ms) / $(jget "$out" first_frame_p95_ms) |"
     else
@@ -231,11 +266,10 @@ measure() {
     PASS_CPU=$cpu
 }
 
-declare -A EXPECTED TABLE SUMMARY PPC MS
-EXPECTED_FPS= IDLE_RSS=
+declare -A EXPECTED EXPECTED_FPS IDLE_RSS TABLE SUMMARY PPC MS
 run_proto() { # run_proto PROTO STEPS
     local proto=$1 steps=$2 step try pass=0 pass_cpu="" prev=0 prev_cpu="" reason="all steps passed" ppc=0 marginal="" rows
-    if [[ $proto == webrtc ]]; then
+    if [[ $proto != rtmp ]]; then
         rows="| viewers | connected | full rate | server CPU % | of it ksoftirqd/0 % | CPU ms/viewer/s | delay p50 ms | delay p99 ms | median kbps | RSS KiB/viewer above idle | median fps | video gaps | UDP drops rcvbuf / sndbuf | datagrams/viewer/s | first frame p50 / p95 ms | generator CPU % | core 0/1 busy % | result |"
         rows+=$'\n'"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     else
@@ -243,7 +277,7 @@ run_proto() { # run_proto PROTO STEPS
         rows+=$'\n'"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     fi
     for step in ${steps//,/ }; do
-        kill -0 "$STROM_PID" 2>/dev/null || { reason="strom exited"; break; }
+        kill -0 "${SERVER[$proto]}" 2>/dev/null || { reason="the server exited"; break; }
         kill -0 "$PUB_PID" 2>/dev/null || { reason="publisher exited: $(tail -1 "$PUB_LOG")"; break; }
         for ((try = 0; try <= RETRIES; try++)); do
             measure "$proto" "$step"
@@ -255,7 +289,7 @@ run_proto() { # run_proto PROTO STEPS
         # The first passing step calibrates the rate every later step must reach.
         if [[ -z ${EXPECTED[$proto]:-} && $RES == ok* ]]; then
             EXPECTED[$proto]=$(jget "$TMP/$proto-$step.json" median_kbps)
-            [[ $proto == webrtc ]] && EXPECTED_FPS=$(jget "$TMP/$proto-$step.json" median_fps)
+            [[ $proto == rtmp ]] || EXPECTED_FPS[$proto]=$(jget "$TMP/$proto-$step.json" median_fps)
         fi
         if [[ $RES == ok* ]]; then prev=$pass prev_cpu=$pass_cpu pass=$step pass_cpu=$PASS_CPU; fi
         if [[ $RES != ok ]]; then reason="step $step: $RES"; break; fi
@@ -270,13 +304,13 @@ run_proto() { # run_proto PROTO STEPS
     log "$proto: done ($reason)"
 }
 
-run_proto webrtc "$WEBRTC_STEPS"
-run_proto rtmp "$RTMP_STEPS"
+for proto in "${PROTOS[@]}"; do run_proto "$proto" "${STEPS[$proto]}"; done
 
-echo "WebRTC and RTMP fan-out: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u '+%F %H:%M UTC'), window ${MEASURE}s after ${WARMUP}s warm-up, load before $(cut -d' ' -f1-3 /proc/loadavg)"
-for proto in webrtc rtmp; do printf '\n### %s\n\n%s\n' "$proto" "${TABLE[$proto]}"; done
+echo "WebRTC and RTMP fan-out (webrtc: strom over WHEP; janus: Janus $(janus --version 2>/dev/null | grep -o '[0-9]\+\.[0-9]\+\.[0-9]\+' | head -1) streaming plugin; rtmp: strom): $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u '+%F %H:%M UTC'), window ${MEASURE}s after ${WARMUP}s warm-up, load before $(cut -d' ' -f1-3 /proc/loadavg)"
+for proto in "${PROTOS[@]}"; do printf '\n### %s\n\n%s\n' "$proto" "${TABLE[$proto]}"; done
 printf '\n### summary\n\n| protocol | viewers served (full rate, CPU < %s%%) | server CPU %% there | viewers per core (extrapolated) | CPU ms/viewer/s there | marginal CPU ms/viewer/s (two largest passing steps) | stopped because |\n|---|---:|---:|---:|---:|---:|---|\n' "$CPU_LIMIT"
-for proto in webrtc rtmp; do echo "${SUMMARY[$proto]}"; done
-awk -v w="${PPC[webrtc]:-0}" -v r="${PPC[rtmp]:-0}" 'BEGIN {
-    printf "\nratio RTMP/WebRTC viewers per core: %s (goal: <= 2)\n", (w > 0 ? sprintf("%.2f", r / w) : "n/a") }'
+for proto in "${PROTOS[@]}"; do echo "${SUMMARY[$proto]}"; done
+awk -v w="${PPC[webrtc]:-0}" -v r="${PPC[rtmp]:-0}" -v j="${PPC[janus]:-0}" 'BEGIN {
+    printf "\nratio strom RTMP/WebRTC viewers per core: %s (goal: <= 2)\n", (w > 0 ? sprintf("%.2f", r / w) : "n/a")
+    if (j > 0) printf "ratio Janus/strom WebRTC viewers per core: %s\n", (w > 0 ? sprintf("%.2f", j / w) : "n/a") }'
 grep -E ' (WARN|ERROR) ' "$TMP/strom.log" | sort | uniq -c | sort -rn | head -5 | sed 's/^/strom log: /' >&2 || true

@@ -1,24 +1,27 @@
 // One player of bench/webrtc_latency in Debian's headless Chromium, joined JOINS times
 // in a row (a fresh browser context each time, a random pause of up to GAP seconds
 // between joins so that they land at different places in the GOP):
-//   whep: bench/webrtc_latency/whep.html, WHEP playback of TARGET (the WHEP endpoint);
-//   hls:  tests/browser/index.html?src=...&lowLatency=1 (hls.js LL-HLS), TARGET unused.
+//   whep:  bench/webrtc_latency/whep.html, WHEP playback of TARGET (strom's endpoint);
+//   janus: bench/webrtc_latency/janus.html, TARGET = '<Janus REST base>#<mountpoint>';
+//   hls:   tests/browser/index.html?src=...&lowLatency=1 (hls.js LL-HLS), TARGET unused.
 // From every frame the <video> presents (requestVideoFrameCallback) and every 250 ms
 // besides, the top 32 rows are drawn into a canvas and the frame-index barcode read
 // (bench/player_latency/barcode.py's layout); each join appends "wall-time N" to
 // PREFIX.<join>.samples and, for WebRTC frames (whose callback says when the frame's
 // packets arrived), "N arrival-wall-time" to PREFIX.<join>.recv. A join holds HOLD
-// seconds after its first frame, then ends (WHEP: DELETE). One JSON line per join:
-// the time to first frame (whep: from the call that creates the offer; hls: from the
-// navigation start), the WHEP start-up steps, the receiver's getStats figures.
+// seconds after its first frame, then ends (WHEP: DELETE; Janus: destroy). One JSON line
+// per join: the time to first frame (WebRTC: from the page's play() call, before the
+// offer is made; hls: from the navigation start), the WebRTC start-up steps, the
+// receiver's getStats figures.
 //
-//   node bench/webrtc_latency/browser.mjs whep|hls PAGE_URL TARGET JOINS HOLD GAP PREFIX
+//   node bench/webrtc_latency/browser.mjs whep|janus|hls PAGE_URL TARGET JOINS HOLD GAP PREFIX
 import { appendFileSync } from 'node:fs';
 import { launch } from '../../tests/browser/chromium.mjs';
 
 const [mode, pageUrl, target, joinsText, holdText, gapText, prefix] = process.argv.slice(2);
-if (!['whep', 'hls'].includes(mode) || !prefix) {
-  console.error('usage: node browser.mjs whep|hls PAGE_URL TARGET JOINS HOLD GAP PREFIX');
+const webrtc = mode !== 'hls';
+if (!['whep', 'janus', 'hls'].includes(mode) || !prefix) {
+  console.error('usage: node browser.mjs whep|janus|hls PAGE_URL TARGET JOINS HOLD GAP PREFIX');
   process.exit(2);
 }
 const joins = Number(joinsText);
@@ -84,9 +87,9 @@ try {
       page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
       page.on('crash', () => log.push('the page crashed'));
       await page.addInitScript(installProbe);
-      if (mode === 'whep') {
+      if (webrtc) {
         await page.goto(pageUrl);
-        await page.evaluate((url) => window.whep(url), target);
+        await page.evaluate((url) => window.play(url), target);
       } else {
         await page.goto(pageUrl);
       }
@@ -96,11 +99,11 @@ try {
       const probe = await page.evaluate(() => ({
         ...window.barcodeProbe,
         timeOrigin: performance.timeOrigin,
-        whep: window.whepState || null,
+        play: window.playState || null,
         hlsLatency: window.hls && Number.isFinite(window.hls.latency) ? window.hls.latency : null,
         hlsErrors: window.playerState ? window.playerState.nonFatalErrors.length + window.playerState.fatalErrors.length : null,
       }));
-      const base = mode === 'whep' ? probe.whep.start : 0;
+      const base = webrtc ? probe.play.start : 0;
       Object.assign(result, {
         joinWall: (probe.timeOrigin + base) / 1000,
         firstFrameMs: round(probe.firstFrameAt - base),
@@ -108,14 +111,14 @@ try {
         frames: probe.samples.length,
         waiting: probe.waiting,
       });
-      if (mode === 'whep') {
-        const w = probe.whep;
+      if (webrtc) {
+        const w = probe.play;
         Object.assign(result, {
-          answerMs: round(w.answer - w.post),
+          answerMs: round(w.answer - w.request),
           connectedMs: round(w.connected === undefined ? null : w.connected - w.start),
           firstFrameAfterConnectMs: round(w.connected === undefined ? null : probe.firstFrameAt - w.connected),
-          stats: await page.evaluate(() => window.whepStats()),
-          deleteStatus: await page.evaluate(() => window.whepEnd()),
+          stats: await page.evaluate(() => window.receiverStats()),
+          stopStatus: await page.evaluate(() => window.stop()),
         });
       } else {
         Object.assign(result, {

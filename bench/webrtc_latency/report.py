@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
 """The Markdown tables of bench/webrtc_latency/run.sh, from the files of one run.
 
-  report.py DIR SETTLE WINDOW GOP...
+  report.py DIR SETTLE WINDOW "PLAYER..." GOP...
 
-For each GOP (frames between keyframes) DIR holds:
+PLAYERs are browser.mjs's modes (whep, janus, hls). For each GOP (frames between
+keyframes) DIR holds:
   send_<gop>.log                      "N wall-time": when the publisher sent frame N
                                       (bench/player_latency/barcode.py clock)
-  lat_<player>_<gop>.jsonl            browser.mjs's line of the long session (player
-                                      whep or hls), its frames in lat_<player>_<gop>.1.samples
-                                      ("wall-time N") and, for WHEP, .1.recv ("N arrival-wall-time")
+  lat_<player>_<gop>.jsonl            browser.mjs's line of the long session, its frames in
+                                      lat_<player>_<gop>.1.samples ("wall-time N") and, for
+                                      WebRTC, .1.recv ("N arrival-wall-time")
   join_<player>_<gop>.jsonl           one line per short join, frames in .<join>.samples
 
 Table 1, per player and GOP: glass-to-glass p50/p95, freezes and fps over WINDOW s from
-SETTLE s after the first frame (barcode.py stats), for WHEP the part of it before the
+SETTLE s after the first frame (barcode.py stats), for WebRTC the part of it before the
 browser (frame's packets arrived − frame sent), and the time to first frame over the
 joins. Table 2, per join: where in the GOP the join landed (frames since the last
-keyframe the publisher had sent), the time to first frame, which frame came first and
-the glass-to-glass delay of the first frame and of the join's last second.
+keyframe the publisher had sent), the time to first frame, which frame came first, the
+glass-to-glass delay of the first frame, how long after the first frame the picture was
+live (glass to glass under LIVE_S for the first time) and the delay of the join's last
+second.
 
 Standard library only (barcode.py is imported from bench/player_latency).
 """
@@ -31,7 +34,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "player_latency"))
 import barcode  # noqa: E402
 
-LABEL = {"whep": "WebRTC (WHEP), Chromium", "hls": "hls.js LL-HLS, 500 ms parts"}
+LABEL = {
+    "whep": "strom WebRTC (WHEP)",
+    "janus": "Janus 1.1 streaming (WebRTC)",
+    "hls": "strom LL-HLS in hls.js, 500 ms parts",
+}
 
 
 def read_pairs(path, first_is_int):
@@ -86,11 +93,23 @@ def live_frame(sent, wall):
     return max(before) if before else None
 
 
+# A picture this close to the publisher's counts as live (WebRTC plays 0.05-0.1 s behind).
+LIVE_S = 0.2
+
+
+def live_after_ms(sent, shown):
+    """Milliseconds from the first frame shown to the first one shown under LIVE_S."""
+    for t, n in shown:
+        if n in sent and t - sent[n] < LIVE_S:
+            return round((t - shown[0][0]) * 1000)
+    return None
+
+
 def fmt(v, digits=2):
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def whep_notes(line):
+def webrtc_notes(line):
     stats = line.get("stats") or {}
     video, audio = stats.get("video") or {}, stats.get("audio") or {}
     notes = []
@@ -106,15 +125,17 @@ def whep_notes(line):
 
 
 def main(argv):
-    if len(argv) < 5:
+    if len(argv) < 6:
         sys.exit(__doc__)
     d, settle, window = argv[1], float(argv[2]), float(argv[3])
-    gops = [int(g) for g in argv[4:]]
+    players = argv[4].split()
+    gops = [int(g) for g in argv[5:]]
     rows, joins = [], []
     for gop in gops:
         send = os.path.join(d, f"send_{gop}.log")
         sent = sent_times(send)
-        for player in ("whep", "hls"):
+        for player in players:
+            webrtc = player != "hls"
             lat = read_lines(os.path.join(d, f"lat_{player}_{gop}.jsonl"))
             samples = os.path.join(d, f"lat_{player}_{gop}.1.samples")
             r = window_stats(send, samples, settle, window)
@@ -125,32 +146,34 @@ def main(argv):
             line = lat[0] if lat else {}
             if line.get("error"):
                 notes = f"failed: {line['error']}"
-            elif player == "whep":
-                notes = whep_notes(line)
+            elif webrtc:
+                notes = webrtc_notes(line)
             else:
                 notes = f"hls.latency {line.get('hlsLatency')} s, {line.get('waiting')} waiting, {line.get('hlsErrors')} errors"
             before = (arrival_p50(sent, samples, os.path.join(d, f"lat_{player}_{gop}.1.recv"), settle, window)
-                      if player == "whep" else None)
+                      if webrtc else None)
             rows.append(f"| {LABEL[player]} | {gop / 30:g} s | {fmt(r['latency_p50'])} | {fmt(r['latency_p95'])} | "
-                        f"{fmt(before, 3) if player == 'whep' else 'n/a'} | {r.get('freezes', '–')} | "
+                        f"{fmt(before, 3) if webrtc else 'n/a'} | {r.get('freezes', '–')} | "
                         f"{r.get('fps', '–')} | {ttff} | {notes} |")
             for j in read_lines(os.path.join(d, f"join_{player}_{gop}.jsonl")):
                 if j.get("error"):
-                    joins.append(f"| {LABEL[player]} | {gop / 30:g} s | {j['join']} | | | | | | failed: {j['error']} |")
+                    joins.append(f"| {LABEL[player]} | {gop / 30:g} s | {j['join']} | | | | | | | failed: {j['error']} |")
                     continue
                 live = live_frame(sent, j["joinWall"])
                 shown = read_pairs(os.path.join(d, f"join_{player}_{gop}.{j['join']}.samples"), False)
                 first = shown[0][0] - sent[shown[0][1]] if shown and shown[0][1] in sent else None
                 last_t = shown[-1][0] if shown else 0
                 tail = [t - sent[n] for t, n in shown if t >= last_t - 1 and n in sent]
-                steps = (f"answer {j.get('answerMs')} ms, connected {j.get('connectedMs')} ms, "
+                steps = (f"SDP exchange {j.get('answerMs')} ms, connected at {j.get('connectedMs')} ms, "
                          f"first frame {j.get('firstFrameAfterConnectMs')} ms after"
-                         if player == "whep" else f"hls.latency {j.get('hlsLatency')} s")
+                         if webrtc else f"hls.latency {j.get('hlsLatency')} s")
+                at_live = live_after_ms(sent, shown) if webrtc else None
                 joins.append(
                     f"| {LABEL[player]} | {gop / 30:g} s | {j['join']} | "
                     f"{'–' if live is None else live % gop} | {j['firstFrameMs']} | "
                     f"{'–' if live is None or j.get('firstN') is None else j['firstN'] - live} | "
-                    f"{fmt(first)} | {fmt(statistics.median(tail) if tail else None)} | {steps} |")
+                    f"{fmt(first)} | {'n/a' if not webrtc else '–' if at_live is None else at_live} | "
+                    f"{fmt(statistics.median(tail) if tail else None)} | {steps} |")
     print("| player | keyframe interval | glass-to-glass p50 s | p95 s | of it before the browser, p50 s "
           "| freezes > 0.5 s | fps | time to first frame ms, p50 (range) | notes |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---|")
@@ -158,8 +181,8 @@ def main(argv):
     print()
     print("| player | keyframe interval | join | frames since keyframe at join | first frame ms "
           "| first frame shown − live frame at join | glass-to-glass of first frame s "
-          "| glass-to-glass, last second s | start-up |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          f"| live (< {LIVE_S} s) after ms | glass-to-glass, last second s | start-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     print("\n".join(joins))
 
 

@@ -1,22 +1,27 @@
-//! `webrtc-fanout`: a WHEP fan-out load generator. It starts `--viewers` WebRTC viewers
+//! `webrtc-fanout`: a WebRTC fan-out load generator. It starts `--viewers` WebRTC viewers
 //! of one stream from a single process (tokio, one task per viewer, started at
-//! `--ramp-per-sec`), each a str0m `Rtc` of its own as a full ICE agent (the controlling
-//! side against strom's ICE-lite) with its own UDP socket: it POSTs a recvonly offer
-//! (video, and audio unless `--no-audio`) to the WHEP endpoint (`--url`, plain HTTP/1.1
-//! over a `TcpStream`), applies the answer, connects (ICE, DTLS, SRTP) and receives
-//! everything a browser would: str0m decrypts and depacketizes every packet into frames
-//! and sends the receiver's RTCP (receiver reports, NACKs, transport-wide feedback) back,
-//! so the server does all the work a real viewer costs it. At the end every viewer
-//! DELETEs its session.
+//! `--ramp-per-sec`), each a str0m `Rtc` of its own as a full ICE agent with its own UDP
+//! socket. Against strom (WHEP, the default) a viewer POSTs a recvonly offer (video, and
+//! audio unless `--no-audio`) to the WHEP endpoint (`--url`) and applies the answer; with
+//! `--janus-mountpoint N` it watches mountpoint N of Janus's streaming plugin instead,
+//! through the Janus REST API at `--url` (create a session, attach the plugin, `watch`,
+//! the offer from the session's long poll, str0m's answer back with `start`): the peer
+//! server bench/webrtc_fanout/run.sh compares with. HTTP is plain HTTP/1.1 over a
+//! `TcpStream`, one connection per request. The viewer then connects (ICE, DTLS, SRTP)
+//! and receives everything a browser would: str0m decrypts and depacketizes every packet
+//! into frames and sends the receiver's RTCP (receiver reports, NACKs, transport-wide
+//! feedback) back, so the server does all the work a real viewer costs it. At the end
+//! every viewer ends its session (WHEP: DELETE; Janus: destroy).
 //!
 //! After `--warmup-secs` it measures for `--measure-secs`, per viewer: UDP bytes and
 //! packets, video and audio frames, video frames that were not contiguous (lost
 //! packets), and the delay of every video frame; per run: the time to first frame (from
-//! the POST to the first whole video frame, over the whole run), and with `--server-pid`
-//! the CPU time and RSS of the server's process tree (the same sampling as
-//! `rtmp-fanout`) and the datagrams the kernel dropped for a full receive buffer or
-//! found no send room for (`/proc/net/snmp`, machine-wide). It prints one JSON object whose keys match `rtmp-fanout`'s where the
-//! figure is the same, so bench/webrtc_fanout/run.sh judges both the same way.
+//! the first signaling request to the first whole video frame, over the whole run), and
+//! with `--server-pid` the CPU time and RSS of the server's process tree (the same
+//! sampling as `rtmp-fanout`) and the datagrams the kernel dropped for a full receive
+//! buffer or found no send room for (`/proc/net/snmp`, machine-wide). It prints one JSON
+//! object whose keys match `rtmp-fanout`'s where the figure is the same, so
+//! bench/webrtc_fanout/run.sh judges both the same way.
 //!
 //! Delay. For every video frame inside the window: `offset = arrival wall clock − RTP
 //! media time`; the viewer's minimum offset is subtracted (the server rebases the
@@ -38,7 +43,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use str0m::change::SdpAnswer;
+use str0m::change::{SdpAnswer, SdpOffer};
 use str0m::format::Codec;
 use str0m::media::{Direction, MediaKind};
 use str0m::net::{Protocol, Receive};
@@ -53,9 +58,13 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 #[derive(Parser, Debug)]
 #[command(about = "WHEP fan-out load generator (many str0m viewers of one stream)")]
 struct Args {
-    /// The WHEP endpoint: `http://host:port/<app>/<stream>/whep.stream`.
+    /// The WHEP endpoint (`http://host:port/<app>/<stream>/whep.stream`), or with
+    /// `--janus-mountpoint` Janus's REST base (`http://host:port/janus`).
     #[arg(long)]
     url: String,
+    /// Watch this mountpoint of Janus's streaming plugin instead of playing over WHEP.
+    #[arg(long)]
+    janus_mountpoint: Option<u64>,
     /// Number of viewers.
     #[arg(long, default_value_t = 100)]
     viewers: usize,
@@ -102,12 +111,12 @@ struct Target {
     path: String,
 }
 
-fn parse_url(url: &str) -> Result<Target> {
+fn parse_url(url: &str, janus: bool) -> Result<Target> {
     let rest = url
         .strip_prefix("http://")
         .context("the URL must start with http://")?;
     let (host, path) = rest.split_once('/').context("the URL needs a path")?;
-    if host.is_empty() || !path.ends_with("whep.stream") {
+    if host.is_empty() || !(janus || path.ends_with("whep.stream")) {
         bail!("the URL needs a host and a .../whep.stream path");
     }
     let addr = if host.contains(':') {
@@ -134,6 +143,7 @@ struct Window {
 
 #[derive(Clone, Copy)]
 struct Options {
+    janus_mountpoint: Option<u64>,
     audio: bool,
     local_ip: IpAddr,
     rcvbuf_bytes: u32,
@@ -143,9 +153,10 @@ struct Options {
 struct Stats {
     /// ICE and DTLS connected.
     connected: bool,
+    /// The signaling: the WHEP POST, or Janus's requests up to its `start`.
     post_us: Option<u64>,
     connect_us: Option<u64>,
-    /// From the POST to the first whole video frame.
+    /// From the first signaling request to the first whole video frame.
     first_frame_us: Option<u64>,
     bytes_window: u64,
     packets_window: u64,
@@ -178,12 +189,13 @@ struct HttpResponse {
     body: Vec<u8>,
 }
 
-/// One request on its own connection (`Connection: close`), the response read to EOF.
+/// One request on its own connection (`Connection: close`), the response read to EOF;
+/// `body` is `(content type, body)`.
 async fn http(
     target: &Target,
     method: &str,
     path: &str,
-    body: Option<&str>,
+    body: Option<(&str, &str)>,
 ) -> Result<HttpResponse> {
     let mut sock = TcpStream::connect(&target.addr).await.context("connect")?;
     sock.set_nodelay(true)?;
@@ -191,9 +203,9 @@ async fn http(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: webrtc-fanout\r\nConnection: close\r\n",
         target.host
     );
-    if let Some(body) = body {
+    if let Some((content_type, body)) = body {
         request.push_str(&format!(
-            "Content-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{body}",
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         ));
     } else {
@@ -219,6 +231,7 @@ fn parse_response(response: &[u8]) -> Result<HttpResponse> {
         .context("no status")?;
     let mut location = None;
     let mut length = None;
+    let mut chunked = false;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             continue;
@@ -229,11 +242,13 @@ fn parse_response(response: &[u8]) -> Result<HttpResponse> {
         } else if name.eq_ignore_ascii_case("content-length") {
             length = value.parse::<usize>().ok();
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            bail!("chunked responses are not read here");
+            chunked = value.eq_ignore_ascii_case("chunked");
         }
     }
     let mut body = response[split + 4..].to_vec();
-    if let Some(length) = length {
+    if chunked {
+        body = dechunk(&body)?;
+    } else if let Some(length) = length {
         body.truncate(length);
     }
     Ok(HttpResponse {
@@ -241,6 +256,26 @@ fn parse_response(response: &[u8]) -> Result<HttpResponse> {
         location,
         body,
     })
+}
+
+/// A chunked body (RFC 9112, 7.1) as one piece; trailers are ignored.
+fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .context("chunk size line")?;
+        let size_text = std::str::from_utf8(&rest[..line_end]).context("chunk size")?;
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16).context("chunk size")?;
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            return Ok(body);
+        }
+        body.extend_from_slice(rest.get(..size).context("short chunk")?);
+        rest = rest.get(size + 2..).context("short chunk")?;
+    }
 }
 
 /// SO_RCVBUF (SO_RCVBUFFORCE when allowed: root may go past `net.core.rmem_max`).
@@ -284,12 +319,80 @@ async fn viewer(target: Arc<Target>, at: Instant, window: Window, options: Optio
                 .map_or("/".to_string(), |i| rest[i..].to_string()),
             None => location,
         };
-        stats.deleted = matches!(
-            http(&target, "DELETE", &path, None).await,
-            Ok(HttpResponse { status: 200, .. })
-        );
+        stats.deleted = match options.janus_mountpoint {
+            None => matches!(
+                http(&target, "DELETE", &path, None).await,
+                Ok(HttpResponse { status: 200, .. })
+            ),
+            Some(_) => janus(&target, &path, json!({"janus": "destroy"}))
+                .await
+                .is_ok(),
+        };
     }
     stats
+}
+
+/// A Janus REST request; its JSON reply, an error for `"janus": "error"`.
+async fn janus(
+    target: &Target,
+    path: &str,
+    mut body: serde_json::Value,
+) -> Result<serde_json::Value> {
+    body["transaction"] = json!("t");
+    let response = http(
+        target,
+        "POST",
+        path,
+        Some(("application/json", &body.to_string())),
+    )
+    .await?;
+    let reply: serde_json::Value = serde_json::from_slice(&response.body).context("Janus reply")?;
+    if reply["janus"] == "error" {
+        bail!("Janus: {}", reply["error"]);
+    }
+    Ok(reply)
+}
+
+/// Watches `mountpoint` of Janus's streaming plugin: a session and a plugin handle, the
+/// plugin's offer from the session's long poll, `rtc`'s answer back with `start`.
+/// Returns the session's path (to destroy it at the end).
+async fn janus_watch(target: &Target, mountpoint: u64, rtc: &mut Rtc) -> Result<String> {
+    let created = janus(target, &target.path, json!({"janus": "create"})).await?;
+    let session = format!("{}/{}", target.path, created["data"]["id"]);
+    let attached = janus(
+        target,
+        &session,
+        json!({"janus": "attach", "plugin": "janus.plugin.streaming"}),
+    )
+    .await?;
+    let handle = format!("{session}/{}", attached["data"]["id"]);
+    janus(
+        target,
+        &handle,
+        json!({"janus": "message", "body": {"request": "watch", "id": mountpoint}}),
+    )
+    .await?;
+    let offer = loop {
+        let response = http(target, "GET", &format!("{session}?maxev=5"), None).await?;
+        let events: serde_json::Value =
+            serde_json::from_slice(&response.body).context("Janus event")?;
+        let events = match events {
+            serde_json::Value::Array(events) => events,
+            event => vec![event],
+        };
+        if let Some(sdp) = events.iter().find_map(|e| e["jsep"]["sdp"].as_str()) {
+            break SdpOffer::from_sdp_string(sdp).context("Janus offer")?;
+        }
+    };
+    let answer = rtc.sdp_api().accept_offer(offer).context("Janus offer")?;
+    janus(
+        target,
+        &handle,
+        json!({"janus": "message", "body": {"request": "start"},
+               "jsep": {"type": "answer", "sdp": answer.to_sdp_string()}}),
+    )
+    .await?;
+    Ok(session)
 }
 
 async fn play(
@@ -306,31 +409,17 @@ async fn play(
     let local = socket.local_addr()?;
     let mut rtc = Rtc::builder().build(std::time::Instant::now());
     rtc.add_local_candidate(Candidate::host(local, "udp").context("candidate")?);
-    let mut api = rtc.sdp_api();
-    api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
-    if options.audio {
-        api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
-    }
-    let (offer, pending) = api.apply().context("no offer")?;
     let posted = Instant::now();
-    let response = http(target, "POST", &target.path, Some(&offer.to_sdp_string()))
-        .await
-        .context("POST")?;
-    stats.post_us = Some(micros(posted.elapsed()));
-    if response.status != 201 {
-        let body = String::from_utf8_lossy(&response.body);
-        bail!(
-            "POST: {} {}",
-            response.status,
-            body.chars().take(100).collect::<String>()
+    if let Some(mountpoint) = options.janus_mountpoint {
+        *location = Some(
+            janus_watch(target, mountpoint, &mut rtc)
+                .await
+                .context("Janus")?,
         );
+        stats.post_us = Some(micros(posted.elapsed()));
+    } else {
+        whep(target, options, &mut rtc, stats, location).await?;
     }
-    *location = response.location;
-    let answer = std::str::from_utf8(&response.body).context("answer")?;
-    let answer = SdpAnswer::from_sdp_string(answer).context("answer")?;
-    rtc.sdp_api()
-        .accept_answer(pending, answer)
-        .context("answer")?;
 
     let mut buf = vec![0u8; 2048];
     let timer = tokio::time::sleep_until(Instant::now());
@@ -370,6 +459,48 @@ async fn play(
             }
         }
     }
+}
+
+/// The WHEP offer and answer: a recvonly offer POSTed, the answer applied.
+async fn whep(
+    target: &Target,
+    options: Options,
+    rtc: &mut Rtc,
+    stats: &mut Stats,
+    location: &mut Option<String>,
+) -> Result<()> {
+    let mut api = rtc.sdp_api();
+    api.add_media(MediaKind::Video, Direction::RecvOnly, None, None, None);
+    if options.audio {
+        api.add_media(MediaKind::Audio, Direction::RecvOnly, None, None, None);
+    }
+    let (offer, pending) = api.apply().context("no offer")?;
+    let posted = Instant::now();
+    let sdp = offer.to_sdp_string();
+    let response = http(
+        target,
+        "POST",
+        &target.path,
+        Some(("application/sdp", &sdp)),
+    )
+    .await
+    .context("POST")?;
+    stats.post_us = Some(micros(posted.elapsed()));
+    if response.status != 201 {
+        let body = String::from_utf8_lossy(&response.body);
+        bail!(
+            "POST: {} {}",
+            response.status,
+            body.chars().take(100).collect::<String>()
+        );
+    }
+    *location = response.location;
+    let answer = std::str::from_utf8(&response.body).context("answer")?;
+    let answer = SdpAnswer::from_sdp_string(answer).context("answer")?;
+    rtc.sdp_api()
+        .accept_answer(pending, answer)
+        .context("answer")?;
+    Ok(())
 }
 
 /// Counts one str0m event; `true` when the session is over.
@@ -439,7 +570,7 @@ fn median(mut values: Vec<u64>) -> u64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    let target = Arc::new(parse_url(&args.url)?);
+    let target = Arc::new(parse_url(&args.url, args.janus_mountpoint.is_some())?);
     if args.viewers == 0 || args.ramp_per_sec <= 0.0 || args.measure_secs == 0 {
         bail!("--viewers, --ramp-per-sec and --measure-secs must be positive");
     }
@@ -448,6 +579,7 @@ async fn main() -> Result<()> {
     let softirq_pid = args.ksoftirqd_core.and_then(ksoftirqd_pid);
     let softirq_ticks = || softirq_pid.and_then(proc_stat).map_or(0, |(_, t)| t);
     let options = Options {
+        janus_mountpoint: args.janus_mountpoint,
         audio: !args.no_audio,
         local_ip: args.local_ip,
         rcvbuf_bytes: args.rcvbuf_bytes,
@@ -604,7 +736,7 @@ mod tests {
 
     #[test]
     fn urls() {
-        let t = parse_url("http://127.0.0.1:18481/live/bench/whep.stream").unwrap();
+        let t = parse_url("http://127.0.0.1:18481/live/bench/whep.stream", false).unwrap();
         assert_eq!(
             (t.addr.as_str(), t.host.as_str(), t.path.as_str()),
             (
@@ -614,7 +746,9 @@ mod tests {
             )
         );
         assert_eq!(
-            parse_url("http://localhost/a/b/whep.stream").unwrap().addr,
+            parse_url("http://localhost/a/b/whep.stream", false)
+                .unwrap()
+                .addr,
             "localhost:80"
         );
         for bad in [
@@ -622,8 +756,12 @@ mod tests {
             "http://h/a/b/playlist.m3u8",
             "http:///a/b/whep.stream",
         ] {
-            assert!(parse_url(bad).is_err(), "{bad}");
+            assert!(parse_url(bad, false).is_err(), "{bad}");
         }
+        assert_eq!(
+            parse_url("http://127.0.0.1:8088/janus", true).unwrap().path,
+            "/janus"
+        );
     }
 
     #[test]
@@ -636,8 +774,13 @@ mod tests {
         assert_eq!(r.location.as_deref(), Some("/live/b/whep.stream/1-ab"));
         assert_eq!(r.body, b"v=0");
         assert!(parse_response(b"HTTP/1.1 200 OK\r\n").is_err());
+        let chunked = parse_response(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3;x=y\r\n:1}\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(chunked.body, b"{\"a\":1}");
         assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n9\r\nab")
                 .is_err()
         );
     }
