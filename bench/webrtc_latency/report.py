@@ -118,7 +118,7 @@ def webrtc_notes(line):
         notes.append(f"{video.get('lost')} packets lost, {video.get('framesDropped')} frames dropped, "
                      f"{video.get('freezes')} freezes (Chrome's count)")
     if audio and audio.get("packets"):
-        notes.append(f"audio {audio.get('codec')}: {audio.get('packets')} packets")
+        notes.append(f"audio {(audio.get('codec') or '?').split('/')[-1]}: {audio.get('packets')} packets")
     else:
         notes.append("no audio")
     return "; ".join(notes)
