@@ -18,6 +18,7 @@
 
 use crate::edge_demand::EdgeDemand;
 use crate::icecast::Titles;
+use crate::json_error::error;
 use crate::packaging::Packaging;
 use crate::prefixed::Prefixed;
 use crate::source::Sources;
@@ -262,26 +263,6 @@ struct Context {
 }
 
 const PLAYLIST_TYPE: &str = "application/vnd.apple.mpegurl";
-
-pub(crate) fn error(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
-    let body = Bytes::from(format!(
-        "{{\"status\":\"{}\",\"error\":\"{text}\"}}",
-        status
-            .canonical_reason()
-            .unwrap_or("Error")
-            .replace(' ', "")
-    ));
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
-}
 
 /// `bytes=a-b`, `bytes=a-`, `bytes=-n` for a body of `len` bytes; `None` when the range
 /// cannot be satisfied.

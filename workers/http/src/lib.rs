@@ -12,6 +12,7 @@ mod edge_demand;
 mod http;
 mod icecast;
 mod icecast_push;
+mod json_error;
 mod media_clock;
 mod packaging;
 mod part_cutter;

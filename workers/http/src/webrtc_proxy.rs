@@ -6,7 +6,7 @@
 //! CORS headers browser pages on other origins need (`Location` exposed: WHEP/WHIP
 //! clients read the session URL from it).
 
-use crate::http::error;
+use crate::json_error::error;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;

@@ -11,6 +11,8 @@
 //! ([`publish`], Opus transcoded to AAC) like any other producer's.
 
 pub mod audio;
+#[doc(hidden)]
+pub mod endpoint;
 mod feed;
 mod ice_tcp;
 mod ice_udp;

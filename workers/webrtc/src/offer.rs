@@ -2,12 +2,12 @@
 //! (the same checks every protocol gets), the session's limits, the answer with this
 //! server's ICE candidates, and ending a session by its resource.
 
+use crate::endpoint::Target;
 use crate::feed::Tracks;
 use crate::publish::Publisher;
 use crate::routing::INBOX_PACKETS;
 use crate::session::{Role, Session};
 use crate::shared::{Resource, Shared};
-use crate::signaling::Target;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -275,9 +275,9 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     let ufrag = rtc.direct_api().local_ice_credentials().ufrag;
     let resource = format!("{id}-{}", hex::encode(rand::random::<[u8; 16]>()));
     let file = if target.publish {
-        crate::signaling::WHIP
+        crate::endpoint::WHIP
     } else {
-        crate::signaling::WHEP
+        crate::endpoint::WHEP
     };
     let location = format!("/{}/{}/{file}/{resource}", key.app, key.stream);
     let entry = Arc::new(PlayerEntry {

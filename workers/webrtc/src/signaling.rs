@@ -14,6 +14,7 @@
 //! - `DELETE <resource>`: `200`, the session ends.
 //! - `OPTIONS`: `204` with `Accept-Post: application/sdp`.
 
+use crate::endpoint::{Target, target};
 use crate::offer::{self, OfferError, Request as OfferRequest};
 use crate::shared::Shared;
 use bytes::Bytes;
@@ -27,13 +28,9 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use strom_stream::StreamKey;
 use tokio::net::UnixListener;
 use tokio_util::sync::CancellationToken;
 
-/// The file names that mark a WHEP and a WHIP endpoint.
-pub const WHEP: &str = "whep.stream";
-pub const WHIP: &str = "whip.stream";
 /// A request must be complete this soon (the packager sends it at once).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -70,36 +67,6 @@ pub fn start(path: &Path, shared: Arc<Shared>, stop: CancellationToken) -> Resul
         }
     });
     Ok(())
-}
-
-/// Which endpoint a path names.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Target {
-    pub key: StreamKey,
-    pub publish: bool,
-    /// The session resource (`.../whep.stream/<resource>`), if the path names one.
-    pub resource: Option<String>,
-}
-
-/// `/<app>/<stream>/whep.stream[/<resource>]` or the same with `whip.stream`.
-pub fn target(path: &str) -> Option<Target> {
-    let mut parts = path.strip_prefix('/')?.split('/');
-    let (app, stream, file) = (parts.next()?, parts.next()?, parts.next()?);
-    let resource = parts.next().map(str::to_owned);
-    if parts.next().is_some() || resource.as_deref() == Some("") {
-        return None;
-    }
-    let publish = match file {
-        WHEP => false,
-        WHIP => true,
-        _ => return None,
-    };
-    strom_ipc::names::check_pair(app, stream).ok()?;
-    Some(Target {
-        key: StreamKey::new(app, stream),
-        publish,
-        resource,
-    })
 }
 
 fn json_error(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
@@ -330,23 +297,6 @@ async fn patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints_and_resources_are_told_apart() {
-        let whep = target("/live/cam/whep.stream").unwrap();
-        assert_eq!(
-            (whep.key.to_string(), whep.publish, whep.resource),
-            ("live/cam".to_owned(), false, None)
-        );
-        let whip = target("/live/cam/whip.stream/12-abcd").unwrap();
-        assert!(whip.publish);
-        assert_eq!(whip.resource.as_deref(), Some("12-abcd"));
-        assert!(target("/live/cam/playlist.m3u8").is_none());
-        assert!(target("/live/cam/whep.stream/").is_none());
-        assert!(target("/live/cam/whep.stream/a/b").is_none());
-        assert!(target("/live/../whep.stream").is_none());
-        assert!(target("live/cam/whep.stream").is_none());
-    }
 
     #[test]
     fn error_bodies_are_json_with_the_message_escaped() {
