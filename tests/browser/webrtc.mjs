@@ -6,10 +6,11 @@
 // the end. A failed POST prints ok=false with the error.
 //
 //   node tests/browser/webrtc.mjs <page URL> whep <WHEP URL> <seconds>
-//   node tests/browser/webrtc.mjs <page URL> whip <WHIP URL> <seconds> [bearer token]
+//   node tests/browser/webrtc.mjs <page URL> whip <WHIP URL> <seconds> [bearer token] [vanish]
+// With `vanish` the browser closes at the end without DELETE: a peer that went away.
 import { launch } from './chromium.mjs';
 
-const [pageUrl, mode, endpoint, secondsText, token] = process.argv.slice(2);
+const [pageUrl, mode, endpoint, secondsText, token, ending] = process.argv.slice(2);
 if (!pageUrl || !['whep', 'whip'].includes(mode) || !endpoint || !secondsText) {
   console.error('usage: node webrtc.mjs <page URL> whep|whip <endpoint> <seconds> [token]');
   process.exit(2);
@@ -39,7 +40,7 @@ try {
     const first = await page.evaluate(() => window.report());
     await page.waitForTimeout(Math.max(0, seconds * 1000 - 1000));
     const last = await page.evaluate(() => window.report());
-    const deleteStatus = await page.evaluate(() => window.end());
+    const deleteStatus = ending === 'vanish' ? null : await page.evaluate(() => window.end());
     const postStatus = await page.evaluate(() => window.state.postStatus);
     result = { ok: true, resource, postStatus, deleteStatus, first, last };
   }

@@ -55,6 +55,10 @@ fn hostile_webrtc_clients_leave_the_worker_serving() {
     let (status, answer) = post(&whep, "application/sdp", "v=0\r\nthis is not sdp\r\n");
     assert_eq!(status, 400, "a malformed offer: {answer}");
     assert!(answer.contains("bad offer"), "{answer}");
+    assert!(
+        !answer.contains("PointerOffset") && !answer.contains("0x"),
+        "the parser's detail (addresses of the server's memory) stays in the log: {answer}"
+    );
     let (status, answer) = post(&whep, "text/plain", CHROMIUM_OFFER);
     assert_eq!(status, 415, "not application/sdp: {answer}");
     let (status, answer) = post(&whep, "application/sdp", &"a".repeat(64 * 1024));
@@ -176,4 +180,313 @@ fn hostile_webrtc_clients_leave_the_worker_serving() {
             >= 30,
         "a real viewer still plays: {result}"
     );
+}
+
+/// Rules with WebRTC on the loopback ICE port `ice`, `limits` as given (JSON members).
+fn webrtc_rules(server: &Server, ice: u16, apps: &str, limits: &str) -> String {
+    format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]{apps}}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
+ "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}], "limits": {{{limits}}}}}}}"#,
+        server.ports.rtmp
+    )
+}
+
+/// A STUN binding request whose USERNAME is `username`, framed for ICE-TCP (RFC 4571):
+/// what a peer sends first on a connection. Its integrity is not valid, which only the
+/// session (not the routing of the connection) checks.
+fn framed_binding_request(username: &str) -> Vec<u8> {
+    let padded = username.len().div_ceil(4) * 4;
+    let mut message = vec![0x00, 0x01];
+    message.extend_from_slice(&((4 + padded) as u16).to_be_bytes());
+    message.extend_from_slice(&[0x21, 0x12, 0xa4, 0x42]);
+    message.extend_from_slice(&[7; 12]);
+    message.extend_from_slice(&6u16.to_be_bytes());
+    message.extend_from_slice(&(username.len() as u16).to_be_bytes());
+    message.extend_from_slice(username.as_bytes());
+    message.resize(20 + 4 + padded, 0);
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&message);
+    framed
+}
+
+/// The value of the first `a=<attribute>:` line of an SDP.
+fn sdp_attribute(sdp: &str, attribute: &str) -> String {
+    let prefix = format!("a={attribute}:");
+    sdp.lines()
+        .find_map(|line| line.trim().strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {sdp}"))
+        .to_owned()
+}
+
+/// The `Location` header of a `curl -i` answer.
+fn location(answer: &str) -> String {
+    answer
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Location in {answer}"))
+}
+
+/// Whether the server has closed `tcp` (end of stream or reset); reads what it sends.
+fn closed_by_server(tcp: &mut TcpStream) -> bool {
+    use std::io::Read;
+    tcp.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut buffer = [0u8; 2048];
+    loop {
+        match tcp.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+fn count_closed(connections: &mut [TcpStream]) -> usize {
+    connections
+        .iter_mut()
+        .map(closed_by_server)
+        .filter(|&closed| closed)
+        .count()
+}
+
+fn webrtc_session_ids(server: &Server) -> Vec<u64> {
+    let (_, sessions) = server.get("/manage/sessions");
+    sessions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["type"] == "WebRTC")
+        .filter_map(|s| s["id"].as_u64())
+        .collect()
+}
+
+/// One offer, then 30 ICE-TCP connections naming its ufrag from one address: the address
+/// holds 8 (its cap at `max_sessions_per_ip` 2) and the session 4 of them; those go idle
+/// and are closed while the session lives, and new ones end with the session.
+#[test]
+fn ice_tcp_connections_are_capped_and_end_idle_or_with_their_session() {
+    let server = Server::start("");
+    server.wait_ready();
+    let ice = free_port();
+    server.apply_rules(&webrtc_rules(
+        &server,
+        ice,
+        "",
+        r#""max_sessions_per_ip": 2, "connect_timeout_secs": 120"#,
+    ));
+    // A WHIP offer needs no live stream; Chromium's recvonly offer is answered all the same.
+    let whip = format!(
+        "http://127.0.0.1:{}/live/tcp/whip.stream",
+        server.ports.http
+    );
+    let (status, answer) = post(&whip, "application/sdp", CHROMIUM_OFFER);
+    assert_eq!(status, 201, "{answer}");
+    let username = format!(
+        "{}:{}",
+        sdp_attribute(&answer, "ice-ufrag"),
+        sdp_attribute(CHROMIUM_OFFER, "ice-ufrag")
+    );
+    let request = framed_binding_request(&username);
+    let mut connections: Vec<TcpStream> = (0..30)
+        .map(|_| {
+            let mut tcp = TcpStream::connect(("127.0.0.1", ice)).unwrap();
+            let _ = tcp.write_all(&request);
+            tcp
+        })
+        .collect();
+    // 22 over the address's cap and 4 over the session's are closed; 4 stay.
+    wait_for(
+        Duration::from_secs(30),
+        "connections over the caps closed",
+        || (count_closed(&mut connections) == 26).then_some(()),
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "{} of 30 closed, 26 expected; log:\n{}",
+            count_closed(&mut connections),
+            server.log()
+        )
+    });
+    // Idle (one binding request, then nothing): closed while the session is still open.
+    wait_for(Duration::from_secs(60), "idle connections closed", || {
+        (count_closed(&mut connections) == 30).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "idle ICE-TCP connections stayed open ({} of 30 closed)",
+            count_closed(&mut connections)
+        )
+    });
+    assert_eq!(
+        webrtc_session_ids(&server).len(),
+        1,
+        "the session itself is still open"
+    );
+
+    // Fresh connections of the session end when it does.
+    let mut fresh: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut tcp = TcpStream::connect(("127.0.0.1", ice)).unwrap();
+            let _ = tcp.write_all(&request);
+            tcp
+        })
+        .collect();
+    let resource = location(&answer);
+    let (status, _) = curl_raw(&[
+        "-X",
+        "DELETE",
+        &format!("http://127.0.0.1:{}{resource}", server.ports.http),
+    ]);
+    assert_eq!(status, 200, "DELETE of the session");
+    wait_for(
+        Duration::from_secs(30),
+        "connections closed with the session",
+        || (count_closed(&mut fresh) == 2).then_some(()),
+    )
+    .unwrap_or_else(|| panic!("ICE-TCP connections outlived their session"));
+    assert!(webrtc_session_ids(&server).is_empty());
+}
+
+/// Offers sent before a stream goes live wait for it holding their places: with
+/// `max_sessions_per_ip` 2, four of six concurrent offers are refused at once.
+#[test]
+fn offers_waiting_for_their_stream_count_against_the_limits() {
+    let server = Server::start("");
+    server.wait_ready();
+    let ice = free_port();
+    server.apply_rules(&webrtc_rules(
+        &server,
+        ice,
+        "",
+        r#""max_sessions_per_ip": 2, "connect_timeout_secs": 30"#,
+    ));
+    let whep = format!(
+        "http://127.0.0.1:{}/live/later/whep.stream",
+        server.ports.http
+    );
+    let offers: Vec<_> = (0..6)
+        .map(|_| {
+            let whep = whep.clone();
+            std::thread::spawn(move || post(&whep, "application/sdp", CHROMIUM_OFFER).0)
+        })
+        .collect();
+    // The stream goes live while the offers wait (up to 8 s) for it.
+    let _publisher = publish(&rtmp_url(&server, "live/later"));
+    let statuses: Vec<u16> = offers.into_iter().map(|o| o.join().unwrap()).collect();
+    let refused = statuses.iter().filter(|&&s| s == 503).count();
+    let answered = statuses.iter().filter(|&&s| s == 201).count();
+    eprintln!("offers answered {statuses:?}");
+    assert_eq!(
+        refused,
+        4,
+        "all but max_sessions_per_ip refused: {statuses:?}\n{}",
+        server.log()
+    );
+    assert!(answered <= 2, "{statuses:?}");
+    assert!(webrtc_session_ids(&server).len() <= 2);
+}
+
+/// WHIP Bearer logins share the source-login throttle: after 10 wrong guesses the
+/// right login is refused too, and the refusals are not one log line each.
+#[test]
+fn whip_password_guessing_is_throttled() {
+    let server = Server::start("");
+    server.wait_ready();
+    let ice = free_port();
+    server.apply_rules(&webrtc_rules(
+        &server,
+        ice,
+        r#", "apps": [{"app": "live", "login": "pub", "password": "s3cret"}]"#,
+        "",
+    ));
+    let whip = format!(
+        "http://127.0.0.1:{}/live/guess/whip.stream",
+        server.ports.http
+    );
+    let offer = |token: &str| {
+        curl_raw(&[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/sdp",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            "--data-binary",
+            CHROMIUM_OFFER,
+            &whip,
+        ])
+        .0
+    };
+    for guess in 0..12 {
+        assert_eq!(offer(&format!("pub:guess{guess}")), 401);
+    }
+    assert_eq!(
+        offer("pub:s3cret"),
+        401,
+        "the right password from a locked-out address is refused unchecked"
+    );
+    let log = server.log();
+    assert!(
+        log.contains("too many failed logins"),
+        "the lockout is logged: {log}"
+    );
+    let refusal_lines = log.matches("whip publish refused").count();
+    assert!(
+        refusal_lines < 13,
+        "refusals are rate-limited ({refusal_lines} lines for 13)"
+    );
+    // Another stream's publisher from elsewhere is not affected: the lockout is per
+    // address, and this one is the only one the test has; the session table is empty.
+    assert!(webrtc_session_ids(&server).is_empty());
+}
+
+/// A WHIP publisher whose browser goes away without DELETE loses its stream and its
+/// session, so the name can be published again.
+#[test]
+fn a_whip_publisher_that_vanishes_loses_its_name() {
+    require_browser(&[]);
+    let server = Server::start("");
+    server.wait_ready();
+    let ice = free_port();
+    server.apply_rules(&webrtc_rules(&server, ice, "", ""));
+    let whip = format!(
+        "http://127.0.0.1:{}/live/gone/whip.stream",
+        server.ports.http
+    );
+    let page = webrtc_page();
+    let result = run_script("webrtc.mjs", &[&page, "whip", &whip, "4", "", "vanish"], 60)
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["postStatus"], 201, "{result}");
+    assert!(result["deleteStatus"].is_null(), "no DELETE was sent");
+    wait_for(
+        Duration::from_secs(60),
+        "the vanished publisher dropped",
+        || {
+            (!common::media::is_live(&server, "live", "gone")
+                && webrtc_session_ids(&server).is_empty())
+            .then_some(())
+        },
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "the vanished WHIP publisher still holds its name; log:\n{}",
+            server.log()
+        )
+    });
+    let (status, answer) = post(&whip, "application/sdp", CHROMIUM_OFFER);
+    assert_eq!(status, 201, "the name is free again: {answer}");
 }

@@ -1,13 +1,17 @@
 //! ICE-TCP (RFC 6544, passive candidates) for networks that block UDP: each accepted
 //! connection carries one peer's STUN, DTLS and SRTP framed by a 16-bit length (RFC
 //! 4571). The first packet must be a binding request for a live session, which then
-//! owns the connection; its writer is a bounded queue of whole packets.
+//! owns the connection; its writer is a bounded queue of whole packets. A connection
+//! ends with its session, after [`IDLE_TIMEOUT`] without a packet, and a session or a
+//! client address holds only a few ([`MAX_TCP_PER_SESSION`], [`per_address_cap`]): an
+//! anonymous client cannot pin down the worker's connection budget.
 
-use crate::routing::{Inbound, ReplyPath, Routes};
+use crate::routing::{Inbound, MAX_TCP_PER_SESSION, ReplyPath, Routes, TcpRefusal};
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use strom_ipc::webrtc_rules::WebRtcLimits;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -17,9 +21,22 @@ use tokio_util::sync::CancellationToken;
 /// loses packets (NACK and the next keyframe recover), the session never waits.
 const WRITE_QUEUE_PACKETS: usize = 512;
 /// The first packet (a binding request) must arrive this soon after the connection.
-const FIRST_PACKET_TIMEOUT: Duration = Duration::from_secs(10);
+const FIRST_PACKET_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that carries nothing this long is closed: a live peer sends a consent
+/// check every 5 s or so (RFC 7675) and RTCP more often.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+/// ICE-TCP connections one client address may hold at least, whatever
+/// `max_sessions_per_ip` says (a viewer tries a few candidate pairs).
+const MIN_PER_ADDRESS: u32 = 8;
 
-/// Serves one accepted ICE-TCP connection until either side ends it.
+/// ICE-TCP connections one client address may hold: one per session it may open, and
+/// never fewer than [`MIN_PER_ADDRESS`].
+pub fn per_address_cap(limits: &WebRtcLimits) -> u32 {
+    limits.max_sessions_per_ip.max(MIN_PER_ADDRESS)
+}
+
+/// Serves one accepted ICE-TCP connection until either side ends it, its session ends,
+/// or it goes idle.
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -43,39 +60,50 @@ pub async fn serve(
         }
     };
     let read = async {
-        let mut first = true;
-        let mut inbox = None;
-        loop {
-            let packet = if first {
-                tokio::time::timeout(FIRST_PACKET_TIMEOUT, read_packet(&mut reader))
-                    .await
-                    .ok()
-                    .flatten()
-            } else {
-                read_packet(&mut reader).await
-            };
-            let Some(data) = packet else {
-                return;
-            };
-            first = false;
-            if inbox.is_none() {
-                inbox = routes.route(true, peer, &data);
-            }
-            let Some(target) = &inbox else {
+        let first = tokio::time::timeout(FIRST_PACKET_TIMEOUT, read_packet(&mut reader))
+            .await
+            .ok()
+            .flatten();
+        let Some(first) = first else {
+            return;
+        };
+        let (target, _place) = match routes.route_tcp(peer, &first) {
+            Ok(found) => found,
+            Err(TcpRefusal::NoSession) => {
                 tracing::debug!(%peer, "ice-tcp connection for no session closed");
                 return;
-            };
+            }
+            Err(TcpRefusal::SessionFull) => {
+                strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); %peer, max = MAX_TCP_PER_SESSION, "ice-tcp connection refused: its session holds the most it may");
+                return;
+            }
+        };
+        let mut packet = first;
+        loop {
             let inbound = Inbound {
                 tcp: true,
                 source: peer,
                 local_port,
-                data,
+                data: packet,
                 reply: ReplyPath::Tcp(queue.clone()),
             };
             if target.is_closed() {
                 return;
             }
             let _ = target.try_send(inbound);
+            let next = tokio::select! {
+                // The session ended: its connections go with it.
+                () = target.closed() => return,
+                next = tokio::time::timeout(IDLE_TIMEOUT, read_packet(&mut reader)) => next,
+            };
+            match next {
+                Ok(Some(data)) => packet = data,
+                Ok(None) => return,
+                Err(_) => {
+                    tracing::debug!(%peer, "idle ice-tcp connection closed");
+                    return;
+                }
+            }
         }
     };
     tokio::select! {

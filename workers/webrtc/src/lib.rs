@@ -10,6 +10,7 @@
 //! transcoded to Opus once per stream, [`audio`]), a publisher's media goes into the hub
 //! ([`publish`], Opus transcoded to AAC) like any other producer's.
 
+mod admission;
 pub mod audio;
 #[doc(hidden)]
 pub mod endpoint;

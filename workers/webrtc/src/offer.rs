@@ -2,6 +2,7 @@
 //! (the same checks every protocol gets), the session's limits, the answer with this
 //! server's ICE candidates, and ending a session by its resource.
 
+use crate::admission::Full;
 use crate::endpoint::Target;
 use crate::feed::Tracks;
 use crate::publish::Publisher;
@@ -18,6 +19,7 @@ use str0m::{Candidate, Rtc};
 use strom_stream::session_table::PlayerEntry;
 use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal};
 use strom_worker_runtime::clock::unix_now;
+use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use strom_worker_runtime::play_signature::{from_query, percent_decode};
 use strom_worker_runtime::sync::locked;
 use tokio::sync::mpsc;
@@ -151,42 +153,48 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         ));
     }
     let limits = settings.limits;
-    if shared.sessions.len() >= limits.max_sessions as usize {
-        tracing::warn!(peer = %request.peer, max = limits.max_sessions, "webrtc session refused: max_sessions");
-        return Err(OfferError::Limit("too many webrtc sessions".to_owned()));
-    }
-    if shared.sessions.from_ip(&request.peer.to_string()) >= limits.max_sessions_per_ip as usize {
-        tracing::warn!(peer = %request.peer, max = limits.max_sessions_per_ip, "webrtc session refused: max_sessions_per_ip");
-        return Err(OfferError::Limit(
-            "too many webrtc sessions from this address".to_owned(),
-        ));
-    }
     let key = target.key.clone();
-    let publish_sign = || {
-        request
-            .query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("publishsign="))
-            .map(percent_decode)
-    };
+    let peer = request.peer;
     let id = shared.ids.next_id();
-    let (role, control_id, ppv_id, tracks) = if target.publish {
-        let access = Access::new(Protocol::WebRtc, key.clone(), request.peer)
-            .with_credentials(bearer(
-                request.authorization,
-                shared
-                    .gate
-                    .publisher_login(&key.app)
-                    .map(|(login, _)| login),
-            ))
-            .with_signature(publish_sign());
-        let admission = shared.gate.admit_publisher(&access).inspect_err(|refusal| {
-            tracing::warn!(stream = %key, peer = %request.peer, %refusal, "whip publish refused");
-        })?;
+    let (place, role, control_id, tracks) = if target.publish {
+        let place = shared
+            .admissions
+            .take(&limits, peer, |_| Ok::<_, OfferError>(None))
+            .map_err(|full| refused_place(full, peer))?;
+        let credentials = bearer(
+            request.authorization,
+            shared
+                .gate
+                .publisher_login(&key.app)
+                .map(|(login, _)| login),
+        );
+        let presented = credentials != Credentials::None;
+        // An address that guessed wrong too often is answered as if wrong, unchecked: the
+        // same throttle as every other source login of this worker.
+        if presented && !SOURCE_LOGINS.allows(peer) {
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); stream = %key, %peer, "whip publish refused: too many failed logins from this address");
+            return Err(Refusal::BadAuth.into());
+        }
+        let access = Access::new(Protocol::WebRtc, key.clone(), peer)
+            .with_credentials(credentials)
+            .with_signature(publish_sign(request.query));
+        let admission = match shared.gate.admit_publisher(&access) {
+            Ok(admission) => admission,
+            Err(refusal) => {
+                if presented && refusal == Refusal::BadAuth && SOURCE_LOGINS.failed(peer) {
+                    strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %peer, "whip logins from this address refused for a while: too many failures");
+                }
+                strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); stream = %key, %peer, %refusal, "whip publish refused");
+                return Err(refusal.into());
+            }
+        };
+        if presented {
+            SOURCE_LOGINS.succeeded(peer);
+        }
         let info = PublisherInfo {
             session_id: id,
             protocol: "WEBRTC",
-            ip: request.peer.to_string(),
+            ip: peer.to_string(),
             publish_time: unix_now(),
             query: request.query.to_owned(),
             source_url: None,
@@ -197,24 +205,36 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             .gate
             .claim(&access, admission.control_id.as_deref(), info)?;
         (
+            place,
             Role::Publish(Box::new(Publisher::new(publishing))),
             admission.control_id,
             None,
-            None,
         )
     } else {
-        let access = Access::new(Protocol::WebRtc, key.clone(), request.peer)
+        let access = Access::new(Protocol::WebRtc, key.clone(), peer)
             .with_signature(from_query(request.query));
-        let reading = shared
-            .gate
-            .admit_reader(&access, |ppv| shared.sessions.ppv_sessions(ppv))?;
+        // The gate's decision and the session's place are taken in one step, before the
+        // wait for the stream, so offers sent before it goes live count too.
+        let place = shared
+            .admissions
+            .take(&limits, peer, |held| {
+                shared
+                    .gate
+                    .admit_reader(&access, |ppv| held(ppv))
+                    .map(|reading| reading.ppv_id)
+            })
+            .map_err(|full| match full {
+                Ok(full) => refused_place(Ok(full), peer),
+                Err(refusal) => OfferError::from(refusal),
+            })?;
         let feed = shared.feeds.get(&key);
         let Some(tracks) = feed.started(STREAM_WAIT).await else {
-            tracing::info!(stream = %key, peer = %request.peer, "whep: no such live stream");
+            tracing::info!(stream = %key, %peer, "whep: no such live stream");
             return Err(OfferError::NotFound(format!("{key} is not live")));
         };
-        (Role::Play(feed), None, reading.ppv_id, Some(tracks))
+        (place, Role::Play(feed), None, Some(tracks))
     };
+    let ppv_id = place.ppv_id().map(str::to_owned);
     let mut rtc = Rtc::builder()
         .set_ice_lite(true)
         .clear_codecs()
@@ -246,18 +266,26 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             "no ICE address to offer (set WebRtcSettings.public_addresses)".to_owned(),
         ));
     }
+    // The parser's own messages are for the log only: they can carry addresses of this
+    // process's memory (`PointerOffset(0x7f..)`).
     let offer = match SdpOffer::from_sdp_string(request.sdp) {
         Ok(offer) => offer,
         Err(error) => {
             finish_refused(&role);
-            return Err(OfferError::BadOffer(error.to_string()));
+            strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); stream = %key, %peer, %error, "webrtc offer not parsed");
+            return Err(OfferError::BadOffer(
+                "the SDP offer could not be parsed".to_owned(),
+            ));
         }
     };
     let answer = match rtc.sdp_api().accept_offer(offer) {
         Ok(answer) => answer,
         Err(error) => {
             finish_refused(&role);
-            return Err(OfferError::BadOffer(error.to_string()));
+            strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); stream = %key, %peer, %error, "webrtc offer not accepted");
+            return Err(OfferError::BadOffer(
+                "the SDP offer could not be negotiated".to_owned(),
+            ));
         }
     };
     let answer = answer.to_sdp_string();
@@ -288,7 +316,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         ppv_id,
         app: key.app.clone(),
         stream: key.stream.clone(),
-        client_ip: request.peer.to_string(),
+        client_ip: peer.to_string(),
         user_agent: request.user_agent,
         created: unix_now(),
         last_access: AtomicI64::new(unix_now()),
@@ -310,6 +338,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     );
     let session = Session {
         rtc,
+        place,
         ufrag,
         resource: resource.clone(),
         entry,
@@ -318,13 +347,37 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),
         counters: Arc::clone(&shared.counters),
     };
-    tracing::info!(session = id, stream = %key, peer = %request.peer, publisher = target.publish, "webrtc session offered");
+    tracing::info!(session = id, stream = %key, %peer, publisher = target.publish, "webrtc session offered");
     tokio::spawn(session.run(Arc::clone(shared), inbox_rx));
     Ok(Accepted {
         answer,
         location,
         etag: resource,
     })
+}
+
+/// `?publishsign=` of the request's query, percent-decoded.
+fn publish_sign(query: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("publishsign="))
+        .map(percent_decode)
+}
+
+/// A session refused a place: the limit it met, logged (rate limited: a client can send
+/// offers at will) and answered 503.
+fn refused_place(full: Result<Full, OfferError>, peer: IpAddr) -> OfferError {
+    match full {
+        Ok(Full::Sessions(max)) => {
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %peer, max, "webrtc session refused: max_sessions");
+            OfferError::Limit("too many webrtc sessions".to_owned())
+        }
+        Ok(Full::PerAddress(max)) => {
+            strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %peer, max, "webrtc session refused: max_sessions_per_ip");
+            OfferError::Limit("too many webrtc sessions from this address".to_owned())
+        }
+        Err(error) => error,
+    }
 }
 
 /// A refused publisher lets go of the name it claimed.

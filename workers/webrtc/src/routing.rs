@@ -11,6 +11,7 @@ use crate::stun;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -41,9 +42,41 @@ pub struct Inbound {
 
 pub type Inbox = mpsc::Sender<Inbound>;
 
+/// ICE-TCP connections one session may hold: a peer needs one per candidate pair it
+/// tries over TCP (a few interfaces and families), never more.
+pub const MAX_TCP_PER_SESSION: usize = 4;
+
+/// A session as the table knows it: its inbox and its ICE-TCP connections.
+struct Route {
+    inbox: Inbox,
+    tcp_connections: Arc<AtomicUsize>,
+}
+
+/// An ICE-TCP connection's place among its session's [`MAX_TCP_PER_SESSION`]; given
+/// back when the connection ends.
+#[derive(Debug)]
+pub struct TcpPlace {
+    held: Arc<AtomicUsize>,
+}
+
+impl Drop for TcpPlace {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why an ICE-TCP connection's first packet found no session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpRefusal {
+    /// Not a binding request naming a live session.
+    NoSession,
+    /// Its session holds [`MAX_TCP_PER_SESSION`] connections already.
+    SessionFull,
+}
+
 #[derive(Default)]
 struct Table {
-    by_ufrag: HashMap<String, Inbox>,
+    by_ufrag: HashMap<String, Route>,
     by_address: HashMap<(bool, SocketAddr), Inbox>,
     /// The addresses each ufrag adopted, to forget them with the session.
     addresses_of: HashMap<String, Vec<(bool, SocketAddr)>>,
@@ -61,7 +94,13 @@ const MAX_ADDRESSES_PER_SESSION: usize = 16;
 impl Routes {
     pub fn register(&self, ufrag: &str, inbox: Inbox) {
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        table.by_ufrag.insert(ufrag.to_owned(), inbox);
+        table.by_ufrag.insert(
+            ufrag.to_owned(),
+            Route {
+                inbox,
+                tcp_connections: Arc::default(),
+            },
+        );
     }
 
     pub fn unregister(&self, ufrag: &str) {
@@ -83,13 +122,38 @@ impl Routes {
         }
         let ufrag = stun::local_ufrag(packet)?;
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let inbox = table.by_ufrag.get(ufrag)?.clone();
+        let inbox = table.by_ufrag.get(ufrag)?.inbox.clone();
+        Self::adopt(&mut table, ufrag, tcp, source, &inbox);
+        Some(inbox)
+    }
+
+    /// The session a new ICE-TCP connection's first packet (a binding request) names,
+    /// with the connection's place among the session's own; a session holds at most
+    /// [`MAX_TCP_PER_SESSION`], so one offer cannot pin down the worker's connections.
+    pub fn route_tcp(
+        &self,
+        source: SocketAddr,
+        packet: &[u8],
+    ) -> Result<(Inbox, TcpPlace), TcpRefusal> {
+        let ufrag = stun::local_ufrag(packet).ok_or(TcpRefusal::NoSession)?;
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let route = table.by_ufrag.get(ufrag).ok_or(TcpRefusal::NoSession)?;
+        let inbox = route.inbox.clone();
+        let held = Arc::clone(&route.tcp_connections);
+        if held.fetch_add(1, Ordering::Relaxed) >= MAX_TCP_PER_SESSION {
+            held.fetch_sub(1, Ordering::Relaxed);
+            return Err(TcpRefusal::SessionFull);
+        }
+        Self::adopt(&mut table, ufrag, true, source, &inbox);
+        Ok((inbox, TcpPlace { held }))
+    }
+
+    fn adopt(table: &mut Table, ufrag: &str, tcp: bool, source: SocketAddr, inbox: &Inbox) {
         let adopted = table.addresses_of.entry(ufrag.to_owned()).or_default();
         if adopted.len() < MAX_ADDRESSES_PER_SESSION {
             adopted.push((tcp, source));
             table.by_address.insert((tcp, source), inbox.clone());
         }
-        Some(inbox)
     }
 
     /// Sessions registered (for tests and the log).
@@ -154,5 +218,33 @@ mod tests {
             "forgotten with the session"
         );
         assert_eq!(routes.sessions(), 0);
+    }
+
+    #[test]
+    fn a_session_holds_a_few_ice_tcp_connections_at_most() {
+        let routes = Routes::default();
+        let (inbox, _rx) = mpsc::channel(1);
+        routes.register("srv1", inbox);
+        let request = binding_request("srv1:cli");
+        let peer = |port| SocketAddr::from(([192, 0, 2, 7], port));
+        let mut places = Vec::new();
+        for port in 0..MAX_TCP_PER_SESSION as u16 {
+            places.push(routes.route_tcp(peer(5000 + port), &request).unwrap().1);
+        }
+        assert_eq!(
+            routes.route_tcp(peer(6000), &request).unwrap_err(),
+            TcpRefusal::SessionFull
+        );
+        assert_eq!(
+            routes
+                .route_tcp(peer(6001), &binding_request("other:cli"))
+                .unwrap_err(),
+            TcpRefusal::NoSession
+        );
+        places.pop();
+        assert!(
+            routes.route_tcp(peer(6002), &request).is_ok(),
+            "a place is given back"
+        );
     }
 }

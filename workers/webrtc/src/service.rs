@@ -15,7 +15,9 @@ use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::bus::relays::Relays;
 use strom_stream::{Gate, Hub};
 use strom_worker_runtime::accept::ConnectionHandler;
+use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::counters::ConnectionGuard;
+use strom_worker_runtime::login_throttle::client_key;
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{
     AcceptLoops, InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService,
@@ -25,6 +27,28 @@ use tokio_util::sync::CancellationToken;
 
 struct IceTcpConnections {
     shared: Arc<Shared>,
+    /// Connections per client address, with the cap they were made for (rebuilt when a
+    /// reload changes `max_sessions_per_ip`; places in the old ones are given back there).
+    caps: Mutex<(u32, Arc<ConnectionCaps>)>,
+}
+
+impl IceTcpConnections {
+    fn new(shared: Arc<Shared>) -> Self {
+        let cap = crate::ice_tcp::per_address_cap(&shared.settings().limits);
+        Self {
+            shared,
+            caps: Mutex::new((cap, ConnectionCaps::new(usize::MAX, cap))),
+        }
+    }
+
+    fn caps(&self) -> Arc<ConnectionCaps> {
+        let cap = crate::ice_tcp::per_address_cap(&self.shared.settings().limits);
+        let mut caps = locked(&self.caps);
+        if caps.0 != cap {
+            *caps = (cap, ConnectionCaps::new(usize::MAX, cap));
+        }
+        Arc::clone(&caps.1)
+    }
 }
 
 impl ConnectionHandler for IceTcpConnections {
@@ -36,6 +60,13 @@ impl ConnectionHandler for IceTcpConnections {
         _guard: ConnectionGuard,
         shutdown: CancellationToken,
     ) {
+        let _place = match self.caps().take(client_key(peer.ip())) {
+            Ok(place) => place,
+            Err(reached) => {
+                strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); %peer, %reached, "ice-tcp connection refused");
+                return;
+            }
+        };
         crate::ice_tcp::serve(stream, peer, Arc::clone(&self.shared.routes), shutdown).await;
     }
 }
@@ -97,9 +128,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<WebRtcWorker>, String> {
         context.shutdown.clone(),
     )?;
     let accept = AcceptLoops::new(
-        Arc::new(IceTcpConnections {
-            shared: Arc::clone(&shared),
-        }),
+        Arc::new(IceTcpConnections::new(Arc::clone(&shared))),
         Arc::clone(&context.counters),
         context.shutdown.clone(),
     );

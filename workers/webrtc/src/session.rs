@@ -3,6 +3,7 @@
 //! stream's feed. Everything str0m wants sent goes back the way the peer's packets came
 //! (the UDP socket or the ICE-TCP connection); nothing here waits on a slow peer.
 
+use crate::admission::Place;
 use crate::feed::{Feed, FeedFrame};
 use crate::publish::Publisher;
 use crate::routing::{Inbound, ReplyPath};
@@ -21,6 +22,13 @@ use strom_stream::session_table::PlayerEntry;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+/// A connected peer that sends nothing (no consent check, no RTCP, no media) this long
+/// is gone (ICE consent freshness, RFC 7675: browsers check every 5 s or so).
+const PEER_SILENCE: Duration = Duration::from_secs(15);
+/// A connected publisher that sends no media this long loses its stream, as silent
+/// RTMP, SRT and Icecast publishers do.
+const PUBLISHER_SILENCE: Duration = Duration::from_secs(10);
+
 /// What the session does with the stream.
 pub enum Role {
     Play(Arc<Feed>),
@@ -30,6 +38,8 @@ pub enum Role {
 /// A session ready to run: its negotiated `Rtc` and where its candidates are.
 pub struct Session {
     pub rtc: Rtc,
+    /// Its place against the session limits, given back when the session ends.
+    pub place: Place,
     pub ufrag: String,
     /// The name in the session's URL.
     pub resource: String,
@@ -55,6 +65,46 @@ struct Sending {
     keyframe_requests: u64,
 }
 
+/// When the peer was last heard from, and (a publisher) when its media last came.
+struct Heard {
+    anything: tokio::time::Instant,
+    media: tokio::time::Instant,
+}
+
+impl Heard {
+    fn now() -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            anything: now,
+            media: now,
+        }
+    }
+
+    /// Why a connected session whose peer went quiet ends now, if it does; else when
+    /// to look again.
+    fn silence(&self, publisher: bool) -> Result<tokio::time::Instant, String> {
+        let now = tokio::time::Instant::now();
+        let peer_gone = self.anything + PEER_SILENCE;
+        if now >= peer_gone {
+            return Err(format!(
+                "the peer went silent ({} s without ICE consent or media)",
+                PEER_SILENCE.as_secs()
+            ));
+        }
+        if !publisher {
+            return Ok(peer_gone);
+        }
+        let no_media = self.media + PUBLISHER_SILENCE;
+        if now >= no_media {
+            return Err(format!(
+                "the publisher sent no media for {} s",
+                PUBLISHER_SILENCE.as_secs()
+            ));
+        }
+        Ok(peer_gone.min(no_media))
+    }
+}
+
 impl Session {
     /// Runs the session until its peer leaves, it is deleted or killed, or the stream
     /// ends; then forgets it everywhere.
@@ -64,17 +114,29 @@ impl Session {
         let mut sending = Sending::default();
         let mut medias: Vec<(Mid, MediaKind)> = Vec::new();
         let mut connected = false;
+        let mut heard = Heard::now();
+        let publisher = matches!(self.role, Role::Publish(_));
         let kill = self.entry.kill.clone();
         let feed_ended = match &self.role {
             Role::Play(feed) => feed.stop_token(),
             Role::Publish(_) => CancellationToken::new(),
         };
         let reason = loop {
-            let timeout =
-                match self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected) {
-                    Ok(timeout) => timeout,
-                    Err(reason) => break reason,
-                };
+            let was_connected = connected;
+            let timeout = match self.drain_outputs(
+                &paths,
+                &mut sending,
+                &mut medias,
+                &mut connected,
+                &mut heard,
+            ) {
+                Ok(timeout) => timeout,
+                Err(reason) => break reason,
+            };
+            if connected && !was_connected {
+                // Silence counts from the connection: ICE and DTLS took their time.
+                heard = Heard::now();
+            }
             // str0m announces the media (`MediaAdded`) once DTLS is up, right after
             // `Connected`: a viewer starts sending when it knows both.
             if connected
@@ -94,6 +156,11 @@ impl Session {
                 // Wake for the connect deadline too (only before connecting: after it, the
                 // deadline is in the past and would wake the loop at once, forever).
                 wake = wake.min(started + self.connect_timeout + Duration::from_millis(10));
+            } else {
+                match heard.silence(publisher) {
+                    Ok(deadline) => wake = wake.min(deadline + Duration::from_millis(10)),
+                    Err(reason) => break reason,
+                }
             }
             let frames = sending.frames.as_mut();
             tokio::select! {
@@ -101,7 +168,9 @@ impl Session {
                 () = feed_ended.cancelled() => break "the stream ended".to_owned(),
                 inbound = inbox.recv() => {
                     let Some(inbound) = inbound else { break "worker stopping".to_owned() };
-                    self.receive(inbound, &mut paths);
+                    if self.receive(inbound, &mut paths) {
+                        heard.anything = tokio::time::Instant::now();
+                    }
                 }
                 frame = async { match frames { Some(frames) => frames.recv().await, None => std::future::pending().await } } => {
                     match frame {
@@ -126,7 +195,13 @@ impl Session {
             }
         };
         self.rtc.disconnect();
-        let _ = self.drain_outputs(&paths, &mut sending, &mut medias, &mut connected);
+        let _ = self.drain_outputs(
+            &paths,
+            &mut sending,
+            &mut medias,
+            &mut connected,
+            &mut heard,
+        );
         if let Role::Publish(publisher) = &mut self.role {
             publisher.finish();
         }
@@ -144,15 +219,22 @@ impl Session {
             %reason,
             "webrtc session closed"
         );
+        // Its place against the limits is given back last, once it is gone everywhere.
+        drop(self.place);
     }
 
-    fn receive(&mut self, inbound: Inbound, paths: &mut HashMap<(bool, SocketAddr), ReplyPath>) {
+    /// Hands a packet to str0m; whether it was one of the peer's (it authenticated).
+    fn receive(
+        &mut self,
+        inbound: Inbound,
+        paths: &mut HashMap<(bool, SocketAddr), ReplyPath>,
+    ) -> bool {
         let family = inbound.source.is_ipv6();
         let Some(&destination) = self
             .candidates
             .get(&(inbound.tcp, inbound.local_port, family))
         else {
-            return;
+            return false;
         };
         let proto = if inbound.tcp {
             Protocol::Tcp
@@ -164,16 +246,20 @@ impl Session {
         self.counters.add_received(len);
         self.entry.touch();
         let Ok(receive) = Receive::new(proto, inbound.source, destination, &inbound.data) else {
-            return;
+            return false;
         };
         if paths.len() < 16 || paths.contains_key(&(inbound.tcp, inbound.source)) {
             paths.insert((inbound.tcp, inbound.source), inbound.reply.clone());
         }
-        if let Err(error) = self
+        match self
             .rtc
             .handle_input(Input::Receive(Instant::now(), receive))
         {
-            tracing::debug!(session = self.entry.id, %error, "webrtc packet refused");
+            Ok(()) => true,
+            Err(error) => {
+                tracing::debug!(session = self.entry.id, %error, "webrtc packet refused");
+                false
+            }
         }
     }
 
@@ -184,6 +270,7 @@ impl Session {
         sending: &mut Sending,
         medias: &mut Vec<(Mid, MediaKind)>,
         connected: &mut bool,
+        heard: &mut Heard,
     ) -> Result<Instant, String> {
         loop {
             let output = self
@@ -210,7 +297,7 @@ impl Session {
                         }
                     }
                 }
-                Output::Event(event) => self.event(event, sending, medias, connected)?,
+                Output::Event(event) => self.event(event, sending, medias, connected, heard)?,
             }
         }
     }
@@ -221,6 +308,7 @@ impl Session {
         sending: &mut Sending,
         medias: &mut Vec<(Mid, MediaKind)>,
         connected: &mut bool,
+        heard: &mut Heard,
     ) -> Result<(), String> {
         match event {
             Event::IceConnectionStateChange(IceConnectionState::Disconnected) => {
@@ -232,6 +320,7 @@ impl Session {
             }
             Event::MediaAdded(added) => medias.push((added.mid, added.kind)),
             Event::MediaData(data) => {
+                heard.media = tokio::time::Instant::now();
                 if let Role::Publish(publisher) = &mut self.role {
                     let wants_keyframe = publisher.receive(&data);
                     if wants_keyframe && let Some(mut writer) = self.rtc.writer(data.mid) {

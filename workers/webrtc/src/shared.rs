@@ -1,5 +1,6 @@
 //! The state every session and signaling request of the webrtc worker shares.
 
+use crate::admission::Admissions;
 use crate::feed::Feeds;
 use crate::routing::Routes;
 use std::collections::HashMap;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub gate: Arc<Gate>,
     pub hub: Hub,
     pub sessions: PlayerTable,
+    /// The places sessions hold against the limits, from admission to their end.
+    pub admissions: Arc<Admissions>,
     pub routes: Arc<Routes>,
     pub feeds: Arc<Feeds>,
     pub counters: Arc<WorkerCounters>,
@@ -56,6 +59,7 @@ impl Shared {
             hub: gate.hub().clone(),
             gate,
             sessions: PlayerTable::default(),
+            admissions: Arc::default(),
             routes: Arc::new(Routes::default()),
             feeds,
             counters,

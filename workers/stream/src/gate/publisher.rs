@@ -43,7 +43,8 @@ impl Gate {
                 Credentials::None => false,
             };
             if !proven {
-                tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), given = ?access.credentials, "publish refused: bad credentials");
+                // Rate limited: a password guesser would write a line per guess.
+                strom_worker_runtime::limited_log!(warn, 5, std::time::Duration::from_secs(10); stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), given = ?access.credentials, "publish refused: bad credentials");
                 return Err(Refusal::BadAuth);
             }
         }

@@ -44,14 +44,14 @@ impl Gate {
             access.peer,
         )
         .map_err(|why| {
-            tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), reason = %why, "playback refused");
+            strom_worker_runtime::limited_log!(warn, 5, std::time::Duration::from_secs(10); stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), reason = %why, "playback refused");
             Refusal::Denied(format!("playback refused: {why}"))
         })?;
         let protection = rules.protection_for(app, stream, protocol);
         let ppv_id = signed.and_then(|s| s.ppv_id);
         if let Some(id) = &ppv_id {
             if self.is_denied(id) {
-                tracing::warn!(stream = %access.key, peer = %access.peer, ppv_id = %id, "playback refused: pay-per-view id denied");
+                strom_worker_runtime::limited_log!(warn, 5, std::time::Duration::from_secs(10); stream = %access.key, peer = %access.peer, ppv_id = %id, "playback refused: pay-per-view id denied");
                 return Err(Refusal::Denied(format!(
                     "playback refused: pay-per-view id {id} is denied"
                 )));
@@ -59,7 +59,7 @@ impl Gate {
             if let Some(max) = protection.and_then(|p| p.ppv_max_sessions)
                 && open_sessions(id) >= max as usize
             {
-                tracing::warn!(stream = %access.key, peer = %access.peer, ppv_id = %id, max, "playback refused: pay-per-view limit");
+                strom_worker_runtime::limited_log!(warn, 5, std::time::Duration::from_secs(10); stream = %access.key, peer = %access.peer, ppv_id = %id, max, "playback refused: pay-per-view limit");
                 return Err(Refusal::Limit(format!(
                     "playback refused: pay-per-view id {id} has {max} sessions"
                 )));
