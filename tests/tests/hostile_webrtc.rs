@@ -82,10 +82,7 @@ fn hostile_webrtc_clients_leave_the_worker_serving() {
         "{answer}"
     );
     let (status, _) = post(
-        &format!(
-            "http://127.0.0.1:{}/live/nothing/whep.stream",
-            server.ports.http
-        ),
+        &delivery_url(&server, "live/nothing/whep.stream"),
         "application/sdp",
         CHROMIUM_OFFER,
     );
@@ -182,14 +179,24 @@ fn hostile_webrtc_clients_leave_the_worker_serving() {
     );
 }
 
-/// Rules with WebRTC on the loopback ICE port `ice`, `limits` as given (JSON members).
-fn webrtc_rules(server: &Server, ice: u16, apps: &str, limits: &str) -> String {
-    format!(
+/// A server with WebRTC on a loopback ICE port (returned), `limits` as given (JSON
+/// members) and `apps` added to the RTMP settings.
+fn webrtc_server(apps: &str, limits: &str) -> (Server, u16) {
+    let server = Server::start("");
+    server.wait_ready();
+    let ice = free_port();
+    server.apply_rules(&format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]{apps}}},
  "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 1}},
  "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}], "limits": {{{limits}}}}}}}"#,
         server.ports.rtmp
-    )
+    ));
+    (server, ice)
+}
+
+/// `http://127.0.0.1:<delivery port>/<path>`.
+fn delivery_url(server: &Server, path: &str) -> String {
+    format!("http://127.0.0.1:{}/{path}", server.ports.http)
 }
 
 /// A STUN binding request whose USERNAME is `username`, framed for ICE-TCP (RFC 4571):
@@ -278,20 +285,12 @@ fn webrtc_session_ids(server: &Server) -> Vec<u64> {
 /// and are closed while the session lives, and new ones end with the session.
 #[test]
 fn ice_tcp_connections_are_capped_and_end_idle_or_with_their_session() {
-    let server = Server::start("");
-    server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(
-        &server,
-        ice,
+    let (server, ice) = webrtc_server(
         "",
         r#""max_sessions_per_ip": 2, "connect_timeout_secs": 120"#,
-    ));
-    // A WHIP offer needs no live stream; Chromium's recvonly offer is answered all the same.
-    let whip = format!(
-        "http://127.0.0.1:{}/live/tcp/whip.stream",
-        server.ports.http
     );
+    // A WHIP offer needs no live stream; Chromium's recvonly offer is answered all the same.
+    let whip = delivery_url(&server, "live/tcp/whip.stream");
     let (status, answer) = post(&whip, "application/sdp", CHROMIUM_OFFER);
     assert_eq!(status, 201, "{answer}");
     let username = format!(
@@ -364,19 +363,11 @@ fn ice_tcp_connections_are_capped_and_end_idle_or_with_their_session() {
 /// `max_sessions_per_ip` 2, four of six concurrent offers are refused at once.
 #[test]
 fn offers_waiting_for_their_stream_count_against_the_limits() {
-    let server = Server::start("");
-    server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(
-        &server,
-        ice,
+    let (server, _ice) = webrtc_server(
         "",
         r#""max_sessions_per_ip": 2, "connect_timeout_secs": 30"#,
-    ));
-    let whep = format!(
-        "http://127.0.0.1:{}/live/later/whep.stream",
-        server.ports.http
     );
+    let whep = delivery_url(&server, "live/later/whep.stream");
     let offers: Vec<_> = (0..6)
         .map(|_| {
             let whep = whep.clone();
@@ -403,19 +394,11 @@ fn offers_waiting_for_their_stream_count_against_the_limits() {
 /// right login is refused too, and the refusals are not one log line each.
 #[test]
 fn whip_password_guessing_is_throttled() {
-    let server = Server::start("");
-    server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(
-        &server,
-        ice,
+    let (server, _ice) = webrtc_server(
         r#", "apps": [{"app": "live", "login": "pub", "password": "s3cret"}]"#,
         "",
-    ));
-    let whip = format!(
-        "http://127.0.0.1:{}/live/guess/whip.stream",
-        server.ports.http
     );
+    let whip = delivery_url(&server, "live/guess/whip.stream");
     let offer = |token: &str| {
         curl_raw(&[
             "-X",
@@ -458,14 +441,8 @@ fn whip_password_guessing_is_throttled() {
 #[test]
 fn a_whip_publisher_that_vanishes_loses_its_name() {
     require_browser(&[]);
-    let server = Server::start("");
-    server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(&server, ice, "", ""));
-    let whip = format!(
-        "http://127.0.0.1:{}/live/gone/whip.stream",
-        server.ports.http
-    );
+    let (server, _ice) = webrtc_server("", "");
+    let whip = delivery_url(&server, "live/gone/whip.stream");
     let page = webrtc_page();
     let result = run_script("webrtc.mjs", &[&page, "whip", &whip, "4", "", "vanish"], 60)
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
