@@ -88,8 +88,8 @@ pub struct Delivery {
     pub dvr: Arc<crate::dvr_playback::DvrPlayback>,
     /// `icecast_burst_size`: the audio a new Icecast listener starts with.
     pub icecast_burst_bytes: usize,
-    /// The webrtc worker's signaling socket, where WHEP and WHIP requests go.
-    pub webrtc_socket: Arc<std::path::Path>,
+    /// WHEP and WHIP requests, forwarded to the webrtc worker within their limits.
+    pub signaling: Arc<crate::webrtc_proxy::SignalingProxy>,
 }
 
 impl ConnectionHandler for Delivery {
@@ -193,7 +193,7 @@ impl Delivery {
             sources: Arc::clone(&self.sources),
             dvr: Arc::clone(&self.dvr),
             icecast_burst_bytes: self.icecast_burst_bytes,
-            webrtc_socket: Arc::clone(&self.webrtc_socket),
+            signaling: Arc::clone(&self.signaling),
             peer,
             local,
             shutdown: shutdown.clone(),
@@ -203,14 +203,17 @@ impl Delivery {
             let context = Arc::clone(&context);
             async move {
                 if crate::webrtc_proxy::is_signaling(request.uri().path()) {
-                    let response = crate::webrtc_proxy::forward(
-                        request,
-                        context.peer,
-                        context.local,
-                        &context.webrtc_socket,
-                        &context.cors_origin,
-                    )
-                    .await;
+                    let rules = context.packaging.rules();
+                    let response = context
+                        .signaling
+                        .forward(
+                            request,
+                            context.peer,
+                            context.local,
+                            &rules.webrtc,
+                            &context.cors_origin,
+                        )
+                        .await;
                     return Ok(response.map(Either::Left));
                 }
                 context.edge_demand(&request).await;
@@ -256,7 +259,7 @@ struct Context {
     sources: Arc<Sources>,
     dvr: Arc<crate::dvr_playback::DvrPlayback>,
     icecast_burst_bytes: usize,
-    webrtc_socket: Arc<std::path::Path>,
+    signaling: Arc<crate::webrtc_proxy::SignalingProxy>,
     peer: SocketAddr,
     local: Option<std::net::IpAddr>,
     shutdown: CancellationToken,

@@ -122,6 +122,9 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
     ));
     let cors_origin = HeaderValue::from_str(&context.hello.settings.cors_origin)
         .map_err(|e| format!("access_control_allow_origin: {e}"))?;
+    let header_timeout = Duration::from_secs(u64::from(
+        context.hello.settings.http_limits.header_timeout_secs,
+    ));
     let handler = Delivery {
         counters: Arc::clone(&context.counters),
         certificate: Arc::clone(&certificate),
@@ -144,12 +147,12 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         },
         icecast_burst_bytes: usize::try_from(context.hello.settings.icecast_burst_bytes)
             .unwrap_or(usize::MAX),
-        header_timeout: Duration::from_secs(u64::from(
-            context.hello.settings.http_limits.header_timeout_secs,
-        )),
+        header_timeout,
         dvr: Arc::clone(&dvr),
-        webrtc_socket: Arc::from(strom_ipc::contract::webrtc_signaling_path(
-            &context.hello.settings.run_dir,
+        signaling: Arc::new(crate::webrtc_proxy::SignalingProxy::new(
+            &strom_ipc::contract::webrtc_signaling_path(&context.hello.settings.run_dir),
+            Arc::clone(&context.counters),
+            header_timeout,
         )),
     };
     let accept = AcceptLoops::new(

@@ -109,7 +109,8 @@ async fn accept_loop<H: ConnectionHandler>(
         match accepted {
             Ok((stream, peer)) => {
                 counters.accept_health.accepted();
-                if counters.open_connections() >= budget {
+                // Descriptors that requests hold (a proxy's socket) count too.
+                if counters.descriptors_in_use() >= budget {
                     // Closed at once: the descriptors left are the worker's own work's.
                     drop(stream);
                     crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, %peer, max = budget, "connection refused: the descriptor budget for connections is used up");
@@ -136,7 +137,7 @@ async fn accept_loop<H: ConnectionHandler>(
                 // least half its budget is full, not broken: it keeps serving. Otherwise
                 // (descriptors going somewhere else) the heartbeat reports it unhealthy
                 // if it lasts.
-                let serving = counters.open_connections();
+                let serving = counters.descriptors_in_use();
                 if crate::fd_budget::is_exhaustion(&e) && serving >= budget / 2 {
                     crate::limited_log!(warn, 5, Duration::from_secs(10); addr = %spec.addr, error = %e, serving, "accept failed: descriptors exhausted while serving; backing off");
                     tokio::time::sleep(Duration::from_millis(250)).await;

@@ -10,6 +10,12 @@ pub struct WorkerCounters {
     bytes_received: AtomicU64,
     ram_cache_bytes: AtomicU64,
     file_cache_bytes: AtomicU64,
+    /// Descriptors that requests hold besides their connections' sockets (the packager's
+    /// socket to the webrtc worker per signaling request). They are not connections (the
+    /// heartbeat does not report them), but the accept loops count them with the
+    /// connections against the descriptor budget ([`crate::fd_budget`]): a descriptor a
+    /// client can make the worker open must never eat the reserve kept for files.
+    request_descriptors: AtomicU64,
     /// Whether the worker's accept loops work (reported through the heartbeat).
     pub accept_health: crate::health::AcceptHealth,
 }
@@ -26,6 +32,29 @@ impl WorkerCounters {
     /// Connections open right now (their guards alive).
     pub fn open_connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Takes a slot of `budget` for one more descriptor a request opens, when the open
+    /// connections and the descriptors requests already hold leave one; `None` when the
+    /// budget is used up (the request is refused instead of failing with `EMFILE`).
+    pub fn take_descriptor(self: &std::sync::Arc<Self>, budget: u64) -> Option<DescriptorGuard> {
+        let connections = self.connections.load(Ordering::Relaxed);
+        self.request_descriptors
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                (connections.saturating_add(held) < budget).then_some(held + 1)
+            })
+            .ok()?;
+        Some(DescriptorGuard {
+            counters: std::sync::Arc::clone(self),
+        })
+    }
+
+    /// Descriptors counted against the budget now: open connections and the
+    /// descriptors requests hold ([`Self::take_descriptor`]).
+    pub fn descriptors_in_use(&self) -> u64 {
+        self.connections
+            .load(Ordering::Relaxed)
+            .saturating_add(self.request_descriptors.load(Ordering::Relaxed))
     }
 
     pub fn add_sent(&self, bytes: u64) {
@@ -67,6 +96,20 @@ impl Drop for ConnectionGuard {
     }
 }
 
+/// Keeps one request descriptor counted while it lives.
+#[derive(Debug)]
+pub struct DescriptorGuard {
+    counters: std::sync::Arc<WorkerCounters>,
+}
+
+impl Drop for DescriptorGuard {
+    fn drop(&mut self) {
+        self.counters
+            .request_descriptors
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +127,25 @@ mod tests {
         let snapshot = counters.snapshot();
         assert_eq!(snapshot.connections, 0);
         assert_eq!(snapshot.bytes_sent, 10);
+    }
+
+    #[test]
+    fn request_descriptors_share_the_budget_with_connections() {
+        let counters = Arc::new(WorkerCounters::default());
+        let _connection = counters.open_connection();
+        let slot = counters.take_descriptor(3).unwrap();
+        let _second = counters.take_descriptor(3).unwrap();
+        assert!(
+            counters.take_descriptor(3).is_none(),
+            "1 connection + 2 slots"
+        );
+        assert_eq!(counters.descriptors_in_use(), 3);
+        assert_eq!(
+            counters.snapshot().connections,
+            1,
+            "slots are not connections"
+        );
+        drop(slot);
+        assert!(counters.take_descriptor(3).is_some());
     }
 }

@@ -8,7 +8,10 @@
 //! connection is closed right after it is accepted (logged, rate-limited), and the
 //! open ones go on. Should `accept` fail for lack of descriptors anyway while the
 //! worker serves at least half its budget, that is a full worker, not a broken one:
-//! it backs off and keeps serving instead of being reported unhealthy.
+//! it backs off and keeps serving instead of being reported unhealthy. Descriptors a
+//! request makes the worker open besides its connection (the packager's socket to the
+//! webrtc worker) take a slot of the same budget
+//! ([`crate::counters::WorkerCounters::take_descriptor`]).
 
 use std::io;
 
@@ -50,6 +53,15 @@ pub fn this_process() -> u64 {
             tracing::warn!(error = %e, "descriptor limit unknown: connections not capped by it");
             u64::MAX
         }
+    }
+}
+
+/// The budget of this process as [`this_process`] computes it, without logging: for
+/// caps sized from it (the packager's pending signaling requests).
+pub fn of_this_process() -> u64 {
+    match nofile_limit() {
+        Ok(limit) if limit < u64::from(u32::MAX) => connection_budget(limit),
+        _ => u64::MAX,
     }
 }
 
