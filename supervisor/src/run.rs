@@ -175,7 +175,7 @@ fn management_cap(instance: &InstanceConfig, descriptor_limit: u64, listeners: u
 }
 
 /// The management listeners' settings: timeouts, TLS (with the swappable certificate
-/// in `state`) and the connection cap.
+/// in `state`), the connection cap and the cross-site guard.
 fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Management> {
     let settings = &state.instance.management;
     let tls = match settings.ssl_certificate {
@@ -188,6 +188,11 @@ fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Mana
         None => None,
     };
     let seconds = |secs: u32| Duration::from_secs(secs.into());
+    let cross_site = management::cross_site::CrossSite::new(
+        settings.allowed_origins.clone(),
+        settings.allowed_hosts.clone(),
+        tls.is_some(),
+    );
     Ok(Management::new(
         seconds(settings.header_timeout_secs),
         seconds(settings.idle_timeout_secs),
@@ -195,7 +200,8 @@ fn management_server(state: &SupervisorState, cap: usize) -> anyhow::Result<Mana
         cap,
         settings.max_connections_per_ip,
         tls,
-    ))
+    )
+    .guarding_cross_site(cross_site))
 }
 
 fn bind_management(instance: &InstanceConfig) -> anyhow::Result<Vec<std::net::TcpListener>> {

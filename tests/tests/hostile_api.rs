@@ -1,8 +1,10 @@
 //! The management API against hostile or unlucky clients, end to end with the real
 //! binary: slowloris heads and idle connections are closed, a connection flood is capped
 //! and the API answers again once it ends, HTTPS with its own certificate, oversized
-//! re-publishing rules and deny lists are refused with the reason, and a list whose
-//! worker does not answer is a 503 naming it instead of a silently partial 200.
+//! re-publishing rules and deny lists are refused with the reason, a list whose worker
+//! does not answer is a 503 naming it instead of a silently partial 200, a head over
+//! 64 KiB is 431, a refused reload names the field but neither a pull URL's password nor
+//! where rules.conf lives, and `stream_urls` refuses bad names and notes signed playback.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -385,4 +387,112 @@ fn a_list_whose_worker_does_not_answer_is_503_naming_it() {
         })
         .unwrap_or_else(|| panic!("{path} did not recover; log:\n{}", server.log()));
     }
+}
+
+/// One request with an `X-Pad` header of `padding` bytes, sent at once; the answer.
+fn padded_request(server: &Server, padding: usize) -> String {
+    let mut stream = connect(server);
+    let head = format!(
+        "GET /manage/server_status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(padding)
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn a_request_head_over_64_kib_is_answered_431() {
+    let server = Server::start("");
+    server.wait_ready();
+    let answer = padded_request(&server, 70 * 1024);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:.300}");
+    let answer = padded_request(&server, 60 * 1024);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:.300}");
+}
+
+/// Lines of the log that mention `text`.
+fn log_lines(server: &Server, text: &str) -> usize {
+    server.log().lines().filter(|l| l.contains(text)).count()
+}
+
+#[test]
+fn refused_reloads_name_the_field_but_neither_passwords_nor_paths() {
+    let server = Server::start("");
+    server.wait_ready();
+    let directory = server.dir.path().display().to_string();
+    let mut rules: Value = serde_json::from_str(&common::rules_json(server.ports.rtmp, 6)).unwrap();
+    for (url, why) in [
+        (
+            "rtsp://admin:hunter2@192.0.2.1:99999/Streaming/101",
+            "bad port \"99999\"",
+        ),
+        (
+            "rtsp://admin:hunter2@192.0.2.1:5x4/Streaming/101",
+            "bad port \"5x4\"",
+        ),
+        ("rtsp://admin:hunter2@192.0.2.1/a b", "no whitespace"),
+    ] {
+        rules["RtmpPullSources"] = json!([{"app": "live", "stream": "cam", "url": url}]);
+        std::fs::write(server.path("rules.conf"), rules.to_string()).unwrap();
+        let (code, body) = server.post("/manage/reload_config", "");
+        assert_eq!(code, 422, "{url}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("rules.conf: RtmpPullSources[0].url: "),
+            "{error}"
+        );
+        assert!(error.contains(why), "{error}");
+        assert!(error.contains("rtsp://admin:***@192.0.2.1"), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
+        assert!(!error.contains(&directory), "{error}");
+    }
+    // SIGHUP reports the refusal in the log only: without the password there too.
+    let before = log_lines(&server, "RtmpPullSources[0].url");
+    server.signal(Signal::SIGHUP);
+    wait_for(Duration::from_secs(10), "the SIGHUP reload refused", || {
+        (log_lines(&server, "RtmpPullSources[0].url") > before).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no refusal logged:\n{}", server.log()));
+    assert!(!server.log().contains("hunter2"), "{}", server.log());
+    // The server kept its rules: no pull source.
+    let (code, _) = server.get("/manage/workers");
+    assert_eq!(code, 200);
+}
+
+#[test]
+fn stream_urls_refuse_bad_names_and_note_signed_playback() {
+    let server = Server::start("");
+    server.wait_ready();
+    for path in [
+        "/manage/stream_urls/live/a*b",
+        "/manage/stream_urls/..%2Fx/cam",
+    ] {
+        let (code, body) = server.get(path);
+        assert_eq!(code, 400, "{path}: {body}");
+        assert_eq!(body["status"], "BadRequest", "{body}");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let (code, body) = server.get("/manage/stream_urls/live/cam");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["notes"], json!([]), "{body}");
+
+    let mut rules: Value = serde_json::from_str(&common::rules_json(server.ports.rtmp, 6)).unwrap();
+    rules["PlaybackProtection"] =
+        json!([{"app": "live", "keys": ["k1"], "protocols": ["HLS", "RTMP"]}]);
+    server.apply_rules(&rules.to_string());
+    let (code, body) = server.get("/manage/stream_urls/live/cam");
+    assert_eq!(code, 200, "{body}");
+    let notes = body["notes"].to_string();
+    assert!(
+        notes.contains("wmsAuthSign") && notes.contains("HLS, RTMP"),
+        "{body}"
+    );
+    // The existing fields keep their shapes.
+    assert!(
+        body["publish"].is_array() && body["play"].is_array(),
+        "{body}"
+    );
+    assert_eq!(body["app"], "live");
 }

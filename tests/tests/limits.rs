@@ -40,7 +40,7 @@ fn timed_get(port: u16, path: &str) -> (u16, Duration) {
         .unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = Vec::new();

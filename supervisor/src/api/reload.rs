@@ -16,7 +16,11 @@ impl From<ReloadError> for ApiError {
             }
             ReloadError::Panel(_) => ApiError::bad_gateway(e.to_string()),
             ReloadError::Internal(_) => ApiError::internal(e.to_string()),
-            ReloadError::Config(_) | ReloadError::Bind(_) => {
+            ReloadError::Config(config) => {
+                let config = config.with_file_name_only();
+                ApiError::unprocessable(format!("{config}; keeping the rules in force"))
+            }
+            ReloadError::Bind(_) => {
                 ApiError::unprocessable(format!("{e}; keeping the rules in force"))
             }
             ReloadError::Tls(_) => ApiError::unprocessable(e.to_string()),

@@ -5,15 +5,20 @@
 //! The host in the URLs is the one the caller reached the management API by (its `Host`
 //! header, or the request's authority over HTTP/2): strom cannot know which of its names or addresses a client can reach, and
 //! the caller just showed one that works. Secrets (SRT passphrases, publishing
-//! logins) are never put into URLs; an entry says when one is needed.
+//! logins) are never put into URLs; an entry says when one is needed, and `notes` says
+//! what applies to the stream as a whole (signed playback).
+//!
+//! An app or stream name outside the name rule (`strom_ipc::names`) is answered 400:
+//! no URL could ever carry it.
 
 use crate::api::ApiState;
+use crate::api::error::ApiError;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::uri::Authority;
 use axum::http::{HeaderMap, Uri};
 use serde::Serialize;
-use strom_ipc::rules::{DeliveryOutput, RtmpInterface, Rules};
+use strom_ipc::rules::{DeliveryOutput, ProtectedProtocol, RtmpInterface, Rules};
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct StreamUrls {
@@ -23,6 +28,9 @@ pub struct StreamUrls {
     publish: Vec<StreamUrl>,
     /// Where a player reads it.
     play: Vec<StreamUrl>,
+    /// What a client needs beyond the URLs: protocols whose players must sign their
+    /// URL (`wmsAuthSign`, `PlaybackProtection` in rules.conf). Empty when nothing.
+    notes: Vec<String>,
 }
 
 #[derive(Debug, PartialEq, Serialize, utoipa::ToSchema)]
@@ -36,13 +44,15 @@ pub struct StreamUrl {
     note: Option<&'static str>,
 }
 
-#[utoipa::path(get, path = "/manage/stream_urls/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path)), responses((status = 200, body = StreamUrls)))]
+#[utoipa::path(get, path = "/manage/stream_urls/{app}/{stream}", params(("app" = String, Path), ("stream" = String, Path)), responses((status = 200, body = StreamUrls), (status = 400, body = crate::api::shapes::ErrorBody)))]
 pub async fn get(
     State(state): State<ApiState>,
     Path((app, stream)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
-) -> Json<StreamUrls> {
+) -> Result<Json<StreamUrls>, ApiError> {
+    strom_ipc::names::check_pair(&app, &stream)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     // HTTP/2 requests name the host in the URI's authority instead of a Host header.
     let authority = headers
         .get(axum::http::header::HOST)
@@ -54,13 +64,32 @@ pub async fn get(
         http_port: instance.port,
         https_port: instance.ssl_port,
     };
-    let (publish, play) = urls(&state.supervisor.rules(), &delivery, host, &app, &stream);
-    Json(StreamUrls {
+    let rules = state.supervisor.rules();
+    let (publish, play) = urls(&rules, &delivery, host, &app, &stream);
+    let notes = notes(&rules, &app, &stream);
+    Ok(Json(StreamUrls {
         app,
         stream,
         publish,
         play,
-    })
+        notes,
+    }))
+}
+
+/// The stream-wide notes: which players must sign their URLs.
+fn notes(rules: &Rules, app: &str, stream: &str) -> Vec<String> {
+    let signed: Vec<&str> = ProtectedProtocol::ALL
+        .into_iter()
+        .filter(|protocol| rules.protection_for(app, stream, *protocol).is_some())
+        .map(ProtectedProtocol::as_str)
+        .collect();
+    if signed.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "playback is protected for {} (PlaybackProtection): players add a wmsAuthSign signature to the URL (HLS and DASH count as HLS)",
+        signed.join(", ")
+    )]
 }
 
 /// The HTTP delivery ports (strom.conf `port` and `ssl_port`).
@@ -97,22 +126,33 @@ fn urls(
         publish.push(entry("RTMP", url.clone(), login));
         play.push(entry("RTMP", url, None));
     }
-    let srt = |port: u16, mode: &str, passphrase: Option<&str>| {
+    let srt = |port: u16, mode: &str, note: Option<&'static str>| {
         let id = segment(&format!("#!::r={app}/{stream},m={mode}"));
-        let note = passphrase.map(|_| "add the listener's passphrase (&passphrase=...)");
         entry("SRT", format!("srt://{host}:{port}?streamid={id}"), note)
+    };
+    let passphrase_note = |passphrase: Option<&str>| {
+        passphrase.map(|_| "add the listener's passphrase (&passphrase=...)")
     };
     for camera in rules.cameras.iter().filter(|c| {
         c.protocol.eq_ignore_ascii_case("srt") && c.receive_mode.eq_ignore_ascii_case("listen")
     }) {
-        publish.push(srt(camera.port, "publish", camera.parameter("passphrase")));
+        // A listener's passphrase stands for the app's login; without one, callers
+        // give the login in the streamid.
+        let note = match camera.parameter("passphrase") {
+            Some(passphrase) => passphrase_note(Some(passphrase)),
+            None => login.map(|_| {
+                "publishing needs the login of rules.conf: add ,u=<login>,s=<password> to the streamid"
+            }),
+        };
+        publish.push(srt(camera.port, "publish", note));
     }
     for output in rules.ts_outputs.iter().filter(|o| {
         o.protocol.eq_ignore_ascii_case("srt")
             && o.mode.eq_ignore_ascii_case("listen")
             && (o.app.is_empty() || (o.app == app && o.stream == stream))
     }) {
-        play.push(srt(output.port, "request", output.parameter("passphrase")));
+        let note = passphrase_note(output.parameter("passphrase"));
+        play.push(srt(output.port, "request", note));
     }
     for (scheme, protocol, interfaces) in [
         ("rtsp", "RTSP", &rules.rtsp.interfaces),
@@ -279,6 +319,53 @@ mod tests {
                 ("WHEP", "http://media.example:8081/live/b%20c/whep.stream"),
             ]
         );
+    }
+
+    #[test]
+    fn protected_playback_and_srt_logins_are_noted() {
+        let mut rules = Rules::default();
+        assert!(notes(&rules, "live", "cam").is_empty());
+        rules.protection.push(strom_ipc::rules::PlaybackProtection {
+            app: "live".into(),
+            stream: String::new(),
+            keys: vec!["k".into()],
+            protocols: vec![ProtectedProtocol::Hls, ProtectedProtocol::Rtmp],
+            ppv_max_sessions: None,
+            skew_secs: 60,
+        });
+        let noted = notes(&rules, "live", "cam");
+        assert_eq!(noted.len(), 1);
+        assert!(
+            noted[0].contains("HLS, RTMP") && noted[0].contains("wmsAuthSign"),
+            "{noted:?}"
+        );
+        assert!(notes(&rules, "other", "cam").is_empty());
+
+        // An SRT listener without a passphrase, for an app with a publisher login.
+        rules.access.login = "enc".into();
+        rules.access.password = "secret".into();
+        rules.cameras.push(CameraSettings {
+            id: "srt".into(),
+            ip: "0.0.0.0".into(),
+            port: 9000,
+            protocol: "srt".into(),
+            receive_mode: "listen".into(),
+            parameters: Vec::new(),
+            app: "live".into(),
+            stream: "cam".into(),
+        });
+        let delivery = Delivery {
+            http_port: 80,
+            https_port: None,
+        };
+        let (publish, _) = urls(&rules, &delivery, "h", "live", "cam");
+        let srt = publish.iter().find(|u| u.protocol == "SRT").unwrap();
+        assert!(
+            srt.note
+                .is_some_and(|note| note.contains("u=<login>,s=<password>")),
+            "{srt:?}"
+        );
+        assert!(!srt.url.contains("secret"));
     }
 
     #[test]

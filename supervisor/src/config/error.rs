@@ -69,6 +69,23 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
+    /// The same error naming only the file (`rules.conf`), not the directory it is in:
+    /// the management API's answer goes to clients that need not learn the server's
+    /// paths (the log keeps the whole path).
+    pub fn with_file_name_only(mut self) -> Self {
+        let (Self::Io { path, .. }
+        | Self::MissingEquals { path, .. }
+        | Self::UnknownKey { path, .. }
+        | Self::DuplicateKey { path, .. }
+        | Self::Value { path, .. }
+        | Self::Json { path, .. }
+        | Self::Invalid { path, .. }) = &mut self;
+        if let Some(name) = path.file_name() {
+            *path = PathBuf::from(name);
+        }
+        self
+    }
+
     pub(crate) fn io(path: &Path, error: std::io::Error) -> Self {
         Self::Io {
             path: path.to_owned(),
@@ -85,7 +102,8 @@ impl ConfigError {
             path: path.to_owned(),
             line: error.line(),
             column: error.column(),
-            message: text.strip_suffix(&suffix).unwrap_or(&text).to_owned(),
+            // serde quotes the offending value, which may be a URL with a password.
+            message: super::redact::redact_passwords(text.strip_suffix(&suffix).unwrap_or(&text)),
             syntax: matches!(error.classify(), Category::Syntax | Category::Eof),
         }
     }
@@ -164,10 +182,11 @@ pub(crate) struct FieldError {
 }
 
 impl FieldError {
+    /// A URL quoted in `message` loses its password (see [`super::redact`]).
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
-            message: message.into(),
+            message: super::redact::redact_passwords(&message.into()),
         }
     }
 

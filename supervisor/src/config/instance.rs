@@ -14,6 +14,7 @@
 //! runs from a checkout and the result does not depend on a later change of directory.
 
 use super::error::ConfigError;
+use super::origin::{AllowedHosts, Origin, parse_host_list, parse_origin_list};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -137,6 +138,12 @@ pub struct ManagementServer {
     pub ssl_certificate: Option<PathBuf>,
     /// PEM private key (`management_ssl_certificate_key`).
     pub ssl_certificate_key: Option<PathBuf>,
+    /// Pages on these origins may call the API from a browser
+    /// (`management_allowed_origins`); any other `Origin` is refused.
+    pub allowed_origins: Vec<Origin>,
+    /// `Host` names the API answers besides its own addresses
+    /// (`management_allowed_hosts`); any other is refused (DNS rebinding).
+    pub allowed_hosts: AllowedHosts,
 }
 
 impl Default for ManagementServer {
@@ -150,6 +157,8 @@ impl Default for ManagementServer {
             worker_timeout_secs: 3,
             ssl_certificate: None,
             ssl_certificate_key: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: AllowedHosts::default(),
         }
     }
 }
@@ -183,7 +192,7 @@ pub fn socket_addrs(list: &[ListenAddress], port: u16) -> Vec<SocketAddr> {
 }
 
 /// Every key `strom.conf` accepts.
-const KEYS: [&str; 35] = [
+const KEYS: [&str; 37] = [
     "port",
     "listen_interfaces",
     "ssl_port",
@@ -215,6 +224,8 @@ const KEYS: [&str; 35] = [
     "management_worker_timeout",
     "management_ssl_certificate",
     "management_ssl_certificate_key",
+    "management_allowed_origins",
+    "management_allowed_hosts",
     "ndi_discovery_interfaces",
     "metrics_listen_interfaces",
     "metrics_port",
@@ -461,6 +472,12 @@ impl InstanceConfig {
             "management_ssl_certificate" => self.management.ssl_certificate = Some(path()),
             "management_ssl_certificate_key" => {
                 self.management.ssl_certificate_key = Some(path());
+            }
+            "management_allowed_origins" => {
+                self.management.allowed_origins = parse_origin_list(value)?;
+            }
+            "management_allowed_hosts" => {
+                self.management.allowed_hosts = parse_host_list(value)?;
             }
             "ndi_discovery_interfaces" => {
                 self.ndi_discovery_interfaces = Some(parse_addresses(value)?);
@@ -712,6 +729,11 @@ impl InstanceConfig {
         show(&mut out, "management_ssl_certificate", certificate);
         let key = m.ssl_certificate_key.as_ref().map(|p| p.display());
         show(&mut out, "management_ssl_certificate_key", key);
+        let origins: Vec<String> = m.allowed_origins.iter().map(ToString::to_string).collect();
+        let origins = (!origins.is_empty()).then(|| origins.join(", "));
+        show(&mut out, "management_allowed_origins", origins);
+        let hosts = (m.allowed_hosts != AllowedHosts::default()).then_some(&m.allowed_hosts);
+        show(&mut out, "management_allowed_hosts", hosts);
         let metrics = self.metrics.listen_interfaces.as_deref().map(list);
         show(&mut out, "metrics_listen_interfaces", metrics);
         show(&mut out, "metrics_port", Some(self.metrics.port));
@@ -865,6 +887,8 @@ mod tests {
             management_worker_timeout = 6\n\
             management_ssl_certificate = api-cert.pem\n\
             management_ssl_certificate_key = /keys/api-key.pem\n\
+            management_allowed_origins = https://panel.example.com, http://10.0.0.5:8080/\n\
+            management_allowed_hosts = media.example.com, [2001:db8::1]\n\
             metrics_listen_interfaces = 127.0.0.1\n\
             metrics_port = 9200\n\
             metrics_token = m3tr1cs\n";
@@ -909,6 +933,11 @@ mod tests {
                 worker_timeout_secs: 6,
                 ssl_certificate: Some("/etc/strom/api-cert.pem".into()),
                 ssl_certificate_key: Some("/keys/api-key.pem".into()),
+                allowed_origins: vec![
+                    super::super::origin::parse_origin("https://panel.example.com:443").unwrap(),
+                    super::super::origin::parse_origin("http://10.0.0.5:8080").unwrap(),
+                ],
+                allowed_hosts: parse_host_list("media.example.com, 2001:db8::1").unwrap(),
             },
             metrics: MetricsSettings {
                 listen_interfaces: Some(vec![v4(127, 0, 0, 1)]),
@@ -1006,6 +1035,22 @@ mod tests {
                 "1: key 'port': expected a port number 1-65535",
             ),
             ("port 8081", "1: expected `key = value`"),
+            (
+                "\nmanagement_allowed_origins = panel.example.com",
+                "2: key 'management_allowed_origins': expected an origin such as",
+            ),
+            (
+                "management_allowed_origins = https://a.example/panel",
+                "1: key 'management_allowed_origins': expected scheme://host[:port] without a path",
+            ),
+            (
+                "management_allowed_hosts = a.example:8082",
+                "1: key 'management_allowed_hosts': expected a host name without a port",
+            ),
+            (
+                "management_allowed_hosts = a b",
+                "1: key 'management_allowed_hosts': expected host names or addresses",
+            ),
             ("# c\n= 5", "2: unknown key ''"),
             ("prot = 1", "1: unknown key 'prot' (did you mean 'port'"),
             ("colour = red", "1: unknown key 'colour'"),

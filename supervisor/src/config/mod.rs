@@ -10,6 +10,8 @@
 pub mod drm;
 pub mod error;
 pub mod instance;
+pub mod origin;
+pub mod redact;
 pub mod rules;
 
 // The supervisor is a binary crate, so a re-export its modules do not use yet would warn.

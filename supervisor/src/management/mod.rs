@@ -13,7 +13,12 @@
 //! needs to restart a worker (a socketpair, the exec pipe and `/dev/null` each time).
 //! Connections over the cap are accepted and closed at once, with a log line at most
 //! every 10 seconds.
+//!
+//! Requests from browsers on other sites, and with a `Host` that does not name the
+//! listener (DNS rebinding), are refused before the router sees them (see
+//! [`cross_site`]) on the listeners that ask for it (the API; not `/metrics`).
 
+pub mod cross_site;
 pub mod eviction;
 pub mod fd_limit;
 pub mod watch;
@@ -68,6 +73,8 @@ pub struct Management {
     accept_failed: RateLimitedLog,
     /// `Some`: when full, a new connection takes the place of the oldest idle one.
     eviction: Option<Arc<Eviction>>,
+    /// `Some`: cross-site requests and foreign `Host` names are refused.
+    cross_site: Option<Arc<cross_site::CrossSite>>,
 }
 
 impl std::fmt::Debug for Management {
@@ -103,7 +110,15 @@ impl Management {
             over_cap: RateLimitedLog::new(Duration::from_secs(10)),
             accept_failed: RateLimitedLog::new(Duration::from_secs(10)),
             eviction: None,
+            cross_site: None,
         }
+    }
+
+    /// Refuses cross-site requests and foreign `Host` names before the router runs.
+    #[must_use]
+    pub fn guarding_cross_site(mut self, guard: cross_site::CrossSite) -> Self {
+        self.cross_site = Some(Arc::new(guard));
+        self
     }
 
     /// When every place is taken, a new connection closes the oldest connection that is
@@ -231,17 +246,29 @@ async fn serve_connection(
     watch: Arc<Watch>,
     stop: CancellationToken,
 ) {
+    // The cross-site guard compares `Host` with the address this connection came in on.
+    let Ok(local) = stream.local_addr() else {
+        tracing::debug!(%peer, "management connection without a local address; closed");
+        return;
+    };
+    let served = Served {
+        peer,
+        local,
+        router,
+        body_timeout: management.body_timeout,
+        cross_site: management.cross_site.clone(),
+    };
     match &management.tls {
         None => {
             let io = Watched::new(stream, Arc::clone(&watch));
-            drive(io, peer, router, management.body_timeout, watch, stop).await;
+            drive(io, served, watch, stop).await;
         }
         Some(acceptor) => {
             let handshake = acceptor.accept(stream);
             match tokio::time::timeout(management.header_timeout, handshake).await {
                 Ok(Ok(tls)) => {
                     let io = Watched::new(tls, Arc::clone(&watch));
-                    drive(io, peer, router, management.body_timeout, watch, stop).await;
+                    drive(io, served, watch, stop).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "management TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "management TLS handshake timed out"),
@@ -250,38 +277,110 @@ async fn serve_connection(
     }
 }
 
-/// Serves HTTP/1.1 on `io` until the client leaves, a deadline passes, or `stop`.
-async fn drive<IO>(
-    io: IO,
+/// What serving one connection's requests needs.
+#[derive(Clone)]
+struct Served {
     peer: SocketAddr,
+    /// The address the client connected to.
+    local: SocketAddr,
     router: Router,
     body_timeout: Duration,
-    watch: Arc<Watch>,
-    stop: CancellationToken,
-) where
+    cross_site: Option<Arc<cross_site::CrossSite>>,
+}
+
+impl Served {
+    /// The answer to one request: the guard's refusal, or the router's answer (with CORS
+    /// headers for an allowed origin).
+    async fn answer(self, request: axum::extract::Request) -> axum::response::Response {
+        if head_size(&request) > MAX_REQUEST_HEAD {
+            return head_too_large();
+        }
+        let Some(guard) = &self.cross_site else {
+            return route(self.router, request).await;
+        };
+        let path = request.uri().path();
+        let verdict = guard.check(request.method(), path, request.headers(), self.local);
+        match verdict {
+            Err(refusal) => guard.refuse(&refusal, self.peer, path),
+            Ok(cross_site::Verdict::Pass) => route(self.router, request).await,
+            Ok(cross_site::Verdict::AllowedOrigin(origin)) => {
+                if let Some(answer) =
+                    cross_site::preflight(request.method(), request.headers(), &origin)
+                {
+                    return answer;
+                }
+                let mut response = route(self.router, request).await;
+                cross_site::add_cors(response.headers_mut(), &origin);
+                response
+            }
+        }
+    }
+}
+
+/// The size of `request`'s head as sent (request line, header lines, blank line), give or
+/// take optional whitespace. hyper's read buffer bounds the head only roughly: one read
+/// can take in more than [`MAX_REQUEST_HEAD`] and a head complete within it is parsed, so
+/// the documented limit is applied here, exactly, to what was parsed.
+fn head_size(request: &axum::extract::Request) -> usize {
+    let line = request.method().as_str().len()
+        + request.uri().to_string().len()
+        + " HTTP/1.1\r\n".len()
+        + 1;
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + ": ".len() + value.len() + "\r\n".len())
+        .sum();
+    line + headers + "\r\n".len()
+}
+
+/// 431, as the docs promise for a head over [`MAX_REQUEST_HEAD`].
+fn head_too_large() -> axum::response::Response {
+    let body = serde_json::json!({
+        "status": "RequestHeaderFieldsTooLarge",
+        "error": format!("request head larger than {} KiB", MAX_REQUEST_HEAD / 1024),
+    });
+    let mut response = axum::response::Response::new(axum::body::Body::from(body.to_string()));
+    *response.status_mut() = axum::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn route(router: Router, request: axum::extract::Request) -> axum::response::Response {
+    match router.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// Serves HTTP/1.1 on `io` until the client leaves, a deadline passes, or `stop`.
+async fn drive<IO>(io: IO, served: Served, watch: Arc<Watch>, stop: CancellationToken)
+where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let peer = served.peer;
     let service_watch = Arc::clone(&watch);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let router = router.clone();
+        let served = served.clone();
         let watch = Arc::clone(&service_watch);
         async move {
             watch.request_started();
             let mut request = request.map(axum::body::Body::new);
-            request.extensions_mut().insert(BodyTimeout(body_timeout));
-            let response = router.oneshot(request).await;
+            request
+                .extensions_mut()
+                .insert(BodyTimeout(served.body_timeout));
+            let response = served.answer(request).await;
             watch.response_ready();
             let guard = ResponseGuard(watch);
-            response.map(|response| {
-                response.map(|body| {
-                    axum::body::Body::new(body.map_frame(
-                        move |frame: hyper::body::Frame<Bytes>| {
-                            guard.hold();
-                            frame
-                        },
-                    ))
-                })
-            })
+            Ok::<_, std::convert::Infallible>(response.map(|body| {
+                axum::body::Body::new(body.map_frame(move |frame: hyper::body::Frame<Bytes>| {
+                    guard.hold();
+                    frame
+                }))
+            }))
         }
     });
     let connection = hyper::server::conn::http1::Builder::new()
@@ -321,14 +420,14 @@ async fn drive<IO>(
 
 /// Says "log now" at most once per `every`, counting what it swallowed in between.
 #[derive(Debug)]
-struct RateLimitedLog {
+pub(crate) struct RateLimitedLog {
     every: Duration,
     last: std::sync::Mutex<Option<Instant>>,
     suppressed: AtomicU64,
 }
 
 impl RateLimitedLog {
-    fn new(every: Duration) -> Self {
+    pub(crate) fn new(every: Duration) -> Self {
         Self {
             every,
             last: std::sync::Mutex::new(None),
@@ -337,7 +436,7 @@ impl RateLimitedLog {
     }
 
     /// `Some(events swallowed since the last line)` when a line should be written now.
-    fn note(&self) -> Option<u64> {
+    pub(crate) fn note(&self) -> Option<u64> {
         let now = Instant::now();
         let mut last = locked(&self.last);
         if last.is_some_and(|at| now.duration_since(at) < self.every) {

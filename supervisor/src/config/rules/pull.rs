@@ -121,13 +121,43 @@ fn check_rtsp_url(field: &str, url: &str) -> Result<(), FieldError> {
         return bad("no whitespace allowed");
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority
+    let host_port = authority
         .rsplit_once('@')
         .map_or(authority, |(_, host)| host);
-    if host.is_empty() || host.starts_with(':') {
-        return bad("no host");
+    check_authority(host_port).or_else(|why| bad(&why))
+}
+
+/// `host[:port]` or `[v6][:port]` of a URL: a host, and a port, when one is given,
+/// which must be a number 1-65535 (`99999` or `5x4` would otherwise reach the worker,
+/// which could only fail at connect time, over and over).
+fn check_authority(authority: &str) -> Result<(), String> {
+    let (host, port) = match authority.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, "")) => (host, None),
+            Some((host, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None => return Err(format!("text after ']': {rest:?}")),
+            },
+            None => return Err("unclosed '['".to_owned()),
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.is_empty() {
+        return Err("no host".to_owned());
     }
-    Ok(())
+    match port {
+        Some(digits)
+            if !matches!(digits.parse::<u16>(), Ok(port) if port != 0)
+                || !digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            Err(format!("bad port {digits:?} (expected 1-65535)"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `rtmp://host[:port]/app/stream` (or `rtmps://`): a host, an app and a stream name.
@@ -148,25 +178,8 @@ pub(super) fn check_rtmp_url(field: &str, url: &str) -> Result<(), FieldError> {
     let Some((authority, path)) = rest.split_once('/') else {
         return bad("no app and stream");
     };
-    let (host, port) = match authority.strip_prefix('[') {
-        // `[v6]` or `[v6]:port`
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((host, "")) => (host, None),
-            Some((host, port)) => (host, Some(port.strip_prefix(':').unwrap_or(port))),
-            None => return bad("unclosed '['"),
-        },
-        None => match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    if host.is_empty() {
-        return bad("no host");
-    }
-    if let Some(port) = port
-        && !matches!(port.parse::<u16>(), Ok(p) if p != 0)
-    {
-        return bad("bad port");
+    if let Err(why) = check_authority(authority) {
+        return bad(&why);
     }
     match path.split_once('/') {
         Some((app, stream)) if !app.is_empty() && !stream.is_empty() => Ok(()),
@@ -203,6 +216,21 @@ mod rtsp_tests {
     }
 
     #[test]
+    fn bad_ports_are_named_and_passwords_not_quoted() {
+        let error =
+            sources(r#"{"app": "live", "stream": "c", "url": "rtsp://admin:hunter2@cam:99999/x"}"#)
+                .unwrap_err();
+        assert!(error.contains("RtmpPullSources[0].url"), "{error}");
+        assert!(error.contains("bad port \"99999\""), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
+        assert!(error.contains("rtsp://admin:***@cam:99999/x"), "{error}");
+        let parsed =
+            sources(r#"{"app": "live", "stream": "c", "url": "rtsp://[2001:db8::1]:554/x"}"#)
+                .unwrap();
+        assert!(parsed[0].is_rtsp());
+    }
+
+    #[test]
     fn rtsps_sources_refuse_udp() {
         let error = sources(
             r#"{"app": "live", "stream": "c", "url": "rtsps://cam/x", "transport": "udp"}"#,
@@ -225,6 +253,22 @@ mod rtsp_tests {
             ),
             (
                 r#"{"app": "live", "stream": "c", "url": "rtsp://cam/a b"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp://u:p@cam:99999/x"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp://cam:5x4/x"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtsp://[::1]x/x"}"#,
+                "url",
+            ),
+            (
+                r#"{"app": "live", "stream": "c", "url": "rtmp://h:+80/a/b"}"#,
                 "url",
             ),
             (
