@@ -323,6 +323,58 @@ fn signaling_budgets_refuse_early_and_hls_keeps_serving() {
     );
 }
 
+/// Descriptors the process `pid` has open.
+fn open_descriptors(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| dir.count())
+        .unwrap_or(0)
+}
+
+/// An offer for `/live/absent<i>`, a stream that is not live.
+fn send_offer(stream: &mut TcpStream, i: usize) {
+    send(
+        stream,
+        "POST",
+        &format!("/live/absent{i}/whep.stream"),
+        &format!("Content-Length: {}\r\n", CHROMIUM_OFFER.len()),
+        CHROMIUM_OFFER.as_bytes(),
+    );
+}
+
+/// The answers to a round of offers for streams that are not live.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Admitted: answered 404 by the worker once its wait for the stream ended.
+    not_live: usize,
+    /// 503 (with `Retry-After`): too many signaling requests pending.
+    pending_cap: usize,
+    /// 503 (with `Retry-After`): no descriptor slot for the socket to the worker.
+    no_descriptor: usize,
+    other: Vec<Option<(u16, String)>>,
+}
+
+fn tally(offers: &[TcpStream]) -> Tally {
+    let mut tally = Tally::default();
+    for stream in offers {
+        match answer(stream) {
+            Some((404, _, body)) if body.contains("not live") => tally.not_live += 1,
+            Some((503, head, body)) if head.contains("retry-after:") => {
+                if body.contains("pending") {
+                    tally.pending_cap += 1;
+                } else if body.contains("no descriptor") {
+                    tally.no_descriptor += 1;
+                } else {
+                    tally.other.push(Some((503, body)));
+                }
+            }
+            answer => tally
+                .other
+                .push(answer.map(|(status, _, body)| (status, body))),
+        }
+    }
+    tally
+}
+
 #[test]
 fn pending_offers_under_a_low_descriptor_limit_leave_hls_serving() {
     /// strom's descriptor limit: a budget of 192 per worker, 48 pending signaling
@@ -331,6 +383,10 @@ fn pending_offers_under_a_low_descriptor_limit_leave_hls_serving() {
     const MAX_PENDING: usize = 48;
     /// Offers for streams that are not live (each waits 8 s in the webrtc worker).
     const OFFERS: usize = 120;
+    /// Idle connections and offers of the second round: with the viewer, 171 of the
+    /// budget's 192 places, so about 21 sockets to the worker fit.
+    const IDLE: usize = 140;
+    const ROUND_TWO: usize = 30;
     require_tool("prlimit", "util-linux");
     let mut server = Server::prepare("");
     let log = std::fs::File::create(server.log_path()).unwrap();
@@ -361,18 +417,15 @@ fn pending_offers_under_a_low_descriptor_limit_leave_hls_serving() {
     let (mut viewer, first) = Viewer::connect(&server, "127.0.0.7");
     let packager = server.worker_pid("packager");
 
-    // From four addresses, so that no address's own budget is what refuses them.
-    let mut offers = Vec::new();
-    for i in 0..OFFERS {
-        let mut stream = client(&format!("127.0.4.{}", 1 + i % 4), port);
-        send(
-            &mut stream,
-            "POST",
-            &format!("/live/absent{i}/whep.stream"),
-            &format!("Content-Length: {}\r\n", CHROMIUM_OFFER.len()),
-            CHROMIUM_OFFER.as_bytes(),
-        );
-        offers.push(stream);
+    let baseline = open_descriptors(packager);
+
+    // Round 1, past the pending cap: from four addresses, so that no address's own
+    // budget is what refuses them.
+    let mut offers: Vec<TcpStream> = (0..OFFERS)
+        .map(|i| client(&format!("127.0.4.{}", 1 + i % 4), port))
+        .collect();
+    for (i, stream) in offers.iter_mut().enumerate() {
+        send_offer(stream, i);
     }
     // While they are pending: the viewer plays on, and a new HLS client is served.
     assert!(viewer.playlist().is_some(), "HLS while offers are pending");
@@ -382,25 +435,50 @@ fn pending_offers_under_a_low_descriptor_limit_leave_hls_serving() {
         &format!("http://127.0.0.1:{port}/live/tv/playlist.m3u8"),
     ]);
     assert_eq!(status, 200, "a new HLS client while offers are pending");
-
-    let (mut refused, mut not_live, mut other) = (0, 0, Vec::new());
-    for stream in &offers {
-        match answer(stream) {
-            Some((503, head, _)) if head.contains("retry-after:") => refused += 1,
-            Some((404, _, body)) if body.contains("not live") => not_live += 1,
-            answer => other.push(answer),
-        }
-    }
-    eprintln!("{not_live} offers pending until answered 404, {refused} refused with 503");
+    let round = tally(&offers);
+    eprintln!("past the pending cap: {round:?}");
     assert!(
-        other.is_empty(),
-        "unexpected answers: {other:?}; log:\n{}",
+        round.other.is_empty() && round.no_descriptor == 0,
+        "{round:?}; log:\n{}",
         server.log()
     );
     assert!(
-        not_live <= MAX_PENDING && refused >= OFFERS - MAX_PENDING,
-        "{not_live} pending offers answered 404, {refused} refused with 503"
+        round.not_live <= MAX_PENDING && round.pending_cap >= OFFERS - MAX_PENDING,
+        "{round:?}"
     );
+    drop(offers);
+    wait_for(LIVE, "the offers' descriptors closed", || {
+        (open_descriptors(packager) <= baseline + 4).then_some(())
+    })
+    .unwrap_or_else(|| panic!("descriptors left open: {}", open_descriptors(packager)));
+
+    // Round 2, past the descriptor budget: idle connections and the offers' own take
+    // all but a few slots before the offers are sent, so the sockets to the worker run
+    // out first.
+    let idle: Vec<TcpStream> = (0..IDLE).map(|_| client("127.0.5.1", port)).collect();
+    let mut offers: Vec<TcpStream> = (0..ROUND_TWO)
+        .map(|i| client(&format!("127.0.6.{}", 1 + i % 4), port))
+        .collect();
+    wait_for(LIVE, "the connections accepted", || {
+        (open_descriptors(packager) >= baseline + IDLE + ROUND_TWO).then_some(())
+    })
+    .unwrap_or_else(|| panic!("connections not accepted; log:\n{}", server.log()));
+    for (i, stream) in offers.iter_mut().enumerate() {
+        send_offer(stream, OFFERS + i);
+    }
+    assert!(viewer.playlist().is_some(), "HLS with the budget used up");
+    let round = tally(&offers);
+    eprintln!("past the descriptor budget: {round:?}");
+    assert!(
+        round.other.is_empty() && round.pending_cap == 0,
+        "{round:?}; log:\n{}",
+        server.log()
+    );
+    assert!(
+        round.no_descriptor >= 1 && round.not_live + round.no_descriptor == ROUND_TWO,
+        "{round:?}"
+    );
+    drop(idle);
     viewer.moves_past(&server, first);
     let log = server.log();
     assert!(
