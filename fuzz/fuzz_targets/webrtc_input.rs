@@ -6,7 +6,7 @@
 //! - datagrams of a live session (STUN, DTLS, SRTP, whatever the input holds) into an
 //!   `Rtc` that accepted a real Chromium WHEP offer, with its outputs and timers drained;
 //! - a WHIP publisher's access unit through the Annex B converter
-//!   (`strom_media::annexb::AnnexbH264`).
+//!   (`strom_media::annexb_h264::AnnexbH264`).
 //!
 //! The input: a selector byte, then the bytes (datagrams: each behind a length byte).
 #![no_main]
@@ -99,7 +99,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         _ => {
-            let mut converter = strom_media::annexb::AnnexbH264::default();
+            let mut converter = strom_media::annexb_h264::AnnexbH264::default();
             for access_unit in rest.split(|&b| b == 0xff) {
                 let converted = converter.convert(access_unit);
                 if let Some((sample, _)) = converted.sample {

@@ -30,6 +30,7 @@
 
 pub mod aac;
 pub mod annexb;
+pub mod annexb_h264;
 pub mod audio_stream;
 pub mod avc;
 pub mod bits;

@@ -40,25 +40,65 @@ fn module_of(src: &Path, file: &Path) -> Module {
     parts
 }
 
-/// The code outside `#[cfg(test)] mod …` blocks (which sit at the end of a file) and
-/// outside line comments.
+/// The code outside `#[cfg(test)] mod …` blocks (wherever they sit in the file: code after
+/// a test module counts too) and outside line comments.
 fn production_code(text: &str) -> String {
-    let mut cut = text.len();
-    let mut from = 0;
-    while let Some(at) = text[from..].find("#[cfg(test)]") {
-        let start = from + at;
-        let rest = text[start + "#[cfg(test)]".len()..].trim_start();
-        if rest.starts_with("mod ") {
-            cut = start;
-            break;
-        }
-        from = start + 1;
-    }
-    text[..cut]
+    let uncommented = text
         .lines()
         .map(|line| line.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let mut kept = String::with_capacity(uncommented.len());
+    let mut rest = uncommented.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        kept.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let item = after.trim_start();
+        if !item.starts_with("mod ") {
+            kept.push_str("#[cfg(test)]");
+            rest = after;
+            continue;
+        }
+        // `mod name;` (a test file) or `mod name { … }` up to its matching brace.
+        let body_start = item.find(['{', ';']).unwrap_or(item.len());
+        if item[body_start..].starts_with(';') {
+            rest = &item[body_start + 1..];
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item[body_start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = body_start + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    kept.push_str(rest);
+    kept
+}
+
+#[test]
+fn code_after_a_test_module_is_read() {
+    let text = "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n    fn f() { if x { y } }\n}\nuse crate::c; // crate::d\n#[cfg(test)]\nmod more;\n#[cfg(test)]\nfn helper() {}\n";
+    let code = production_code(text);
+    assert!(
+        code.contains("crate::a") && code.contains("crate::c"),
+        "{code}"
+    );
+    assert!(
+        !code.contains("crate::b") && !code.contains("crate::d"),
+        "{code}"
+    );
+    assert!(code.contains("fn helper"), "{code}");
 }
 
 fn is_ident(c: char) -> bool {

@@ -6,7 +6,7 @@
 use crate::audio::OpusToAac;
 use str0m::format::Codec as RtcCodec;
 use str0m::media::MediaData;
-use strom_media::annexb::AnnexbH264;
+use strom_media::annexb_h264::AnnexbH264;
 use strom_media::decode_time::DecodeTimes;
 use strom_media::frame::{Codec, Frame, Track};
 use strom_stream::Publishing;
