@@ -9,6 +9,7 @@ mod commands;
 mod config;
 mod console;
 mod drain;
+mod link_signature;
 mod listeners;
 mod logging;
 mod management;

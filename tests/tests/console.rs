@@ -21,7 +21,7 @@ mod common;
 
 use common::browser::{require_browser, run_script};
 use common::media::{publish, rtmp_url, wait_live};
-use common::{Server, delivery_rules, wait_for};
+use common::{Server, curl_raw, delivery_rules, wait_for};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -246,6 +246,31 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
     let export = &result["export"];
     if export["box"] != "ftyp" || export["bytes"].as_u64().unwrap_or(0) < 10_000 {
         problems.push(format!("MP4 export: {export}"));
+    }
+    // The link lands in the download history: it carries a short-lived signature of that
+    // one export (`expires`, `sig`), not a salt and hash valid for every endpoint forever.
+    let url = export["url"].as_str().unwrap_or_default();
+    let lasting = url.contains("salt=") || url.contains("hash=");
+    if lasting || !url.contains("expires=") || !url.contains("sig=") {
+        problems.push(format!(
+            "the export link is not signed for itself alone: {url}"
+        ));
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        // Its signature opens neither another export nor another endpoint.
+        let other = url.replacen("/export_mp4/", "/export_mp4/x", 1);
+        let status = format!(
+            "http://127.0.0.1:{}/manage/server_status?{query}",
+            server.ports.management
+        );
+        for reused in [other, status] {
+            let (code, _) = curl_raw(&[&reused]);
+            if code != 403 {
+                problems.push(format!(
+                    "the export link's signature opened {reused}: {code}"
+                ));
+            }
+        }
     }
     assert!(
         problems.is_empty(),

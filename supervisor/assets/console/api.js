@@ -4,10 +4,15 @@
 'use strict';
 
 const StromApi = (() => {
+  // How long an export link stays valid (the server accepts at most 300 s).
+  const LINK_SECS = 120;
   // 'unknown' until an answer came; 'accepted' (2xx with a token), 'open' (2xx without
   // one: the server has no token), 'missing' or 'refused' (403), 'unreachable'.
   const auth = { state: 'unknown', detail: '' };
   const listeners = [];
+  // The server's clock less this browser's, in ms, from the last answer's `Date`: a
+  // signed link's expiry is checked by the server's clock.
+  let clockOffset = 0;
 
   function report(state, detail) {
     if (auth.state === state && auth.detail === detail) return;
@@ -31,6 +36,8 @@ const StromApi = (() => {
       report('unreachable', String(error));
       return { ok: false, status: 0, data: null };
     }
+    const date = Date.parse(response.headers.get('Date') || '');
+    if (!Number.isNaN(date)) clockOffset = date - Date.now();
     let data = null;
     try {
       data = await response.json();
@@ -62,7 +69,8 @@ const StromApi = (() => {
     get,
     post,
     failure,
-    // A link that works on its own (an MP4 download): signed now, like a call.
-    link: (path) => StromSign.sign(path),
+    // A link that works on its own (an MP4 download), for a short while and for that
+    // path only: it stays in the download history.
+    link: (path) => StromSign.signLink(path, Math.floor((Date.now() + clockOffset) / 1000) + LINK_SECS),
   };
 })();

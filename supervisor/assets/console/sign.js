@@ -86,5 +86,24 @@ const StromSign = (() => {
     return `${path}${separator}salt=${salt}&hash=${encodeURIComponent(hashFor(salt, current))}`;
   }
 
-  return { hashFor, token, setToken, sign };
+  // A download link for `path` alone, valid until `expires` (Unix seconds on the
+  // server's clock): `sig = base64(md5("<token>/<expires>/<path>/<token>"))`. A link
+  // lands in the download history, where a salt and hash would stay valid for every
+  // endpoint forever; this one opens one export for a few minutes
+  // (supervisor/src/link_signature.rs).
+  function linkSignature(expires, path, secret) {
+    const digest = md5(new TextEncoder().encode(`${secret}/${expires}/${path}/${secret}`));
+    return btoa(String.fromCharCode(...digest));
+  }
+
+  function signLink(path, expires) {
+    const current = token();
+    if (!current) return path;
+    const [bare] = path.split('?');
+    const separator = path.includes('?') ? '&' : '?';
+    const sig = encodeURIComponent(linkSignature(expires, bare, current));
+    return `${path}${separator}expires=${expires}&sig=${sig}`;
+  }
+
+  return { hashFor, linkSignature, token, setToken, sign, signLink };
 })();
