@@ -229,7 +229,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             })?;
         let feed = shared.feeds.get(&key);
         let Some(tracks) = feed.started(STREAM_WAIT).await else {
-            tracing::info!(stream = %key, %peer, "whep: no such live stream");
+            strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); stream = %key, %peer, "whep: no such live stream");
             return Err(OfferError::NotFound(format!("{key} is not live")));
         };
         (place, Role::Play(feed), None, Some(tracks))
