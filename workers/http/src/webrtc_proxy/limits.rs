@@ -14,8 +14,9 @@ use strom_worker_runtime::sync::locked;
 /// Body bytes all pending signaling requests may hold together (at least one request of
 /// the largest `max_sdp_bytes`, 1 MiB, fits 32 times).
 pub const GLOBAL_BYTES: u64 = 32 * 1024 * 1024;
-/// Body bytes the pending signaling requests of one client address may hold together
-/// (raised to one `max_sdp_bytes` when that is larger, so one offer always fits).
+/// Body bytes the pending signaling requests of one client address (an IPv6 client: its
+/// /64) may hold together (raised to one `max_sdp_bytes` when that is larger, so one
+/// offer always fits).
 pub const PER_ADDRESS_BYTES: u64 = 1024 * 1024;
 /// What a request is charged at least, whatever its body: its connection's buffers and
 /// the forwarded request and answer cost about this much, so a flood of empty bodies is
@@ -106,7 +107,8 @@ impl SignalingLimits {
         charge: u64,
         largest: u64,
     ) -> Result<Admitted, Refusal> {
-        let address = address.to_canonical();
+        // An IPv6 client counts by its /64, as every per-address cap does.
+        let address = strom_worker_runtime::login_throttle::client_key(address);
         let charge = charge.max(MIN_CHARGE);
         let mut held = locked(&self.held);
         if held.pending >= self.max_pending {
@@ -188,13 +190,22 @@ mod tests {
             limits.admit(a, 30_000, largest).unwrap_err(),
             Refusal::AddressBytes
         );
+        let same_64: IpAddr = "2001:db8::1".parse().unwrap();
+        let v6 = limits.admit(same_64, PER_ADDRESS_BYTES, largest).unwrap();
+        assert_eq!(
+            limits
+                .admit("2001:db8::2".parse().unwrap(), 0, largest)
+                .unwrap_err(),
+            Refusal::AddressBytes,
+            "an IPv6 client counts by its /64"
+        );
         let other = limits.admit(b, 30_000, largest).unwrap();
         held.pop();
         assert!(
             limits.admit(a, 30_000, largest).is_ok(),
             "a share came back"
         );
-        drop(other);
+        drop((other, v6));
         drop(held);
         assert_eq!(limits.pending(), 0);
     }
