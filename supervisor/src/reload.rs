@@ -38,6 +38,7 @@ pub enum ReloadError {
     Tls(String),
     #[error("strom.conf sets no panel_url to sync from")]
     PanelNotConfigured,
+    /// Built by [`panel_error`], which takes the password out of a quoted `panel_url`.
     #[error("fetching panel settings failed: {0}")]
     Panel(String),
     #[error("internal error: {0}")]
@@ -94,7 +95,9 @@ pub async fn sync_panel(state: &SupervisorState) -> Result<(), ReloadError> {
         .ok_or(ReloadError::PanelNotConfigured)?;
     let _one_at_a_time = state.reload_lock.lock().await;
     let text = fetch_panel(&url).await?;
-    let rules = rules_file::parse(&text, Path::new(&url))?;
+    // Errors name the document by its URL, without the password it may carry.
+    let shown = crate::config::redact::redact_passwords(&url);
+    let rules = rules_file::parse(&text, Path::new(&shown))?;
     let path = state.instance.rules_path.clone();
     let temporary = path.with_extension("conf.tmp");
     let writing_failed = |e: std::io::Error| {
@@ -117,7 +120,7 @@ pub async fn sync_panel(state: &SupervisorState) -> Result<(), ReloadError> {
     blocking(move || std::fs::rename(&temporary, &path))
         .await?
         .map_err(writing_failed)?;
-    tracing::info!(%url, "rules synced from the panel");
+    tracing::info!(url = %shown, "rules synced from the panel");
     Ok(())
 }
 
@@ -125,32 +128,34 @@ async fn fetch_panel(url: &str) -> Result<String, ReloadError> {
     let client = reqwest::Client::builder()
         .timeout(PANEL_TIMEOUT)
         .build()
-        .map_err(|e| ReloadError::Panel(e.to_string()))?;
+        .map_err(|e| panel_error(e.to_string()))?;
     let mut response = client
         .get(url)
         .send()
         .await
-        .map_err(|e| ReloadError::Panel(e.to_string()))?;
+        .map_err(|e| panel_error(e.to_string()))?;
     if !response.status().is_success() {
-        return Err(ReloadError::Panel(format!(
-            "{url} answered {}",
-            response.status()
-        )));
+        return Err(panel_error(format!("{url} answered {}", response.status())));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| ReloadError::Panel(e.to_string()))?
+        .map_err(|e| panel_error(e.to_string()))?
     {
         if body.len() + chunk.len() > MAX_PANEL_BYTES {
-            return Err(ReloadError::Panel(format!(
+            return Err(panel_error(format!(
                 "document larger than {MAX_PANEL_BYTES} bytes"
             )));
         }
         body.extend_from_slice(&chunk);
     }
-    String::from_utf8(body).map_err(|_| ReloadError::Panel("document is not UTF-8".to_owned()))
+    String::from_utf8(body).map_err(|_| panel_error("document is not UTF-8"))
+}
+
+/// A panel failure; reqwest's messages quote the URL, which may carry a login.
+fn panel_error(message: impl AsRef<str>) -> ReloadError {
+    ReloadError::Panel(crate::config::redact::redact_passwords(message.as_ref()))
 }
 
 /// Whether a worker of `kind` needs to hear about the change from `old` to `new`.
@@ -179,6 +184,9 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
                 || old.edges != new.edges
                 || old.icecast_sources != new.icecast_sources
                 || old.icecast_pushes != new.icecast_pushes
+                // The WHEP/WHIP proxy answers 404 (off) and 413 (over `max_sdp_bytes`)
+                // itself, from these settings.
+                || old.webrtc != new.webrtc
                 || ads
         }
         WorkerKind::Dvr => old != new,
@@ -392,6 +400,18 @@ pub async fn reload_certificates(
 mod tests {
     use super::*;
     use strom_ipc::rules::{CameraSettings, TsOutputSettings};
+
+    #[test]
+    fn panel_failures_quote_the_url_without_its_password() {
+        let error =
+            panel_error("error sending request for url (https://sync:pa55@panel.example/rules)");
+        let text = error.to_string();
+        assert!(!text.contains("pa55"), "{text}");
+        assert!(
+            text.contains("https://sync:***@panel.example/rules"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn only_concerned_workers_hear_about_a_change() {
