@@ -2,7 +2,14 @@
 //! `hls_index`: a child of the store (it reads the store's private state) so that the
 //! store itself never depends on the DASH manifest writer, which depends on the store.
 
-use super::*;
+use super::dash_listing::{DashParts, DashTrack};
+use super::segment::SegmentFacts;
+use super::stream::HlsStream;
+use super::{GRACE_SEGMENTS, MIN_LIVE_SEGMENTS, PLAYLIST_WINDOW};
+use bytes::Bytes;
+use std::path::PathBuf;
+use std::time::Duration;
+use strom_worker_runtime::sync::locked;
 
 /// Restores a stream from `index` (every file it names holding `file`), serves its
 /// playlists and segments, and packages on past the playlist window as a live stream

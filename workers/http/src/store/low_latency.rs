@@ -3,9 +3,10 @@
 //! reloads ([`LlPosition`]) and the version that changes with every segment or part,
 //! which those reloads wait on.
 
-use super::{
-    HlsStream, LL_PLAYLIST_WINDOW, SESSION_PLACEHOLDER, SESSION_QUERY, StreamState, listed_entries,
-};
+use super::LL_PLAYLIST_WINDOW;
+use super::playlist::{SESSION_PLACEHOLDER, SESSION_QUERY, listed_entries};
+use super::state::StreamState;
+use super::stream::HlsStream;
 use crate::parts::Part;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
