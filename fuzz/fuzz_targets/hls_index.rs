@@ -1,5 +1,5 @@
 //! The HLS index (`index.json`) the packager restores from its disk mirror at start
-//! (`store.rs`: `Store::restore_all` reads it with [`parse_index`]): any bytes, then,
+//! (`store/mod.rs`: `Store::restore_all` reads it with [`parse_index`]): any bytes, then,
 //! through [`exercise_restore`], a stream restored from what parses, its master and
 //! media playlists and segments served, and more segments packaged until the restored
 //! ones are evicted. The first input byte is the size of the segment files (taken from

@@ -1,4 +1,4 @@
-//! Demand in the packager: an HLS viewer asking for a stream that is not live but that
+//! Demand in this worker: an HLS viewer asking for a stream that is not live but that
 //! another worker starts on demand (an `Edge` app's pull, an on-demand RTSP or RTMP pull:
 //! [`strom_stream::gate::on_demand`]) makes the demand known by packaging it anyway. The packaging task's bus
 //! subscription to the rtmp worker is a reader there, which starts the rtmp worker's

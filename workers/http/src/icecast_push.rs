@@ -1,7 +1,7 @@
 //! Pushing to Icecast servers (`IcecastPush`): the audio of a stream sent as an Icecast
 //! source (`PUT <mount>` over HTTP/1.1, as ffmpeg and libshout do) to another server.
 //!
-//! One task per entry reads the stream from the packager's hub (the stream is relayed
+//! One task per entry reads the stream from this worker's hub (the stream is relayed
 //! here while an entry wants it, see `packaging::streamed`) through its own bounded
 //! reader and renders the audio as `icecast.stream` listeners get it (AAC as ADTS, MP3
 //! as is, [`IcyWriter`], but never ICY metadata blocks). It connects once the stream

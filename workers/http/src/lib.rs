@@ -1,4 +1,5 @@
-//! The `packager` worker: HLS (MPEG-TS and fMP4) delivery over HTTP and HTTPS.
+//! The HTTP delivery worker (process kind `packager`): HLS (MPEG-TS and fMP4), LL-HLS
+//! and DASH delivery over HTTP and HTTPS.
 //!
 //! Streams announced by the supervisor's registry are subscribed on the media bus and
 //! packaged ([`packaging`]); segments live in the [`store`] (mirrored to disk for
@@ -27,7 +28,7 @@ mod ts_viewers;
 mod viewers;
 mod webrtc_proxy;
 
-pub use service::{PackagerWorker, start};
+pub use service::{DeliveryWorker, start};
 
 /// What the fuzz targets (`fuzz/`) drive: parsers of request and on-disk bytes, not an
 /// API.

@@ -1,5 +1,5 @@
 //! Packaging live streams into HLS and DASH: for each stream to package, a bus
-//! subscription feeds the stream into the packager's own hub
+//! subscription feeds the stream into the delivery worker's own hub
 //! (`strom_stream::bus::subscriber`), and a packaging task reads it there like any
 //! reader, cuts segments at keyframes within the playlist's fixed target duration and
 //! muxes each into MPEG-TS and fMP4 (one CMAF fragment per track, which DASH serves

@@ -1,6 +1,6 @@
 //! Low-Latency HLS partial segments of one stream: the parts of its latest segments and
 //! of the segment being built, by media sequence number, held in memory only (a
-//! restarted packager serves whole segments until new parts come).
+//! restarted delivery worker serves whole segments until new parts come).
 //!
 //! A part is one CMAF chunk (a `moof` + `mdat` per track, video then audio) of the
 //! segment being built. The whole segment is muxed on its own when it ends (an `styp`,

@@ -1,4 +1,4 @@
-//! The packager's state and its answers to the supervisor.
+//! The delivery worker's state and its answers to the supervisor.
 
 use crate::edge_demand::EdgeDemand;
 use crate::http::Delivery;
@@ -28,7 +28,7 @@ const HOUSEKEEPING: Duration = Duration::from_secs(1);
 /// Idle viewer sessions are swept every this many housekeeping ticks.
 const SWEEP_EVERY: u32 = 5;
 
-pub struct PackagerWorker {
+pub struct DeliveryWorker {
     accept: AcceptLoops<Delivery>,
     certificate: Arc<SwappableCertificate>,
     packaging: Arc<Packaging>,
@@ -54,7 +54,7 @@ pub struct PackagerWorker {
     dvr: Arc<crate::dvr_playback::DvrPlayback>,
 }
 
-pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
+pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
     let certificate = Arc::new(SwappableCertificate::default());
     if let Some(material) = &context.hello.tls {
         certificate.replace(certified_key(material)?);
@@ -167,7 +167,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<PackagerWorker>, String> {
         Arc::clone(&context.counters),
         context.shutdown.clone(),
     ));
-    Ok(Arc::new(PackagerWorker {
+    Ok(Arc::new(DeliveryWorker {
         accept,
         certificate,
         packaging,
@@ -213,7 +213,7 @@ async fn housekeeping(
     }
 }
 
-impl PackagerWorker {
+impl DeliveryWorker {
     /// The live stream `app/stream` when it is delivered as Icecast and has an audio
     /// track Icecast carries.
     fn icecast_stream(&self, app: &str, stream: &str) -> Option<Arc<strom_stream::Stream>> {
@@ -263,7 +263,7 @@ impl PackagerWorker {
     }
 }
 
-impl strom_stream::GatedService for PackagerWorker {
+impl strom_stream::GatedService for DeliveryWorker {
     fn gate(&self) -> &strom_stream::Gate {
         &self.gate
     }
@@ -302,7 +302,7 @@ impl strom_stream::GatedService for PackagerWorker {
     }
 }
 
-impl WorkerService for PackagerWorker {
+impl WorkerService for DeliveryWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),

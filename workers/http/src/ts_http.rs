@@ -2,7 +2,7 @@
 //! `video/mp2t` response per viewer, for streams whose delivery outputs include `MPEGTS`.
 //!
 //! The response starts with a PAT, a PMT and a keyframe ([`TsFeed`]) and follows the
-//! stream live. Each viewer reads the packager's hub through its own bounded reader;
+//! stream live. Each viewer reads the delivery worker's hub through its own bounded reader;
 //! between that reader and the socket sit at most [`BODY_CHUNKS`] frames, so a viewer
 //! that stops reading fills its reader queue and loses whole GOPs there (counted in its
 //! session), never slowing the stream or anyone else. The response ends when the viewer

@@ -9,7 +9,7 @@
 //! A session opened with a signature bound to the client's address (no pay-per-view id)
 //! is also bound to that address: from another one its token is unknown.
 //!
-//! What a client can make the packager hold is bounded: a session stores at most
+//! What a client can make the delivery worker hold is bounded: a session stores at most
 //! [`MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
 //! /64) holds at most [`MAX_SESSIONS_PER_CLIENT`] sessions and all clients together
 //! [`MAX_VIEWERS`]. A viewer who would pass a cap still plays: its playlist is served

@@ -1,4 +1,5 @@
-//! The `ingest` worker: MPEG-TS inputs over UDP, SRT and RIST, and the NDI source list.
+//! The MPEG-TS worker (process kind `ingest`): MPEG-TS in and out over UDP, SRT and
+//! RIST, and the NDI source list.
 //!
 //! Owns the configured inputs (`Cameras`): each `udp` input's datagrams ([`udp`]), each
 //! SRT connection's messages ([`srt_input`], over libsrt in [`srt`]) and each RIST
@@ -27,7 +28,7 @@ mod threads;
 mod ts_input;
 mod udp;
 
-use shared::IngestShared;
+use shared::MpegTsShared;
 use std::sync::{Arc, Mutex};
 use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
@@ -39,8 +40,8 @@ use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
 use udp::UdpReceivers;
 
-pub struct IngestWorker {
-    shared: Arc<IngestShared>,
+pub struct MpegTsWorker {
+    shared: Arc<MpegTsShared>,
     udp: UdpReceivers,
     rist: rist_input::RistInputs,
     ndi: ndi::NdiSources,
@@ -52,7 +53,7 @@ pub struct IngestWorker {
     playouts: Arc<playout::Playouts>,
 }
 
-pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
+pub fn start(context: WorkerContext) -> Result<Arc<MpegTsWorker>, String> {
     if !context.listeners.is_empty() {
         return Err(format!(
             "the ingest worker takes no TCP listeners, got {}",
@@ -68,7 +69,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
         Arc::clone(&context.session_ids),
         context.shutdown.clone(),
     )?;
-    let shared = Arc::new(IngestShared {
+    let shared = Arc::new(MpegTsShared {
         hub: hub.clone(),
         ids: context.session_ids,
         counters: context.counters,
@@ -106,7 +107,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
     rist.restart(&context.hello.rules);
     let udp = UdpReceivers::new(Arc::clone(&shared), context.shutdown);
     udp.replace(context.udp_sockets, &context.hello.rules);
-    Ok(Arc::new(IngestWorker {
+    Ok(Arc::new(MpegTsWorker {
         shared,
         udp,
         rist,
@@ -117,7 +118,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<IngestWorker>, String> {
     }))
 }
 
-impl IngestWorker {
+impl MpegTsWorker {
     fn cameras(&self) -> Vec<CameraStatus> {
         let rules = self.shared.rules();
         rules
@@ -152,13 +153,13 @@ impl IngestWorker {
     }
 }
 
-impl strom_stream::GatedService for IngestWorker {
+impl strom_stream::GatedService for MpegTsWorker {
     fn gate(&self) -> &strom_stream::Gate {
         &self.shared.gate
     }
 }
 
-impl WorkerService for IngestWorker {
+impl WorkerService for MpegTsWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),

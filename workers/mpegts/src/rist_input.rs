@@ -7,7 +7,7 @@
 
 use crate::input_status::OFFLINE_AFTER;
 use crate::rist::{RistOptions, RistReceiver, StatsSlot};
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use crate::ts_input::TsInput;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -25,7 +25,7 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 pub struct RistInputs {
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     shutdown: CancellationToken,
     current: Mutex<CancellationToken>,
     /// The threads of the current set: the next set waits for them, so a listening
@@ -38,7 +38,7 @@ pub struct RistInputs {
 }
 
 impl RistInputs {
-    pub fn new(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Self {
+    pub fn new(shared: Arc<MpegTsShared>, shutdown: CancellationToken) -> Self {
         let current = Mutex::new(shutdown.child_token());
         Self {
             shared,
@@ -97,7 +97,7 @@ impl RistInputs {
 /// Runs one input until `stop`, starting its receiver again after failures.
 fn run(
     camera: &CameraSettings,
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     stop: &CancellationToken,
     stats: &Mutex<BTreeMap<String, Arc<StatsSlot>>>,
 ) {
@@ -147,7 +147,7 @@ fn pause(duration: Duration, stop: &CancellationToken) {
 /// Feeds what `receiver` delivers into the entry's stream until `stop` or a read error.
 fn receive(
     camera: &CameraSettings,
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     receiver: &RistReceiver,
     stop: &CancellationToken,
 ) {

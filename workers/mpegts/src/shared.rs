@@ -1,4 +1,4 @@
-//! What every input, output and request handler of the ingest worker shares: the hub and
+//! What every input, output and request handler of the MPEG-TS worker shares: the hub and
 //! its gate, session ids, counters, input status, SRT connections and output state.
 
 use crate::input_status::InputStatus;
@@ -10,7 +10,7 @@ use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{SessionIds, WorkerCounters};
 
 /// What every receive task needs.
-pub struct IngestShared {
+pub struct MpegTsShared {
     pub hub: Hub,
     pub ids: Arc<SessionIds>,
     pub counters: Arc<WorkerCounters>,
@@ -25,7 +25,7 @@ pub struct IngestShared {
     pub gate: Arc<strom_stream::Gate>,
 }
 
-impl IngestShared {
+impl MpegTsShared {
     pub fn rules(&self) -> Arc<Rules> {
         self.gate.rules()
     }

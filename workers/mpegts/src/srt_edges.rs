@@ -1,5 +1,5 @@
 //! Edge mode over SRT (`Edge` rules whose origins are `srt://`): when a stream of such an
-//! app gets its first reader in this worker's hub (the packager or the rtmp worker
+//! app gets its first reader in this worker's hub (the delivery worker or the rtmp worker
 //! subscribing for their viewers, an SRT viewer of a TS output) and nobody produces it on
 //! this server, it is pulled from the rule's origins, tried in order: an SRT call with
 //! streamid `#!::r=<app>/<stream>,m=request`, which an origin's SRT output listener
@@ -10,7 +10,7 @@
 //! libsrt blocks, so each pull runs on its own thread, polling its stop token.
 
 use crate::input_status::InputStatus;
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use crate::srt::{SrtOptions, SrtSocket};
 use crate::ts_input::TsInput;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -47,7 +47,7 @@ enum PullEnd {
 }
 
 /// Starts pulling the streams of SRT edge rules that readers of the worker's hub ask for.
-pub fn start(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Arc<EdgePulls> {
+pub fn start(shared: Arc<MpegTsShared>, shutdown: CancellationToken) -> Arc<EdgePulls> {
     let rules = {
         let shared = Arc::clone(&shared);
         Box::new(move || shared.rules())
@@ -79,7 +79,7 @@ pub fn start(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Arc<Edge
 
 /// Pulls the stream from the rule's origins, one after the other, until it has no
 /// readers.
-fn run(shared: &Arc<IngestShared>, pulls: &EdgePulls, pull: &EdgePull) {
+fn run(shared: &Arc<MpegTsShared>, pulls: &EdgePulls, pull: &EdgePull) {
     crate::srt::startup();
     let EdgePull {
         key,
@@ -122,7 +122,7 @@ fn run(shared: &Arc<IngestShared>, pulls: &EdgePulls, pull: &EdgePull) {
 
 /// One call to `origin` for `key`, feeding what it sends into the hub until it ends.
 fn pull_from(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     origin: &str,
     url: &str,
     key: &StreamKey,
@@ -151,7 +151,7 @@ fn pull_from(
 }
 
 fn receive(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     socket: &SrtSocket,
     remote: SocketAddr,
     url: &str,

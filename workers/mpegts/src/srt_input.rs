@@ -10,7 +10,7 @@
 //! data for the input's `idle_timeout_secs` (default 10) is closed, so that silent
 //! callers cannot hold every place under `max_callers`.
 
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
 use crate::srt_connections::Connection;
@@ -67,7 +67,7 @@ fn options_of(camera: &CameraSettings) -> Option<SrtOptions> {
 pub fn listen(
     inherited: Arc<InheritedUdpSocket>,
     camera: CameraSettings,
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     stop: CancellationToken,
 ) {
     let Some(options) = options_of(&camera) else {
@@ -151,7 +151,7 @@ struct Shown {
 /// throttled per address as every source login is (see `login_throttle`): `None`
 /// (logged, rate limited) when refused.
 fn admit(
-    shared: &IngestShared,
+    shared: &MpegTsShared,
     camera: &CameraSettings,
     peer: SocketAddr,
     access: &Access,
@@ -210,7 +210,7 @@ fn rendezvous_local(camera: &CameraSettings) -> Option<SocketAddr> {
 
 /// Dials the remote side of a `pull` input (or meets it, `rendezvous`) until `stop`,
 /// again after every end.
-pub fn call(camera: CameraSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
+pub fn call(camera: CameraSettings, shared: Arc<MpegTsShared>, stop: CancellationToken) {
     crate::srt::startup();
     let Some(options) = options_of(&camera) else {
         return;
@@ -291,7 +291,7 @@ fn input_addr(camera: &CameraSettings) -> String {
 }
 
 fn connection(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     camera: &CameraSettings,
     caller: Caller,
 ) -> (Arc<Connection>, Option<Publishing>) {
@@ -311,7 +311,7 @@ fn connection(
 }
 
 fn spawn_connection(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     camera: &CameraSettings,
     caller: Caller,
     stop: &CancellationToken,
@@ -333,7 +333,7 @@ fn spawn_connection(
 
 /// Feeds what `connection` receives into its stream until it ends or `stop`.
 fn receive(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     connection: &Arc<Connection>,
     publishing: Option<Publishing>,
     stop: &CancellationToken,

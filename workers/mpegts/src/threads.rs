@@ -1,4 +1,4 @@
-//! The ingest worker's own threads (libsrt and librist block): started named, joined
+//! The MPEG-TS worker's own threads (libsrt and librist block): started named, joined
 //! before a replacement binds the same port.
 
 use std::sync::Mutex;

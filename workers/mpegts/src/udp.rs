@@ -1,4 +1,4 @@
-//! The UDP sockets the supervisor lends the ingest worker (listening `Cameras`: `udp`,
+//! The UDP sockets the supervisor lends the MPEG-TS worker (listening `Cameras`: `udp`,
 //! and `srt` in `listen` mode; RIST inputs bind their own, see [`crate::rist_input`]).
 //! Each `udp` socket feeds the MPEG-TS input whose `Cameras` entry names its address:
 //! one receive task per socket, which joins the multicast group when the address is
@@ -9,7 +9,7 @@
 //! rebuilt when the rules change (same sockets, new mapping).
 
 use crate::input_status::OFFLINE_AFTER;
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use crate::threads::{spawn_thread, wait_for};
 use crate::ts_input::TsInput;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -29,7 +29,7 @@ const DATAGRAM_BUFFER: usize = 65_536;
 const ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 pub struct UdpReceivers {
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     shutdown: CancellationToken,
     sockets: Mutex<Vec<Arc<InheritedUdpSocket>>>,
     /// The SRT threads of the current set: the next set's listeners wait for them to
@@ -40,7 +40,7 @@ pub struct UdpReceivers {
 }
 
 impl UdpReceivers {
-    pub fn new(shared: Arc<IngestShared>, shutdown: CancellationToken) -> Self {
+    pub fn new(shared: Arc<MpegTsShared>, shutdown: CancellationToken) -> Self {
         let current = Mutex::new(shutdown.child_token());
         Self {
             shared,
@@ -222,9 +222,9 @@ mod tests {
         }
     }
 
-    fn shared() -> Arc<IngestShared> {
+    fn shared() -> Arc<MpegTsShared> {
         let hub = Hub::default();
-        Arc::new(IngestShared {
+        Arc::new(MpegTsShared {
             gate: Arc::new(strom_stream::Gate::new(
                 hub.clone(),
                 Arc::default(),

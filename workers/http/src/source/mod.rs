@@ -1,6 +1,6 @@
 //! Icecast sources on the delivery port: an encoder's `PUT /<app>/<stream>` (or legacy
 //! `SOURCE`, `ICE/1.0` too) with HTTP Basic credentials from `IcecastSources`, then its
-//! MP3 or AAC (ADTS) audio as the body, published into the packager's hub as
+//! MP3 or AAC (ADTS) audio as the body, published into the delivery worker's hub as
 //! `app/stream` like any other producer's stream: HLS, `icecast.stream` listeners, RTMP
 //! players (over the media bus) and pushes take it from there.
 //!

@@ -1,5 +1,5 @@
 //! The segments of every packaged stream: a sliding window in memory, mirrored to
-//! `run_dir/hls/<app>/<stream>/` so that a restarted packager serves the same playlist
+//! `run_dir/hls/<app>/<stream>/` so that a restarted worker serves the same playlist
 //! and segments at once and continues the media sequence with a discontinuity.
 //!
 //! What is held is bounded:

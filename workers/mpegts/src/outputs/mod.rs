@@ -22,7 +22,7 @@ mod srt_out;
 pub mod state;
 mod udp_out;
 
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -46,7 +46,7 @@ fn source(output: &TsOutputSettings) -> StreamKey {
 /// Returns the threads started.
 pub fn start(
     rules: &Rules,
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     sockets: &[Arc<InheritedUdpSocket>],
     stop: &CancellationToken,
     previous: &Arc<Mutex<Vec<JoinHandle<()>>>>,

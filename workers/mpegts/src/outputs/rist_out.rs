@@ -6,7 +6,7 @@
 use super::follow::Follower;
 use super::source;
 use crate::rist::{RistOptions, RistSender};
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ const RETRY: Duration = Duration::from_secs(2);
 /// Runs the output until `stop`.
 pub fn run(
     output: TsOutputSettings,
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     stop: CancellationToken,
     runtime: Handle,
 ) {

@@ -18,7 +18,7 @@
 use super::caller_watch;
 use super::follow::Follower;
 use super::{SrtSender, source};
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
 use bytes::BytesMut;
@@ -64,7 +64,7 @@ fn stream_for(output: &TsOutputSettings, stream_id: &str) -> Result<StreamKey, S
 pub fn listen(
     inherited: Arc<InheritedUdpSocket>,
     output: TsOutputSettings,
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     stop: CancellationToken,
     runtime: Handle,
 ) {
@@ -126,7 +126,7 @@ pub fn listen(
 /// Calls the remote listener of a push output until `stop`, again after every end.
 pub fn push(
     output: TsOutputSettings,
-    shared: Arc<IngestShared>,
+    shared: Arc<MpegTsShared>,
     stop: CancellationToken,
     runtime: Handle,
 ) {
@@ -178,7 +178,7 @@ pub fn push(
 }
 
 fn register(
-    shared: &Arc<IngestShared>,
+    shared: &Arc<MpegTsShared>,
     output: &TsOutputSettings,
     key: StreamKey,
     socket: SrtSocket,
@@ -203,7 +203,7 @@ fn register(
 
 /// Sends `sender`'s stream until the connection or the output ends. A caller
 /// (`edge_wait`) of a stream of an edge app that is not live waits for it first.
-fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle, edge_wait: bool) {
+fn send(shared: &Arc<MpegTsShared>, sender: &Arc<SrtSender>, runtime: &Handle, edge_wait: bool) {
     let mut follower = Follower::start(
         &shared.hub,
         sender.key.clone(),
@@ -233,7 +233,7 @@ fn send(shared: &Arc<IngestShared>, sender: &Arc<SrtSender>, runtime: &Handle, e
 /// Whether the stream of `sender` (of an edge app) is live here, waiting up to
 /// [`EDGE_WAIT`] for the pull its demand started (the caller's hub reader makes the relays
 /// read it from the rtmp worker).
-fn wait_for_edge_stream(shared: &Arc<IngestShared>, sender: &SrtSender) -> bool {
+fn wait_for_edge_stream(shared: &Arc<MpegTsShared>, sender: &SrtSender) -> bool {
     let live = || {
         shared
             .hub

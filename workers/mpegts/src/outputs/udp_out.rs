@@ -8,7 +8,7 @@
 //! the next keyframe.
 
 use super::source;
-use crate::shared::IngestShared;
+use crate::shared::MpegTsShared;
 use bytes::BytesMut;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,7 +31,7 @@ const MAX_BACKLOG_SECS: u64 = 2;
 const MAX_CATCH_UP: Duration = Duration::from_secs(1);
 
 /// Runs the output until `stop`.
-pub async fn run(output: TsOutputSettings, shared: Arc<IngestShared>, stop: CancellationToken) {
+pub async fn run(output: TsOutputSettings, shared: Arc<MpegTsShared>, stop: CancellationToken) {
     let socket = match open(&output) {
         Ok(socket) => socket,
         Err(e) => {
@@ -88,7 +88,7 @@ fn open(output: &TsOutputSettings) -> std::io::Result<UdpSocket> {
 struct Sending<'a> {
     socket: UdpSocket,
     destination: SocketAddr,
-    shared: &'a IngestShared,
+    shared: &'a MpegTsShared,
     output: &'a TsOutputSettings,
 }
 

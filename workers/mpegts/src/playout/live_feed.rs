@@ -1,5 +1,5 @@
 //! A live stream of the server read as a playout source: a reader of the stream in
-//! the ingest worker's hub (a stream of another worker comes in over a relay while the
+//! the MPEG-TS worker's hub (a stream of another worker comes in over a relay while the
 //! reader is there), whether it is up, its configuration frames, and the frames since
 //! its latest keyframe when the playout takes it over.
 //!

@@ -4,7 +4,7 @@
 //! The playlist file is read at start, every `SyncInterval` ms and on every rules
 //! reload ([`sync`]); a file that does not parse or validate is logged and the previous
 //! playlist goes on. Each task of the file is a [`channel`] that publishes its output
-//! stream into the ingest worker's hub (served on the media bus like any producer's, so
+//! stream into the MPEG-TS worker's hub (served on the media bus like any producer's, so
 //! RTMP, HLS, SRT, DVR and re-publishing take it), fed from MP4 files read at real time
 //! ([`file_feed`], over `strom_media::mp4_read`) and from live streams of the server
 //! ([`live_feed`]: readers here, which the worker's relays feed from the producing

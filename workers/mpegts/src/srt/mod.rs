@@ -1,5 +1,5 @@
 //! A small, safe wrapper over Debian's libsrt 1.5.1 (`libsrt-openssl-dev`): SRT
-//! listeners and sockets in live mode (message API) for the ingest worker's SRT inputs,
+//! listeners and sockets in live mode (message API) for the MPEG-TS worker's SRT inputs,
 //! their options from `Cameras` parameters, and their statistics as the JSON deployed
 //! clients parse. Process-wide library setup lives here; the C declarations are in
 //! [`ffi`] (checked against the header by `csrc/srt_layout.c`, see `tests.rs`).
