@@ -102,7 +102,9 @@ fn cross_site_posts_are_refused_and_change_nothing() {
         .lines()
         .filter(|line| line.contains("management request refused: cross-site request"))
         .count();
-    assert_eq!(lines, 1, "{log}");
+    // Seven refusals above: rate limiting keeps them to a line or two (a second one when
+    // a slow machine spreads them over the 10 s window).
+    assert!((1..=2).contains(&lines), "{lines} lines: {log}");
 
     // The same requests without Origin (curl, a panel's server) work as before.
     let (code, body) = post_as(&server, "/manage/rtmp/republish", &stealing_rule(), &[]);
@@ -206,4 +208,29 @@ fn configured_hosts_and_origins_are_served_with_a_token_too() {
     assert_eq!(code, 403);
     assert_eq!(health(&server).0, 200);
     assert_eq!(rule_count(&server), 1);
+}
+
+/// The attack as it was found, in a real browser: a page on another origin (the shipped
+/// setting, no token) posts `no-cors` bodies to the API. Chromium sends them; strom
+/// refuses them, nothing changes, and the page cannot read an answer.
+#[test]
+fn a_page_on_another_origin_in_chromium_changes_nothing() {
+    common::browser::require_browser(&[]);
+    let server = Server::start("");
+    server.wait_ready();
+    let page = common::browser::webrtc_page();
+    let base = format!("http://127.0.0.1:{}", server.ports.management);
+    let result =
+        common::browser::run_script("cross_site.mjs", &[&page, &base, &stealing_rule()], 60)
+            .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["sent"], 3, "the browser let the posts out: {result}");
+    assert!(result["read"].is_null(), "no answer was readable: {result}");
+    assert_eq!(rule_count(&server), 0, "no republish rule was created");
+    assert_eq!(health(&server), (200, json!({"status": "ok"})), "no drain");
+    let log = server.log();
+    assert!(
+        log.contains("management request refused: cross-site request"),
+        "{log}"
+    );
 }

@@ -494,22 +494,7 @@ impl Context {
     fn route(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
         let method = request.method();
         if method == Method::OPTIONS {
-            let mut response = Response::new(Full::new(Bytes::new()));
-            *response.status_mut() = StatusCode::NO_CONTENT;
-            let headers = response.headers_mut();
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                HeaderValue::from_static("GET, HEAD, OPTIONS"),
-            );
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static("Range"),
-            );
-            headers.insert(
-                header::ACCESS_CONTROL_MAX_AGE,
-                HeaderValue::from_static("86400"),
-            );
-            return response;
+            return crate::preflight::preflight("GET, HEAD, OPTIONS", "Range");
         }
         if method != Method::GET && method != Method::HEAD {
             return error(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");

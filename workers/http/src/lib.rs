@@ -19,6 +19,7 @@ mod packaging;
 mod part_cutter;
 mod parts;
 mod prefixed;
+mod preflight;
 mod service;
 mod source;
 mod store;

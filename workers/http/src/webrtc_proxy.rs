@@ -192,22 +192,10 @@ impl SignalingProxy {
 }
 
 fn preflight() -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::new()));
-    *response.status_mut() = StatusCode::NO_CONTENT;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("POST, PATCH, DELETE, OPTIONS"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Content-Type, Authorization, If-Match"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("86400"),
-    );
-    response
+    crate::preflight::preflight(
+        "POST, PATCH, DELETE, OPTIONS",
+        "Content-Type, Authorization, If-Match",
+    )
 }
 
 /// 503 with `Retry-After`.
