@@ -149,7 +149,7 @@ fn signatures() {
         format!("server_time={time}&hash_value={by_id}&validminutes=20&strm_len=6&id=ppv7");
     let value = STANDARD.encode(fields).replace('=', "%3D");
     let query = format!("a=1&wmsAuthSign={value}&b");
-    let from_query = play_signature::from_query(&query);
+    let from_query = play_signature::query_value(&query, "wmsAuthSign");
     let signed = play_signature::verify(from_query.as_deref(), &check("live/cam")).unwrap();
     assert_eq!(signed.ppv_id.as_deref(), Some("ppv7"));
     write(
@@ -499,6 +499,7 @@ fn hls_index() {
         frame_rate: Some(25.0),
         independent: true,
         dash: None,
+        scte35: Vec::new(),
     };
     hls.add_init(1 << 16 | 1, Bytes::from_static(b"init"));
     let index = || std::fs::read(run_dir.join("hls/live/cam/index.json")).unwrap();

@@ -1,6 +1,6 @@
 //! Publish and playback credentials as clients send them in URLs and query strings:
 //! `publishsign` ([`strom_worker_runtime::publish_sign::verify`]), `wmsAuthSign`
-//! ([`play_signature::from_query`], [`play_signature::percent_decode`],
+//! ([`play_signature::query_value`], [`play_signature::percent_decode`],
 //! [`play_signature::verify`] with its date parsing), and the rtmp worker's parsing of
 //! `app?query` / `stream?query` (`auth::split_query`) with the Adobe challenge
 //! (`auth::adobe::AdobeAuth::check`) on the parameters.
@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let rtmp = auth::param(&params, "wmsAuthSign").map(play_signature::percent_decode);
     let _ = play_signature::verify(rtmp.as_deref(), &check);
-    let http = play_signature::from_query(&query);
+    let http = play_signature::query_value(&query, "wmsAuthSign");
     let _ = play_signature::verify(http.as_deref(), &check);
     let _ = play_signature::verify(Some(&query), &check);
     let decoded = play_signature::percent_decode(&query);

@@ -44,7 +44,6 @@ use strom_stream::{Access, Protocol};
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::counters::{ConnectionGuard, WorkerCounters};
-use strom_worker_runtime::play_signature::from_query;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
@@ -568,9 +567,14 @@ impl Context {
         stream: &str,
         protocol: Protocol,
     ) -> Result<Option<String>, ()> {
-        let signature = request.uri().query().and_then(from_query);
         let key = strom_stream::StreamKey::new(app, stream);
-        let access = Access::new(protocol, key, self.peer.ip()).with_signature(signature);
+        let access = Access::from_query(
+            protocol,
+            key,
+            self.peer.ip(),
+            strom_stream::Intent::Read,
+            request.uri().query().unwrap_or_default(),
+        );
         let (viewers, ts_viewers) = (&self.viewers, &self.ts_viewers);
         self.gate
             .admit_reader(&access, |id| {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
-use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal, StreamKey};
+use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Refusal, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
@@ -590,9 +590,9 @@ impl Connection {
                 Credentials::None
             })
             .with_signature(
-                param(&self.app_params, "publishsign")
-                    .or_else(|| param(&stream_params, "publishsign"))
-                    .map(str::to_owned),
+                param(&self.app_params, Intent::Publish.parameter())
+                    .or_else(|| param(&stream_params, Intent::Publish.parameter()))
+                    .map(strom_worker_runtime::play_signature::percent_decode),
             );
         let admission = match self.shared.gate.admit_publisher(&access) {
             Ok(admission) => admission,
@@ -729,8 +729,8 @@ impl Connection {
         key: &StreamKey,
         stream_params: &[(String, String)],
     ) -> Result<Option<String>, String> {
-        let signature = param(stream_params, "wmsAuthSign")
-            .or_else(|| param(&self.app_params, "wmsAuthSign"))
+        let signature = param(stream_params, Intent::Read.parameter())
+            .or_else(|| param(&self.app_params, Intent::Read.parameter()))
             .map(strom_worker_runtime::play_signature::percent_decode);
         let access =
             Access::new(Protocol::Rtmp, key.clone(), self.peer.ip()).with_signature(signature);

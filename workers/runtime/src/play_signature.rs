@@ -138,12 +138,13 @@ pub fn check_playback(
     verify(signature, &check).map(Some)
 }
 
-/// The `wmsAuthSign` value of a query string (`a=b&wmsAuthSign=...`), percent-decoded.
-pub fn from_query(query: &str) -> Option<String> {
-    let raw = query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("wmsAuthSign="))?;
-    Some(percent_decode(raw))
+/// The value of `parameter` in a query string (`a=b&wmsAuthSign=...`), percent-decoded;
+/// the gate's `Access::from_query` reads every signed token through it.
+pub fn query_value(query: &str, parameter: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == parameter).then(|| percent_decode(value))
+    })
 }
 
 /// `%XX` escapes decoded (`+` kept: base64 uses it, and a space is read as one anyway).
@@ -353,13 +354,20 @@ mod tests {
     }
 
     #[test]
-    fn signatures_come_out_of_query_strings() {
+    fn query_values_are_found_by_whole_name_and_decoded() {
         assert_eq!(
-            from_query("a=1&wmsAuthSign=c2Vy%3D%3D&b=2").as_deref(),
+            query_value("a=1&wmsAuthSign=c2Vy%3D%3D&b=2", "wmsAuthSign").as_deref(),
             Some("c2Vy==")
         );
-        assert_eq!(from_query("wmsAuthSign=ab+c").as_deref(), Some("ab+c"));
-        assert_eq!(from_query("sid=3"), None);
+        assert_eq!(query_value("xwmsAuthSign=1", "wmsAuthSign"), None);
+        assert_eq!(query_value("sid=3", "wmsAuthSign"), None);
+    }
+
+    #[test]
+    fn escapes_are_decoded_and_plus_kept() {
+        assert_eq!(percent_decode("c2Vy%3D%3D"), "c2Vy==");
+        assert_eq!(percent_decode("ab+c"), "ab+c");
+        assert_eq!(percent_decode("100%"), "100%", "a lone % is kept");
     }
 
     #[test]

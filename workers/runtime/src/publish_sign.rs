@@ -41,7 +41,9 @@ pub fn verify(
     let raw = publishsign
         .filter(|s| !s.is_empty())
         .ok_or(SignError::Missing)?;
-    // URL encoding of the base64 text is common ('%2B', '%3D'); '+' may arrive as ' '.
+    // The gate's adapters pass it percent-decoded (`Access::from_query`); decoding again
+    // changes nothing in base64 text (no '%' in its alphabet) and keeps callers that pass
+    // the raw query value ('%2B', '%3D') working. A '+' may arrive as ' '.
     let raw = percent_decode(raw).replace(' ', "+");
     let decoded = STANDARD
         .decode(raw.as_bytes())

@@ -43,7 +43,7 @@ pub use cues::{Cue, CueError};
 pub use cursor::Cursor;
 pub use demand::{DemandWatch, Unwatched};
 pub use events::{HubEvent, HubEvents};
-pub use gate::{Access, Credentials, Gate, Gated, GatedService, Protocol, Refusal};
+pub use gate::{Access, Credentials, Gate, Gated, GatedService, Intent, Protocol, Refusal};
 pub use hub::Publishing;
 pub use hub::{Announcer, Hub};
 pub use key::StreamKey;

@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 use str0m::change::SdpOffer;
 use str0m::{Candidate, Rtc};
 use strom_stream::session_table::PlayerEntry;
-use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Refusal};
+use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Refusal};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
-use strom_worker_runtime::play_signature::{from_query, percent_decode};
 use strom_worker_runtime::sync::locked;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -175,9 +174,14 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             strom_worker_runtime::limited_log!(warn, 5, Duration::from_secs(10); stream = %key, %peer, "whip publish refused: too many failed logins from this address");
             return Err(Refusal::BadAuth.into());
         }
-        let access = Access::new(Protocol::WebRtc, key.clone(), peer)
-            .with_credentials(credentials)
-            .with_signature(publish_sign(request.query));
+        let access = Access::from_query(
+            Protocol::WebRtc,
+            key.clone(),
+            peer,
+            Intent::Publish,
+            request.query,
+        )
+        .with_credentials(credentials);
         let admission = match shared.gate.admit_publisher(&access) {
             Ok(admission) => admission,
             Err(refusal) => {
@@ -211,8 +215,13 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             None,
         )
     } else {
-        let access = Access::new(Protocol::WebRtc, key.clone(), peer)
-            .with_signature(from_query(request.query));
+        let access = Access::from_query(
+            Protocol::WebRtc,
+            key.clone(),
+            peer,
+            Intent::Read,
+            request.query,
+        );
         // The gate's decision and the session's place are taken in one step, before the
         // wait for the stream, so offers sent before it goes live count too.
         let place = shared
@@ -354,14 +363,6 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         location,
         etag: resource,
     })
-}
-
-/// `?publishsign=` of the request's query, percent-decoded.
-fn publish_sign(query: &str) -> Option<String> {
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("publishsign="))
-        .map(percent_decode)
 }
 
 /// A session refused a place: the limit it met, logged (rate limited: a client can send

@@ -28,7 +28,7 @@ use strom_ipc::rules::Rules;
 use strom_ipc::status::SessionInfo;
 use strom_media::audio_stream::{AudioDeframer, AudioFormat};
 use strom_media::icy_request::{HeadError, MAX_HEAD, SourceRequest, parse_head};
-use strom_stream::{Access, Credentials, Gate, Protocol, PublisherInfo, StreamKey};
+use strom_stream::{Access, Credentials, Gate, Intent, Protocol, PublisherInfo, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use strom_worker_runtime::sync::locked;
@@ -208,14 +208,14 @@ impl Sources {
         let transfer = Transfer::of(request).map_err(|e| Refusal::BadRequest(e.to_string()))?;
         // The mount's password is Icecast's credential form; publish control (a
         // `publishsign` in the query) and the deny list are the gate's, as for RTMP.
-        let sign = request
-            .query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("publishsign="))
-            .map(str::to_owned);
-        let access = Access::new(Protocol::Icecast, key.clone(), client.ip())
-            .with_credentials(Credentials::Proven)
-            .with_signature(sign);
+        let access = Access::from_query(
+            Protocol::Icecast,
+            key.clone(),
+            client.ip(),
+            Intent::Publish,
+            &request.query,
+        )
+        .with_credentials(Credentials::Proven);
         let control_id = match self.gate.admit_publisher(&access) {
             Ok(admission) => admission.control_id,
             Err(refusal) => {

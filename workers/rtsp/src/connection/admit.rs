@@ -4,8 +4,7 @@
 
 use super::Connection;
 use crate::message::Request;
-use strom_stream::{Access, Protocol, StreamKey};
-use strom_worker_runtime::play_signature::from_query;
+use strom_stream::{Access, Intent, Protocol, StreamKey};
 
 impl Connection {
     /// The gate's playback check of a player of `key`: `true` when it may read (its
@@ -16,9 +15,14 @@ impl Connection {
         if self.admitted.as_ref() == Some(key) {
             return true;
         }
-        let signature = request.uri.split_once('?').and_then(|(_, q)| from_query(q));
-        let access =
-            Access::new(Protocol::Rtsp, key.clone(), self.peer.ip()).with_signature(signature);
+        let query = request.uri.split_once('?').map_or("", |(_, q)| q);
+        let access = Access::from_query(
+            Protocol::Rtsp,
+            key.clone(),
+            self.peer.ip(),
+            Intent::Read,
+            query,
+        );
         let players = &self.shared.players;
         match self
             .shared

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
 use strom_stream::session_table::PlayerEntry;
-use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, StreamKey};
+use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::limited_log;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
@@ -77,13 +77,14 @@ impl Connection {
             .split_once('?')
             .map(|(_, q)| q.to_owned())
             .unwrap_or_default();
-        let sign = query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("publishsign="))
-            .map(str::to_owned);
-        let access = Access::new(Protocol::Rtsp, key.clone(), self.peer.ip())
-            .with_credentials(credentials)
-            .with_signature(sign);
+        let access = Access::from_query(
+            Protocol::Rtsp,
+            key.clone(),
+            self.peer.ip(),
+            Intent::Publish,
+            &query,
+        )
+        .with_credentials(credentials);
         let control_id = match self.shared.gate.admit_publisher(&access) {
             Ok(admission) => admission.control_id,
             Err(refusal) => {

@@ -6,6 +6,7 @@
 use crate::key::StreamKey;
 use std::net::IpAddr;
 use strom_ipc::rules::ProtectedProtocol;
+use strom_worker_runtime::play_signature::query_value;
 
 /// The protocol a client came in with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +110,41 @@ impl Access {
         self.signature = signature.filter(|s| !s.is_empty());
         self
     }
+
+    /// The access a request with the URL query `query` asks for: its signed token
+    /// (`publishsign=` to publish, `wmsAuthSign=` to read) found and percent-decoded here,
+    /// once for every protocol that carries one in a URL query.
+    pub fn from_query(
+        protocol: Protocol,
+        key: StreamKey,
+        peer: IpAddr,
+        intent: Intent,
+        query: &str,
+    ) -> Self {
+        Self::new(protocol, key, peer).with_signature(query_signature(query, intent))
+    }
+}
+
+/// What a request asks for, which decides the token its query carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    Publish,
+    Read,
+}
+
+impl Intent {
+    /// The query parameter of the signed token.
+    pub fn parameter(self) -> &'static str {
+        match self {
+            Intent::Publish => "publishsign",
+            Intent::Read => "wmsAuthSign",
+        }
+    }
+}
+
+/// `intent`'s signed token in `query` (`a=1&publishsign=...`), percent-decoded.
+pub fn query_signature(query: &str, intent: Intent) -> Option<String> {
+    query_value(query, intent.parameter())
 }
 
 /// Why the gate said no; the message is for the log and for protocols that can carry
@@ -134,4 +170,33 @@ pub enum Refusal {
     /// Nothing publishes the stream and nothing can start it.
     #[error("{0} is not live")]
     NotLive(StreamKey),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_querys_signed_token_is_found_for_its_intent_and_decoded_once() {
+        let query = "a=1&wmsAuthSign=c2Vy%3D%3D&publishsign=aWQ9MQ%253D%253D&b=2";
+        assert_eq!(
+            query_signature(query, Intent::Read).as_deref(),
+            Some("c2Vy==")
+        );
+        // Decoded once: `%253D` is a literal `%3D` in the token, left for nobody to decode again.
+        assert_eq!(
+            query_signature(query, Intent::Publish).as_deref(),
+            Some("aWQ9MQ%3D%3D")
+        );
+        assert_eq!(query_signature("xpublishsign=1", Intent::Publish), None);
+        assert_eq!(query_signature("sid=3", Intent::Read), None);
+        let access = Access::from_query(
+            Protocol::Rtsp,
+            StreamKey::new("live", "cam"),
+            "10.0.0.1".parse().unwrap(),
+            Intent::Read,
+            "wmsAuthSign=",
+        );
+        assert_eq!(access.signature, None, "an empty token is none");
+    }
 }

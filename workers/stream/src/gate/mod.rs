@@ -28,7 +28,7 @@ pub mod service;
 #[cfg(test)]
 mod tests;
 
-pub use access::{Access, Credentials, Protocol, Refusal};
+pub use access::{Access, Credentials, Intent, Protocol, Refusal, query_signature};
 pub use ownership::{ClaimError, NameClaim, NameClaims};
 pub use service::{Gated, GatedService};
 
