@@ -15,6 +15,9 @@
 //! An `<app>` or `<stream>` that fails `strom_ipc::names` is answered 404 before anything
 //! is looked up. A viewer past the session caps ([`crate::viewers`]) gets its playlists
 //! without `?sid=` and plays all the same.
+//!
+//! Over 800 lines on purpose: it is the delivery port's one routing table, URL shape by URL
+//! shape; the work behind each route lives in its own module.
 
 use crate::edge_demand::EdgeDemand;
 use crate::icecast::Titles;

@@ -1,5 +1,8 @@
 //! One RTMP connection: handshake, the `rml_rtmp` server session, and what its events
 //! mean for strom (authentication, publish control, publishing into a stream, playing).
+//!
+//! Over 800 lines for now: the session's event handlers share the connection's state;
+//! splitting publish and play into their own files is the next step (issue 42).
 
 use crate::admission::{Place, PlaceKind};
 use crate::auth::adobe::Verdict;

@@ -4,6 +4,9 @@
 //! broken or idle connection end it. Anything that is not RTSP closes only this
 //! connection. A SETUP of the stream's URL without DESCRIBE plays it as MPEG-TS
 //! ([`mp2t`]); one of a track without DESCRIBE describes first ([`undescribed`]).
+//!
+//! Over 800 lines on purpose: the RTSP method state machine of one connection reads as one
+//! piece; recording, playing and admission are already in modules of their own.
 
 mod admit;
 mod mp2t;
