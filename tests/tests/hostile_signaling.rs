@@ -13,7 +13,7 @@
 mod common;
 
 use common::http::keep_alive_get;
-use common::media::{publish, rtmp_url, wait_live};
+use common::media::{Proc, publish, rtmp_url, wait_live};
 use common::{Server, connect_from, curl_raw, free_port, require_tool, strom_bin, wait_for};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -187,6 +187,19 @@ fn with_webrtc_off_a_huge_declared_body_is_refused_unread() {
     assert_eq!(status, 404, "{body}");
 }
 
+/// WebRTC on (1,000 sessions per address), every worker ready, `live/tv` published over
+/// RTMP and an HLS viewer from 127.0.0.7 on it: the publisher (kept for the test), the
+/// viewer and its first answer.
+fn live_with_webrtc(server: &Server) -> (Proc, Viewer, u64) {
+    let ice = free_port();
+    server.apply_rules(&webrtc_rules(server, ice, r#""max_sessions_per_ip": 1000"#));
+    wait_all_ready(server, 6);
+    let publisher = publish(&rtmp_url(server, "live/tv"));
+    wait_live(server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let (viewer, first) = Viewer::connect(server, "127.0.0.7");
+    (publisher, viewer, first)
+}
+
 #[test]
 fn signaling_budgets_refuse_early_and_hls_keeps_serving() {
     // The server's own limit (inherited) must fit the floods' sockets too.
@@ -196,17 +209,8 @@ fn signaling_budgets_refuse_early_and_hls_keeps_serving() {
     // Slow bodies are cut after 10 s (http_header_timeout).
     let server = Server::start("http_header_timeout = 10");
     server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(
-        &server,
-        ice,
-        r#""max_sessions_per_ip": 1000"#,
-    ));
-    wait_all_ready(&server, 6);
+    let (_publisher, mut viewer, first) = live_with_webrtc(&server);
     let port = server.ports.http;
-    let _publisher = publish(&rtmp_url(&server, "live/tv"));
-    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
-    let (mut viewer, first) = Viewer::connect(&server, "127.0.0.7");
     let packager = server.worker_pid("packager");
 
     let peak_before = peak_rss(packager);
@@ -404,17 +408,8 @@ fn pending_offers_under_a_low_descriptor_limit_leave_hls_serving() {
         .unwrap();
     server.child = Some(child);
     server.wait_ready();
-    let ice = free_port();
-    server.apply_rules(&webrtc_rules(
-        &server,
-        ice,
-        r#""max_sessions_per_ip": 1000"#,
-    ));
-    wait_all_ready(&server, 6);
+    let (_publisher, mut viewer, first) = live_with_webrtc(&server);
     let port = server.ports.http;
-    let _publisher = publish(&rtmp_url(&server, "live/tv"));
-    wait_live(&server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
-    let (mut viewer, first) = Viewer::connect(&server, "127.0.0.7");
     let packager = server.worker_pid("packager");
 
     let baseline = open_descriptors(packager);
