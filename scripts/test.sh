@@ -75,6 +75,16 @@ if grep -rnE 'rtmp\s*\.\s*apps\b|check_playback|protection_for\(' workers --incl
   echo "publisher or playback checks outside the gate; use strom_stream::Gate" >&2
   exit 1
 fi
+# A client's publisher and reader get their handles from the gate after admission
+# (Gate::publish, Gate::read). Hub::own_publisher and Hub::own_reader are for what the
+# operator configured, which no client asked for; a new caller joins this list with its
+# reason (docs/design.md, the gate).
+own_callers='^workers/(stream/|dvr/src/recording\.rs|http/src/(icecast|icecast_push|packaging)\.rs|mpegts/src/(ts_input\.rs|outputs/(rist_out|srt_out|udp_out)\.rs|playout/)|rtmp/src/(pull/|republish/)|rtsp/src/pull/|webrtc/src/feed\.rs)'
+if grep -rnE '\.own_(reader|publisher)\(' workers --include='*.rs' | grep -vE "$own_callers" \
+  | grep -vE '^[^:]*(_tests\.rs|/tests/[^:]*):'; then
+  echo "a client path takes a stream handle without the gate; use Gate::publish or Gate::read" >&2
+  exit 1
+fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --all-targets --locked
 # The Debian package, built once here so that its test (which installs it) does not compile

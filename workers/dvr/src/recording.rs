@@ -101,8 +101,10 @@ impl Recording {
         location: StreamLocation,
         stop: CancellationToken,
     ) {
-        let reader = self.ids.next_id();
-        let (frames, _dropped) = self.hub.subscribe(&key, reader);
+        // The recording's place among the stream's readers, left when it ends.
+        let reader = self
+            .hub
+            .own_reader(&key, strom_stream::Queue, self.ids.next_id());
         if location.producer != WorkerKind::Dvr {
             let relay = Relay {
                 key: key.clone(),
@@ -136,7 +138,6 @@ impl Recording {
             }
         });
         let archives = Arc::clone(&self.archives);
-        record(key.clone(), frames, archives, segment_secs, committed, stop).await;
-        self.hub.leave(&key, reader);
+        record(key, reader.frames, archives, segment_secs, committed, stop).await;
     }
 }

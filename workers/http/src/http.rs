@@ -386,14 +386,14 @@ impl Context {
             );
         }
         let rules = self.packaging.rules();
-        let Ok(ppv_id) = self.signed(request, app, stream, protocol) else {
+        let Ok(reading) = self.signed(request, app, stream, protocol) else {
             return Some(
                 self.respond_with(error(StatusCode::FORBIDDEN, "forbidden"))
                     .map(Either::Left),
             );
         };
         let delivery = TsDelivery {
-            hub: self.packaging.hub(),
+            gate: &self.gate,
             rules: &rules,
             viewers: &self.ts_viewers,
             counters: &self.counters,
@@ -411,7 +411,7 @@ impl Context {
             stream,
             self.peer.ip(),
             user_agent,
-            ppv_id,
+            reading,
             head,
         ) {
             Ok(mut response) => {
@@ -561,15 +561,15 @@ impl Context {
         }
     }
 
-    /// The signature check of a protected stream: `Ok(ppv id)` when it may play (open,
-    /// or validly signed within the pay-per-view limit), `Err` (logged) when it may not.
+    /// The signature check of a protected stream: `Ok(its admission)` when it may play
+    /// (open, or validly signed within the pay-per-view limit), `Err` (logged) when not.
     fn signed(
         &self,
         request: &Request<Incoming>,
         app: &str,
         stream: &str,
         protocol: Protocol,
-    ) -> Result<Option<String>, ()> {
+    ) -> Result<strom_stream::Reading, ()> {
         let key = strom_stream::StreamKey::new(app, stream);
         let access = Access::from_query(
             protocol,
@@ -583,7 +583,6 @@ impl Context {
             .admit_reader(&access, |id| {
                 viewers.ppv_sessions(id) + ts_viewers.ppv_sessions(id)
             })
-            .map(|reading| reading.ppv_id)
             .map_err(|_| ())
     }
 
@@ -597,7 +596,7 @@ impl Context {
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
         let ppv_id = match self.signed(request, app, stream, Protocol::Hls) {
-            Ok(signed) => signed,
+            Ok(reading) => reading.ppv_id,
             Err(()) => return error(StatusCode::FORBIDDEN, "forbidden"),
         };
         let protected = self

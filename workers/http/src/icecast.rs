@@ -411,7 +411,7 @@ mod tests {
         let key = StreamKey::new("live", "radio");
         assert_eq!(titles.get(&key), Title::default());
         let publishing = hub
-            .claim(
+            .own_publisher(
                 &key,
                 strom_stream::PublisherInfo {
                     session_id: 1,
@@ -438,7 +438,7 @@ mod tests {
         // A stream produced here: the title goes into the stream.
         let own = StreamKey::new("live", "own");
         let _source = hub
-            .claim(
+            .own_publisher(
                 &own,
                 strom_stream::PublisherInfo {
                     session_id: 2,

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strom_ipc::rules::{IcecastPushSettings, Rules};
 use strom_media::frame::{Codec, Track};
-use strom_stream::{FrameReceiver, Hub, SharedFrame, StreamKey};
+use strom_stream::{FrameReceiver, Hub, Queue, Reader, SharedFrame, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -116,14 +116,7 @@ impl IcecastPushes {
                 continue;
             }
             let key = StreamKey::new(settings.app.clone(), settings.stream.clone());
-            let id = self.ids.next_id();
-            let (frames, _dropped) = self.hub.subscribe(&key, id);
-            let reading = Reading {
-                hub: self.hub.clone(),
-                key: key.clone(),
-                id,
-                frames,
-            };
+            let reading = self.hub.own_reader(&key, Queue, self.ids.next_id());
             let stop = self.shutdown.child_token();
             tracing::info!(stream = %key, target = %settings.target(), "icecast push started");
             let pushing = Pushing {
@@ -134,20 +127,6 @@ impl IcecastPushes {
             tokio::spawn(pushing.run(reading, stop.clone()));
             running.push((settings.clone(), stop));
         }
-    }
-}
-
-/// A push task's place among the readers of its stream, left when dropped.
-struct Reading {
-    hub: Hub,
-    key: StreamKey,
-    id: u64,
-    frames: FrameReceiver,
-}
-
-impl Drop for Reading {
-    fn drop(&mut self) {
-        self.hub.leave(&self.key, self.id);
     }
 }
 
@@ -269,7 +248,7 @@ struct Pushing {
 
 impl Pushing {
     /// Pushes until `stop` (see the module docs).
-    async fn run(self, mut reading: Reading, stop: CancellationToken) {
+    async fn run(self, mut reading: Reader<FrameReceiver>, stop: CancellationToken) {
         let target = self.settings.target();
         let mut audio = Audio::new(None);
         let mut out = BytesMut::with_capacity(16 * 1024);

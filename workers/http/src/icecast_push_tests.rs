@@ -186,7 +186,7 @@ async fn pushes_audio_and_comes_back_after_a_refusal() {
     );
 
     let publishing = hub
-        .claim(
+        .own_publisher(
             &key,
             PublisherInfo {
                 session_id: 7,

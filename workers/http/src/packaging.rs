@@ -35,7 +35,7 @@ use strom_media::sample::TrackKind;
 use strom_media::track_builder::TrackBuilder;
 use strom_media::ts::TsMuxer;
 use strom_stream::bus::subscriber::{Relay, feed};
-use strom_stream::{Hub, StreamKey};
+use strom_stream::{FrameReceiver, Hub, Queue, Reader, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
@@ -207,15 +207,10 @@ impl Packaging {
                 };
                 stream.set_part_target(part_target_ms.map(|ms| f64::from(ms) / 1000.0));
                 tracing::info!(app = %location.app, stream = %location.stream, ?part_target_ms, "packaging HLS");
-                let reader = self.ids.next_id();
-                let (frames, _dropped) = self.hub.subscribe(&relay.key, reader);
+                let reader = self.hub.own_reader(&relay.key, Queue, self.ids.next_id());
                 tokio::spawn(package(
-                    Reading {
-                        hub: self.hub.clone(),
-                        key: relay.key.clone(),
-                        id: reader,
-                        frames,
-                    },
+                    self.hub.clone(),
+                    reader,
                     stream,
                     Arc::clone(&self.store),
                     (duration, cue_style, part_target_ms),
@@ -242,20 +237,6 @@ impl Packaging {
                 },
             );
         }
-    }
-}
-
-/// A packaging task's place among the readers of its stream, left when dropped.
-struct Reading {
-    hub: Hub,
-    key: StreamKey,
-    id: u64,
-    frames: strom_stream::FrameReceiver,
-}
-
-impl Drop for Reading {
-    fn drop(&mut self) {
-        self.hub.leave(&self.key, self.id);
     }
 }
 
@@ -344,7 +325,8 @@ impl Timeline {
 }
 
 async fn package(
-    mut reading: Reading,
+    hub: Hub,
+    mut reading: Reader<FrameReceiver>,
     hls: Arc<HlsStream>,
     store: Arc<Store>,
     (duration, cue_style, part_target_ms): (u32, CueStyle, Option<u32>),
@@ -356,10 +338,10 @@ async fn package(
         duration,
         cue_style,
         part_target_ms,
-        key: reading.key.clone(),
+        key: reading.place.key().clone(),
         timeline: None,
     };
-    let mut live = reading.hub.watch_live(&reading.key);
+    let mut live = hub.watch_live(reading.place.key());
     loop {
         tokio::select! {
             () = stop.cancelled() => {

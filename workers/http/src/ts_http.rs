@@ -31,7 +31,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use strom_ipc::rules::DeliveryOutput;
-use strom_stream::{FrameReceiver, Hub, SharedFrame, StreamKey, TsFeed};
+use strom_stream::{
+    AudioBurst, FrameReceiver, Gate, Queue, Reader, ReaderPlace, Reading, SharedFrame, StreamKey,
+    TsFeed,
+};
 use strom_worker_runtime::WorkerCounters;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -87,7 +90,7 @@ impl Body for TsBody {
 
 /// What an `mpegts.stream` request needs from the packager.
 pub struct TsDelivery<'a> {
-    pub hub: &'a Hub,
+    pub gate: &'a Gate,
     pub rules: &'a strom_ipc::rules::Rules,
     pub viewers: &'a Arc<TsViewers>,
     pub counters: &'a Arc<WorkerCounters>,
@@ -178,11 +181,15 @@ impl TsDelivery<'_> {
         stream: &str,
         client_ip: IpAddr,
         user_agent: &str,
-        ppv_id: Option<String>,
+        reading: Reading,
         head: bool,
     ) -> Result<Response<TsBody>, Refusal> {
         let key = StreamKey::new(app, stream);
-        let live = self.hub.get(&key).filter(|s| s.publisher().is_some());
+        let live = self
+            .gate
+            .hub()
+            .get(&key)
+            .filter(|s| s.publisher().is_some());
         let Some(live) = live else {
             return Err(Refusal::NotFound);
         };
@@ -219,12 +226,15 @@ impl TsDelivery<'_> {
         }
         // The session id names the reader too, so the hub's drop log lines name it.
         let reader = self.viewers.next_id();
-        let (frames, dropped) = match &format {
+        let Reader {
+            frames,
+            dropped,
+            place,
+        } = match &format {
             Format::Icecast { burst_bytes, .. } => {
-                self.hub
-                    .subscribe_with_audio_burst(&key, reader, *burst_bytes)
+                self.gate.read(&reading, AudioBurst(*burst_bytes), reader)
             }
-            Format::MpegTs => self.hub.subscribe(&key, reader),
+            Format::MpegTs => self.gate.read(&reading, Queue, reader),
         };
         let stop = self.shutdown.child_token();
         let viewer = match self.viewers.open(
@@ -234,13 +244,13 @@ impl TsDelivery<'_> {
             stream,
             client_ip,
             user_agent,
-            ppv_id,
+            reading.ppv_id,
             dropped,
             stop,
         ) {
             Ok(viewer) => viewer,
             Err(_) => {
-                self.hub.leave(&key, reader);
+                drop(place);
                 tracing::warn!(%client_ip, stream = %key, file = format.name(), "refused: too many viewers");
                 return Err(Refusal::TooManyViewers);
             }
@@ -259,9 +269,7 @@ impl TsDelivery<'_> {
         let (tx, rx) = mpsc::channel(BODY_CHUNKS);
         tokio::spawn(follow(
             Following {
-                hub: self.hub.clone(),
-                key,
-                reader,
+                reader: place,
                 viewers: Arc::clone(self.viewers),
                 viewer,
             },
@@ -306,16 +314,14 @@ fn icy_headers(station: &IceInfo, metadata: bool, headers: &mut HeaderMap) {
 
 /// A viewer's reader and session, both given back when the viewer's task ends.
 struct Following {
-    hub: Hub,
-    key: StreamKey,
-    reader: u64,
+    /// The viewer's place among the stream's readers, left when the viewer ends.
+    reader: ReaderPlace,
     viewers: Arc<TsViewers>,
     viewer: Arc<TsViewer>,
 }
 
 impl Drop for Following {
     fn drop(&mut self) {
-        self.hub.leave(&self.key, self.reader);
         self.viewers.close(self.viewer.id);
     }
 }
@@ -375,7 +381,7 @@ async fn follow(
     };
     tracing::info!(
         session = viewer.id,
-        stream = %following.key,
+        stream = %following.reader.key(),
         bytes = viewer.bytes_sent.load(std::sync::atomic::Ordering::Relaxed),
         reason = why,
         "viewer ended"

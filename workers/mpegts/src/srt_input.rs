@@ -19,6 +19,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::CameraSettings;
+use strom_stream::gate::Admission;
 use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, Refusal, StreamKey};
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
@@ -98,7 +99,7 @@ pub fn listen(
             let access = Access::new(Protocol::Srt, key.clone(), peer.ip())
                 .with_credentials(credentials)
                 .with_signature(crate::srt::stream_id::value(&stream_id, "publishsign"));
-            let Some(control_id) = admit(&shared, &camera, peer, &access, shown) else {
+            let Some(admission) = admit(&shared, &camera, peer, &access, shown) else {
                 return;
             };
             if shared.srt.count_for(&camera.id) >= limit {
@@ -118,7 +119,7 @@ pub fn listen(
                 protocol: "SRT",
                 admitted_id: None,
             };
-            let publishing = match shared.gate.claim(&access, control_id.as_deref(), info) {
+            let publishing = match shared.gate.publish(&admission, info) {
                 Ok(publishing) => publishing,
                 Err(refusal) => {
                     tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");
@@ -130,7 +131,7 @@ pub fn listen(
                 socket,
                 peer,
                 session_id,
-                control_id,
+                control_id: admission.control_id,
                 publishing: Some(publishing),
             };
             spawn_connection(&shared, &camera, caller, &stop);
@@ -156,7 +157,7 @@ fn admit(
     peer: SocketAddr,
     access: &Access,
     shown: Shown,
-) -> Option<Option<String>> {
+) -> Option<Admission> {
     let client = peer.ip();
     // An address that failed too often is refused unchecked.
     if shown.guess && !SOURCE_LOGINS.allows(client) {
@@ -168,7 +169,7 @@ fn admit(
             if shown.proven {
                 SOURCE_LOGINS.succeeded(client);
             }
-            Some(admission.control_id)
+            Some(admission)
         }
         Err(Refusal::BadAuth) if shown.guess => {
             let locked_out = SOURCE_LOGINS.failed(client);

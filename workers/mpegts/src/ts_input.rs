@@ -135,7 +135,7 @@ impl TsInput {
             protocol: self.protocol,
             admitted_id: None,
         };
-        match self.hub.claim(&self.key, publisher) {
+        match self.hub.own_publisher(&self.key, publisher) {
             Ok(claim) => {
                 tracing::info!(input = %self.id, stream = %self.key, %sender, protocol = self.protocol, "input live");
                 Some(claim)

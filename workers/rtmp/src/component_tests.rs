@@ -1007,7 +1007,8 @@ async fn on_cue_points_become_scte35_markers() {
     let server = TestServer::start().await;
     let mut publisher = TestClient::publisher(server.addr, "cued").await;
     let key = StreamKey::new("live", "cued");
-    let (mut frames, _) = server.shared.streams.subscribe(&key, 9_999);
+    let mut reader = (server.shared.streams).own_reader(&key, strom_stream::Queue, 9_999);
+    let frames = &mut reader.frames;
     publisher
         .send_media(&Media::Video(0, avc_video(true, 0, &hex(AVCC))))
         .await;

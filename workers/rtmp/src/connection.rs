@@ -26,7 +26,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
-use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Refusal, StreamKey};
+use strom_stream::{
+    Access, Credentials, Fanout, Intent, Protocol, PublisherInfo, Reader, ReaderPlace, Reading,
+    Refusal, StreamKey,
+};
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
@@ -93,6 +96,8 @@ struct Playing {
     /// Since when the stream has had no publisher.
     unpublished_since: Option<Instant>,
     place: Place,
+    /// The player's place among the stream's readers.
+    reader: ReaderPlace,
 }
 
 impl Playing {
@@ -624,7 +629,6 @@ impl Connection {
                 .refuse_publish(stream_id, "NetStream.Publish.Rejected", &why)
                 .await;
         }
-        let control_id = admission.control_id;
         let session_id = self.shared.ids.next_id();
         let info = PublisherInfo {
             session_id,
@@ -639,7 +643,7 @@ impl Connection {
             protocol: "RTMP",
             admitted_id: None,
         };
-        let claim = match self.shared.gate.claim(&access, control_id.as_deref(), info) {
+        let claim = match self.shared.gate.publish(&admission, info) {
             Ok(claim) => claim,
             Err(refusal) => {
                 return self
@@ -658,7 +662,7 @@ impl Connection {
             last_access: AtomicI64::new(unix_now()),
             bytes_sent: AtomicU64::new(0),
             bytes_recv: AtomicU64::new(0),
-            control_id,
+            control_id: admission.control_id,
             kill: self.kill.clone(),
             dropped: None,
             ppv_id: None,
@@ -727,11 +731,11 @@ impl Connection {
 
     /// The playback signature check (`wmsAuthSign` in the app's or the stream's query):
     /// the pay-per-view id when it may play, the reason (for the log) when not.
-    fn play_signature(
+    fn admit_player(
         &self,
         key: &StreamKey,
         stream_params: &[(String, String)],
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Reading, String> {
         let signature = param(stream_params, Intent::Read.parameter())
             .or_else(|| param(&self.app_params, Intent::Read.parameter()))
             .map(strom_worker_runtime::play_signature::percent_decode);
@@ -741,7 +745,6 @@ impl Connection {
         self.shared
             .gate
             .admit_reader(&access, |id| sessions.ppv_sessions(id))
-            .map(|reading| reading.ppv_id)
             .map_err(|refusal| refusal.to_string())
     }
 
@@ -758,40 +761,35 @@ impl Connection {
         };
         let rules = self.shared.rules();
         let limits = rules.rtmp.limits;
-        let mut ppv_id = None;
-        let refusal = match names::check_stream(stream_name) {
-            Err(e) => Some(("NetStream.Play.StreamNotFound", e.to_string())),
-            Ok(()) if self.publishing.is_some() => Some((
+        let admitted = match names::check_stream(stream_name) {
+            Err(e) => Err(("NetStream.Play.StreamNotFound", e.to_string())),
+            Ok(()) if self.publishing.is_some() => Err((
                 "NetStream.Play.Failed",
                 "a publishing connection cannot play".to_owned(),
             )),
-            Ok(()) if self.playing.is_none() && self.shared.is_draining() => Some((
+            Ok(()) if self.playing.is_none() && self.shared.is_draining() => Err((
                 "NetStream.Play.Failed",
                 "the server is draining: play from another server".to_owned(),
             )),
-            Ok(()) => match self.play_signature(&key, &stream_params) {
-                Ok(id) => {
-                    ppv_id = id;
-                    None
-                }
-                Err(why) => Some(("NetStream.Play.Failed", why)),
-            },
+            Ok(()) => self
+                .admit_player(&key, &stream_params)
+                .map_err(|why| ("NetStream.Play.Failed", why)),
         };
-        let place = match refusal {
-            Some(refusal) => Err(refusal),
-            None if self.playing.is_some() => Ok(None),
-            None => self
-                .shared
+        let place = admitted.and_then(|reading| {
+            if self.playing.is_some() {
+                return Ok((None, reading));
+            }
+            self.shared
                 .admission
                 .take(PlaceKind::Player, limits.max_players)
-                .map(Some)
+                .map(|place| (Some(place), reading))
                 .ok_or((
                     "NetStream.Play.Failed",
                     "the server's player limit is reached".to_owned(),
-                )),
-        };
-        let place = match place {
-            Ok(place) => place,
+                ))
+        });
+        let (place, reading) = match place {
+            Ok(admitted) => admitted,
             Err((code, why)) => {
                 tracing::warn!(peer = %self.peer, stream = %key, code, reason = %why, "play refused");
                 self.send(on_status(stream_id, "error", code, &why)).await;
@@ -809,7 +807,11 @@ impl Connection {
             ));
         };
         let id = self.shared.ids.next_id();
-        let (frames, dropped) = self.shared.streams.subscribe_cursor(&key, id);
+        let Reader {
+            frames,
+            dropped,
+            place: reader,
+        } = self.shared.gate.read(&reading, Fanout, id);
         let entry = Arc::new(SessionEntry {
             id,
             role: Role::Player,
@@ -824,7 +826,7 @@ impl Connection {
             control_id: None,
             kill: self.kill.clone(),
             dropped: Some(dropped),
-            ppv_id,
+            ppv_id: reading.ppv_id,
         });
         self.shared.sessions.insert(Arc::clone(&entry));
         let mut live = self.shared.streams.watch_live(&key);
@@ -839,6 +841,7 @@ impl Connection {
             had_publisher: publishing_now,
             unpublished_since: (!publishing_now).then(Instant::now),
             place,
+            reader,
         });
         let results = self
             .session
@@ -888,7 +891,7 @@ impl Connection {
     fn leave_stream(&self, playing: &Playing) {
         self.shared.fanouts.leave(&playing.key, &self.sink);
         self.sink.stop_media();
-        self.shared.streams.leave(&playing.key, playing.session.id);
+        playing.reader.leave();
     }
 
     fn stop_publishing(&mut self) {

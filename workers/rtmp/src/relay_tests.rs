@@ -90,7 +90,7 @@ async fn a_stream_produced_by_another_worker_plays_byte_identical() {
     })
     .await;
 
-    let publishing = producer_hub.claim(&key, publisher(5)).unwrap();
+    let publishing = producer_hub.own_publisher(&key, publisher(5)).unwrap();
     let mut metadata = StreamMetadata::new();
     metadata.video_width = Some(320);
     metadata.video_height = Some(240);
@@ -181,7 +181,7 @@ async fn a_stream_produced_by_another_worker_is_republished() {
         }
     })
     .await;
-    let publishing = producer_hub.claim(&key, publisher(6)).unwrap();
+    let publishing = producer_hub.own_publisher(&key, publisher(6)).unwrap();
     let copy = StreamKey::new("edge", "copy");
     within("the push live at the destination", WAIT, async {
         let mut ms = 0u32;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strom_media::frame::{Codec, Track};
 use strom_media::rtp::sdp::{self, MediaDescription};
-use strom_stream::{DropCounter, FrameReceiver, Hub, SharedFrame, StreamKey};
+use strom_stream::{DropCounter, FrameReceiver, Reader, ReaderPlace, SharedFrame};
 use tokio::time::Instant;
 
 /// Payload types of the dynamic range (RFC 3551), one per track.
@@ -26,8 +26,8 @@ pub struct TrackPlan {
 
 /// A player that joined a stream and knows its tracks.
 pub struct Described {
-    pub key: StreamKey,
-    pub reader_id: u64,
+    /// The player's place among the stream's readers (and the stream it reads).
+    pub place: ReaderPlace,
     pub frames: FrameReceiver,
     pub dropped: DropCounter,
     pub tracks: Vec<TrackPlan>,
@@ -57,15 +57,14 @@ fn plan(frame: &SharedFrame) -> Option<TrackPlan> {
     }
 }
 
-/// Joins `key` as reader `reader_id` and waits up to `wait` for its tracks; `None` (and
-/// the reader gone again) when none came.
-pub async fn describe(
-    hub: &Hub,
-    key: StreamKey,
-    reader_id: u64,
-    wait: Duration,
-) -> Option<Described> {
-    let (mut frames, dropped) = hub.subscribe(&key, reader_id);
+/// Waits up to `wait` for the tracks of the stream `reader` joined; `None` (and the
+/// reader gone again) when none came.
+pub async fn describe(reader: Reader<FrameReceiver>, wait: Duration) -> Option<Described> {
+    let Reader {
+        mut frames,
+        dropped,
+        place,
+    } = reader;
     let deadline = Instant::now() + wait;
     let mut video: Option<TrackPlan> = None;
     let mut audio: Option<TrackPlan> = None;
@@ -87,12 +86,10 @@ pub async fn describe(
     }
     let tracks: Vec<TrackPlan> = video.into_iter().chain(audio).collect();
     if tracks.is_empty() {
-        hub.leave(&key, reader_id);
         return None;
     }
     Some(Described {
-        key,
-        reader_id,
+        place,
         frames,
         dropped,
         tracks,

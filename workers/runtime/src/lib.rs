@@ -7,6 +7,7 @@
 //! implement [`WorkerService`]; they never know whether a socket was inherited.
 
 pub mod accept;
+pub mod backoff;
 pub mod bootstrap;
 pub mod bus;
 pub mod clock;

@@ -12,6 +12,7 @@ pub mod publishing;
 
 use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
+use crate::gate::handles::{ReadMode, Reader};
 use crate::gate::ownership::{ClaimError, NameClaims};
 use crate::key::StreamKey;
 use crate::publisher_info::{AlreadyPublishing, PublisherInfo};
@@ -100,10 +101,28 @@ impl Hub {
         )
     }
 
+    /// The operator's own producer of `key`: a pull, a server playlist, a configured UDP,
+    /// RIST or SRT-caller input, a test. Nobody asked, so nothing is checked but the name's
+    /// one owner; a client's publisher gets its guard from [`crate::Gate::publish`].
+    pub fn own_publisher(
+        &self,
+        key: &StreamKey,
+        publisher: PublisherInfo,
+    ) -> Result<Publishing, AlreadyPublishing> {
+        self.claim(key, publisher)
+    }
+
+    /// The operator's own reader of `key` as reader `id`: a push, a recording, a packager,
+    /// an output, the shared feed that serves admitted viewers. A client's reader gets its
+    /// [`Reader`] from [`crate::Gate::read`].
+    pub fn own_reader<M: ReadMode>(&self, key: &StreamKey, mode: M, id: u64) -> Reader<M::Frames> {
+        Reader::join(self, key, mode, id)
+    }
+
     /// Makes `publisher` the publisher of `key`. The map stays locked until the stream is
     /// claimed: otherwise the last reader leaving in between would remove the stream from
     /// the map and the publisher would publish into a stream nobody can find.
-    pub fn claim(
+    pub(crate) fn claim(
         &self,
         key: &StreamKey,
         publisher: PublisherInfo,
@@ -147,14 +166,14 @@ impl Hub {
 
     /// Adds reader `id` to `key` (created if needed), under the map lock for the same
     /// reason as [`Hub::claim`].
-    pub fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, DropCounter) {
+    pub(crate) fn subscribe(&self, key: &StreamKey, id: u64) -> (FrameReceiver, DropCounter) {
         self.add_reader(key, |stream| stream.subscribe(id, 0))
     }
 
     /// [`Hub::subscribe`] for a listener that wants a burst: on an audio-only stream it
     /// starts with the latest `bytes` of audio (at most
     /// [`crate::audio_history::MAX_AUDIO_BURST_BYTES`]) instead of at the live edge.
-    pub fn subscribe_with_audio_burst(
+    pub(crate) fn subscribe_with_audio_burst(
         &self,
         key: &StreamKey,
         id: u64,
@@ -164,8 +183,8 @@ impl Hub {
     }
 
     /// Adds cursor reader `id` to `key` (created if needed): a reader among many that read
-    /// the same frames ([`crate::Cursor`]); it leaves with [`Hub::leave`] like any reader.
-    pub fn subscribe_cursor(&self, key: &StreamKey, id: u64) -> (Cursor, DropCounter) {
+    /// the same frames ([`crate::Cursor`]); it leaves like any reader.
+    pub(crate) fn subscribe_cursor(&self, key: &StreamKey, id: u64) -> (Cursor, DropCounter) {
         self.add_reader(key, |stream| {
             let (start, state) = stream.subscribe_cursor(id);
             let dropped = Arc::clone(&state.dropped);
@@ -252,12 +271,13 @@ impl Hub {
         released
     }
 
-    /// Removes reader `id` from `key`.
-    pub fn leave(&self, key: &StreamKey, id: u64) {
+    /// Removes reader `id` from `key` (what dropping its [`crate::ReaderPlace`] does);
+    /// a reader that already left changes nothing.
+    pub(crate) fn leave(&self, key: &StreamKey, id: u64) {
         let mut map = locked(&self.inner.map);
         if let Some(stream) = map.get(key).cloned() {
-            stream.unsubscribe(id);
-            if stream.reader_count() == 0 {
+            let was_reader = stream.unsubscribe(id);
+            if was_reader && stream.reader_count() == 0 {
                 self.inner.events.send(HubEvent::NoDemand(key.clone()));
             }
             if stream.is_idle() {

@@ -5,8 +5,11 @@
 //! A producer (an RTMP publisher, a pulled source, an MPEG-TS ingest, a bus
 //! subscription to another worker) claims a stream and gets a [`Publishing`] guard,
 //! through which it publishes neutral frames ([`strom_media::frame::Frame`]); the guard
-//! releases the stream when dropped. Readers (players, pushes, packagers, the bus
-//! producer serving other workers) get a bounded queue of [`SharedFrame`]s that starts
+//! releases the stream when dropped. A client's publisher and reader get their handles
+//! only from the [`Gate`] after admission ([`Gate::publish`], [`Gate::read`]); the
+//! operator's own from [`Hub::own_publisher`] and [`Hub::own_reader`]. Readers (players,
+//! pushes, packagers, the bus producer serving other workers) get a [`Reader`]: a bounded
+//! queue of [`SharedFrame`]s that starts
 //! at the last keyframe and drops whole GOPs when they fall behind, counting the drops;
 //! readers that are many (the players of a fan-out) read the same frames through a
 //! [`Cursor`] over the stream's ring instead, with the same start and drops.
@@ -43,7 +46,10 @@ pub use cues::{Cue, CueError};
 pub use cursor::Cursor;
 pub use demand::{DemandWatch, Unwatched};
 pub use events::{HubEvent, HubEvents};
-pub use gate::{Access, Credentials, Gate, Gated, GatedService, Intent, Protocol, Refusal};
+pub use gate::{
+    Access, AudioBurst, Credentials, Fanout, Gate, Gated, GatedService, Intent, Leave, Protocol,
+    Queue, ReadMode, Reader, ReaderPlace, Reading, Refusal,
+};
 pub use hub::Publishing;
 pub use hub::{Announcer, Hub};
 pub use key::StreamKey;

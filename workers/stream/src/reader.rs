@@ -22,7 +22,7 @@ pub type FrameReceiver = mpsc::Receiver<Arc<SharedFrame>>;
 /// Frames a reader lost because it fell behind.
 pub type DropCounter = Arc<AtomicU64>;
 
-pub(crate) struct Reader {
+pub(crate) struct QueuedReader {
     pub id: u64,
     pub queue: FrameSender,
     /// Dropping until the next keyframe.
@@ -42,7 +42,7 @@ pub(crate) fn resumes_at(frame: &Frame, has_video: bool) -> bool {
 
 /// Offers `frame` to one reader; `false` when the reader is gone.
 pub(crate) fn deliver(
-    reader: &mut Reader,
+    reader: &mut QueuedReader,
     frame: &Arc<SharedFrame>,
     headers: &[Arc<SharedFrame>],
     has_video: bool,

@@ -7,7 +7,7 @@ use crate::cues::{Cue, CueError, Cues};
 use crate::events::{HubEvent, HubEvents};
 use crate::key::StreamKey;
 use crate::publisher_info::{AlreadyPublishing, PublisherInfo};
-use crate::reader::{DropCounter, FrameReceiver, READER_QUEUE_FRAMES, Reader, deliver};
+use crate::reader::{DropCounter, FrameReceiver, QueuedReader, READER_QUEUE_FRAMES, deliver};
 use crate::ring::{CursorSlot, CursorState, Ring};
 use crate::shared_frame::SharedFrame;
 use bytes::Bytes;
@@ -44,7 +44,7 @@ struct StreamState {
     gop_bytes: usize,
     /// The latest audio while the stream has no video (nothing in `gop` then).
     audio_history: AudioHistory,
-    readers: Vec<Reader>,
+    readers: Vec<QueuedReader>,
     /// Cursor readers and the frames they read ([`crate::ring`]).
     cursors: Vec<CursorSlot>,
     ring: Ring,
@@ -275,7 +275,7 @@ impl Stream {
             // The queue is larger than the GOP cache can grow, so this cannot fill it.
             let _ = tx.try_send(frame);
         }
-        state.readers.push(Reader {
+        state.readers.push(QueuedReader {
             id,
             queue: tx,
             lagging: false,
@@ -343,13 +343,16 @@ impl Stream {
             .collect()
     }
 
-    pub(crate) fn unsubscribe(&self, id: u64) {
+    /// Removes reader `id`; whether it was one.
+    pub(crate) fn unsubscribe(&self, id: u64) -> bool {
         let mut state = locked(&self.state);
+        let before = state.readers.len() + state.cursors.len();
         state.readers.retain(|r| r.id != id);
         state.cursors.retain(|c| c.id != id);
         if state.cursors.is_empty() {
             state.ring.clear();
         }
+        state.readers.len() + state.cursors.len() < before
     }
 
     pub(crate) fn reader_count(&self) -> usize {
@@ -409,7 +412,7 @@ impl Stream {
 
     pub(crate) fn is_idle(&self) -> bool {
         let state = locked(&self.state);
-        state.publisher.is_none() && state.readers.is_empty()
+        state.publisher.is_none() && state.readers.is_empty() && state.cursors.is_empty()
     }
 }
 

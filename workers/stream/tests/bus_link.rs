@@ -143,7 +143,7 @@ async fn produce(socket: &str) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let publishing = hub
-        .claim(
+        .own_publisher(
             &key(),
             PublisherInfo {
                 session_id: 77,
@@ -181,7 +181,7 @@ fn frames_cross_processes_over_the_bus() {
         .unwrap();
     let received = runtime.block_on(async {
         let hub = Hub::default();
-        let (mut frames, _) = hub.subscribe(&key(), 1);
+        let mut frames = hub.own_reader(&key(), strom_stream::Queue, 1);
         let stop = CancellationToken::new();
         let relay = subscriber::Relay {
             key: key(),
@@ -197,7 +197,7 @@ fn frames_cross_processes_over_the_bus() {
         let mut received = Vec::new();
         let wanted = published().len();
         while received.len() < wanted {
-            let frame = tokio::time::timeout(Duration::from_secs(20), frames.recv())
+            let frame = tokio::time::timeout(Duration::from_secs(20), frames.frames.recv())
                 .await
                 .expect("frames from the producer process")
                 .expect("reader queue open");

@@ -17,7 +17,7 @@ use std::time::Duration;
 use strom_media::annexb;
 use strom_media::avc::AvcDecoderConfig;
 use strom_media::frame::{Codec, Frame, Track};
-use strom_stream::{Hub, StreamKey};
+use strom_stream::{Hub, Queue, Reader, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
 use tokio::sync::{broadcast, watch};
@@ -79,7 +79,10 @@ impl Feed {
     /// from the frame after them on.
     pub fn join(&self) -> (Vec<Arc<FeedFrame>>, broadcast::Receiver<Arc<FeedFrame>>) {
         let gop = locked(&self.gop);
-        (gop.frames.clone(), self.sender.subscribe())
+        (
+            gop.frames.clone(),
+            broadcast::Sender::subscribe(&self.sender),
+        )
     }
 
     /// Waits up to `wait` for the stream's first media frame; the tracks then.
@@ -143,7 +146,6 @@ impl Feeds {
         tokio::spawn(async move {
             let reader_id = feeds_of.ids.next_id();
             run(&feeds_of.hub, &running, reader_id, tracks_tx).await;
-            feeds_of.hub.leave(running.key(), reader_id);
             running.stop.cancel();
             let mut feeds = locked(&feeds_of.feeds);
             if feeds
@@ -163,9 +165,14 @@ impl Feeds {
 }
 
 /// Converts frames of the stream until it has had no viewer for [`IDLE_LINGER`] or the
-/// worker stops.
+/// worker stops. The feed is the one reader of the stream for all its sessions (each
+/// admitted by the gate at its offer), so it reads as the operator's own.
 async fn run(hub: &Hub, feed: &Arc<Feed>, reader_id: u64, tracks: watch::Sender<Tracks>) {
-    let (mut frames, _dropped) = hub.subscribe(&feed.key, reader_id);
+    let Reader {
+        mut frames, place, ..
+    } = hub.own_reader(&feed.key, Queue, reader_id);
+    // Left when the feed ends, however it ends.
+    let _place = place;
     let live = hub.watch_live(&feed.key);
     let mut converter = Converter::default();
     let mut idle_since: Option<tokio::time::Instant> = None;

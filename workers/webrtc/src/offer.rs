@@ -205,9 +205,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             relayed_from: None,
             admitted_id: None,
         };
-        let publishing = shared
-            .gate
-            .claim(&access, admission.control_id.as_deref(), info)?;
+        let publishing = shared.gate.publish(&admission, info)?;
         (
             place,
             Role::Publish(Box::new(Publisher::new(publishing))),

@@ -64,7 +64,9 @@ impl Context {
                     tracing::info!(peer = %self.peer, %app, %stream, "DASH session refused: draining");
                     return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
                 }
-                let Ok(ppv_id) = self.signed(request, app, stream, Protocol::Dash) else {
+                let Ok(strom_stream::Reading { ppv_id, .. }) =
+                    self.signed(request, app, stream, Protocol::Dash)
+                else {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 };
                 let user_agent = request

@@ -159,7 +159,9 @@ impl Context {
             tracing::info!(peer = %self.peer, %app, %stream, "DVR session refused: draining");
             return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
         }
-        let Ok(ppv_id) = self.signed(request, app, stream, Protocol::Hls) else {
+        let Ok(strom_stream::Reading { ppv_id, .. }) =
+            self.signed(request, app, stream, Protocol::Hls)
+        else {
             return error(StatusCode::FORBIDDEN, "forbidden");
         };
         let dir = self.dvr.archive_dir(rules, app, stream);

@@ -216,8 +216,8 @@ impl Sources {
             &request.query,
         )
         .with_credentials(Credentials::Proven);
-        let control_id = match self.gate.admit_publisher(&access) {
-            Ok(admission) => admission.control_id,
+        let admission = match self.gate.admit_publisher(&access) {
+            Ok(admission) => admission,
             Err(refusal) => {
                 tracing::warn!(%client, stream = %key, %refusal, "icecast source refused");
                 return Err(Refusal::Unauthorized);
@@ -234,9 +234,8 @@ impl Sources {
         let id = self.ids.next_id();
         let publishing = self
             .gate
-            .claim(
-                &access,
-                control_id.as_deref(),
+            .publish(
+                &admission,
                 PublisherInfo {
                     session_id: id,
                     ip: client.ip().to_string(),

@@ -118,7 +118,7 @@ impl HlsStream {
 
     /// A receiver that sees every new segment or part.
     pub fn watch_version(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.version.subscribe()
+        tokio::sync::watch::Sender::subscribe(&self.version)
     }
 
     fn bump(&self) {

@@ -7,47 +7,46 @@
 //! worker's runtime removes the reader from the hub, which closes its queue.
 
 use bytes::BytesMut;
-use strom_stream::{DropCounter, FrameReceiver, Hub, StreamKey, TsFeed};
+use strom_stream::{DropCounter, FrameReceiver, Reader, ReaderPlace, TsFeed};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 pub struct Follower {
-    hub: Hub,
-    key: StreamKey,
-    reader: u64,
     frames: FrameReceiver,
     dropped: DropCounter,
     feed: TsFeed,
+    /// Its place among the stream's readers, left when the follower drops.
+    _place: ReaderPlace,
     /// Ends the task that leaves the hub on `stop`, once the follower is gone.
     done: CancellationToken,
 }
 
 impl Follower {
-    /// Reads `key` as reader `reader` (a session id) until `stop` or drop.
+    /// Reads through `reader` (from the gate for an admitted viewer, from the hub for the
+    /// operator's own output) until `stop` or drop.
     pub fn start(
-        hub: &Hub,
-        key: StreamKey,
-        reader: u64,
+        reader: Reader<FrameReceiver>,
         stop: &CancellationToken,
         runtime: &Handle,
     ) -> Self {
-        let (frames, dropped) = hub.subscribe(&key, reader);
+        let Reader {
+            frames,
+            dropped,
+            place,
+        } = reader;
         let done = CancellationToken::new();
-        let (waker_hub, waker_key, waker_done, stop) =
-            (hub.clone(), key.clone(), done.clone(), stop.clone());
+        let (leave, waker_done, stop) = (place.leave_handle(), done.clone(), stop.clone());
         runtime.spawn(async move {
             tokio::select! {
-                () = stop.cancelled() => waker_hub.leave(&waker_key, reader),
+                () = stop.cancelled() => leave.leave_now(),
                 () = waker_done.cancelled() => {}
             }
         });
         Self {
-            hub: hub.clone(),
-            key,
-            reader,
             frames,
             dropped,
             feed: TsFeed::new(),
+            _place: place,
             done,
         }
     }
@@ -74,6 +73,5 @@ impl Follower {
 impl Drop for Follower {
     fn drop(&mut self) {
         self.done.cancel();
-        self.hub.leave(&self.key, self.reader);
     }
 }

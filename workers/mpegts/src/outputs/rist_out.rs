@@ -11,6 +11,7 @@ use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_ipc::rules::TsOutputSettings;
+use strom_stream::Queue;
 use strom_worker_runtime::sync::locked;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -55,8 +56,8 @@ pub fn run(
         locked(&shared.outputs.rist).insert(output.id.clone(), slot);
     }
     tracing::info!(output = %output.id, ip = %output.ip, port = output.port, mode = %output.mode, "RIST output started");
-    let reader = shared.ids.next_id();
-    let mut follower = Follower::start(&shared.hub, source(&output), reader, &stop, &runtime);
+    let reader = (shared.hub).own_reader(&source(&output), Queue, shared.ids.next_id());
+    let mut follower = Follower::start(reader, &stop, &runtime);
     let mut packets = BytesMut::with_capacity(64 * 1024);
     while follower.next_packets(&mut packets) {
         for payload in packets.chunks(PAYLOAD) {

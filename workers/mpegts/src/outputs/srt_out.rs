@@ -26,7 +26,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::TsOutputSettings;
-use strom_stream::StreamKey;
+use strom_stream::{Queue, Reading, StreamKey};
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
 use tokio::runtime::Handle;
@@ -96,11 +96,11 @@ pub fn listen(
                 strom_stream::Access::new(strom_stream::Protocol::Srt, key.clone(), peer.ip())
                     .with_signature(signature);
             let outputs = &shared.outputs;
-            let ppv_id = match shared
+            let reading = match shared
                 .gate
                 .admit_reader(&access, |id| outputs.ppv_sessions(id))
             {
-                Ok(reading) => reading.ppv_id,
+                Ok(reading) => reading,
                 Err(refusal) => {
                     tracing::warn!(output = %output.id, %peer, stream = %key, %refusal, "SRT viewer refused");
                     return;
@@ -110,13 +110,14 @@ pub fn listen(
                 tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
                 return;
             }
+            let ppv_id = reading.ppv_id.clone();
             let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
             tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
             // Without the watch a caller of a stream that is not live is never released.
             caller_watch::spawn(&runtime, shared.hub.clone(), Arc::clone(&sender), wait);
             let (shared, runtime) = (Arc::clone(&shared), runtime.clone());
             crate::threads::spawn_thread("srt-out-viewer", move || {
-                send(&shared, &sender, &runtime, true);
+                send(&shared, &sender, &runtime, Some(&reading));
                 tracing::info!(peer = %sender.peer, stream = %sender.key, session = sender.session_id, "SRT viewer gone");
             });
         },
@@ -159,7 +160,7 @@ pub fn push(
                     None,
                 );
                 tracing::info!(output = %output.id, %remote, stream = %sender.key, "SRT push connected");
-                send(&shared, &sender, &runtime, false);
+                send(&shared, &sender, &runtime, None);
                 tracing::info!(output = %output.id, %remote, "SRT push ended");
             }
             Some((remote, Err(e))) => {
@@ -201,16 +202,21 @@ fn register(
     sender
 }
 
-/// Sends `sender`'s stream until the connection or the output ends. A caller
-/// (`edge_wait`) of a stream of an edge app that is not live waits for it first.
-fn send(shared: &Arc<MpegTsShared>, sender: &Arc<SrtSender>, runtime: &Handle, edge_wait: bool) {
-    let mut follower = Follower::start(
-        &shared.hub,
-        sender.key.clone(),
-        sender.session_id,
-        &sender.stop,
-        runtime,
-    );
+/// Sends `sender`'s stream until the connection or the output ends: a viewer that
+/// called in, admitted by the gate (`viewer`), or the operator's own output to its
+/// destination. A viewer of a stream of an edge app that is not live waits for it first.
+fn send(
+    shared: &Arc<MpegTsShared>,
+    sender: &Arc<SrtSender>,
+    runtime: &Handle,
+    viewer: Option<&Reading>,
+) {
+    let edge_wait = viewer.is_some();
+    let reader = match viewer {
+        Some(reading) => shared.gate.read(reading, Queue, sender.session_id),
+        None => (shared.hub).own_reader(&sender.key, Queue, sender.session_id),
+    };
+    let mut follower = Follower::start(reader, &sender.stop, runtime);
     let _ = sender.dropped.set(follower.dropped());
     let arrived = !edge_wait
         || shared.rules().edge_for(&sender.key.app).is_none()

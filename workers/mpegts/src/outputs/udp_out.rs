@@ -46,9 +46,8 @@ pub async fn run(output: TsOutputSettings, shared: Arc<MpegTsShared>, stop: Canc
             .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
         output.port,
     );
-    let reader = shared.ids.next_id();
     let key = source(&output);
-    let (frames, _dropped) = shared.hub.subscribe(&key, reader);
+    let reader = (shared.hub).own_reader(&key, strom_stream::Queue, shared.ids.next_id());
     let mux_rate = output
         .parameter("mux_rate")
         .and_then(|v| v.parse::<u64>().ok());
@@ -60,10 +59,9 @@ pub async fn run(output: TsOutputSettings, shared: Arc<MpegTsShared>, stop: Canc
         output: &output,
     };
     match mux_rate {
-        Some(rate) => sending.constant_rate(frames, rate, &stop).await,
-        None => sending.as_frames_arrive(frames, &stop).await,
+        Some(rate) => sending.constant_rate(reader.frames, rate, &stop).await,
+        None => sending.as_frames_arrive(reader.frames, &stop).await,
     }
-    shared.hub.leave(&key, reader);
     tracing::info!(output = %output.id, "UDP output stopped");
 }
 

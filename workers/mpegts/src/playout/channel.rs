@@ -130,7 +130,7 @@ impl Channel {
                 protocol: "PLAYLIST",
                 admitted_id: None,
             };
-            match self.hub.claim(&key, publisher) {
+            match self.hub.own_publisher(&key, publisher) {
                 Ok(publishing) => break publishing,
                 Err(_) => {
                     strom_worker_runtime::limited_log!(warn, 3, Duration::from_secs(60); stream = %key, "server playlist output is published by someone else; waiting for it to be free");
@@ -159,7 +159,7 @@ impl Channel {
             Source::Vod(path) => FileFeed::open(path).await.map(Feed::File),
             Source::Live(key) => {
                 let mut live = match self.warm.take() {
-                    Some(warm) if &warm.key == key => warm,
+                    Some(warm) if warm.key() == key => warm,
                     _ => LiveFeed::subscribe(&self.hub, key, self.ids.next_id()),
                 };
                 live.catch_up();
@@ -188,7 +188,7 @@ impl Channel {
         if self
             .warm
             .as_ref()
-            .is_some_and(|w| source != Some(Source::Live(w.key.clone())))
+            .is_some_and(|w| source != Some(Source::Live(w.key().clone())))
         {
             self.warm = None;
         }
@@ -344,9 +344,9 @@ impl Channel {
                     if let Some(at) = deadline
                         && let Some(Slot { entry, .. }) = task.plan(at).slot
                         && let Source::Live(key) = entry.source
-                        && self.warm.as_ref().is_none_or(|w| w.key != key)
+                        && self.warm.as_ref().is_none_or(|w| w.key() != &key)
                         // The source that plays now goes on by itself.
-                        && !matches!(&main, Some(Feed::Live(live)) if live.key == key)
+                        && !matches!(&main, Some(Feed::Live(live)) if live.key() == &key)
                     {
                         self.warm = Some(LiveFeed::subscribe(&self.hub, &key, self.ids.next_id()));
                     }
@@ -363,7 +363,7 @@ impl Channel {
                         {
                             active = Some(Role::Main);
                             fallback = None;
-                            tracing::info!(stream = %task.stream, source = %live.key, "live source up: it plays");
+                            tracing::info!(stream = %task.stream, source = %live.key(), "live source up: it plays");
                         }
                     }
                     Item::Down => {

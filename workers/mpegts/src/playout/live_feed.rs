@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 use strom_media::frame::{Frame, Track};
-use strom_stream::{FrameReceiver, Hub, StreamKey};
+use strom_stream::{FrameReceiver, Hub, Queue, ReaderPlace, StreamKey};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -26,10 +26,10 @@ pub enum LiveItem {
 }
 
 pub struct LiveFeed {
-    pub key: StreamKey,
-    hub: Hub,
-    reader_id: u64,
     frames: FrameReceiver,
+    /// The channel's place among the stream's readers (and the stream), left when the
+    /// feed drops.
+    place: ReaderPlace,
     live: Option<watch::Receiver<bool>>,
     last_frame: Instant,
     up: bool,
@@ -42,12 +42,10 @@ pub struct LiveFeed {
 
 impl LiveFeed {
     pub fn subscribe(hub: &Hub, key: &StreamKey, reader_id: u64) -> Self {
-        let (frames, _dropped) = hub.subscribe(key, reader_id);
+        let reader = hub.own_reader(key, Queue, reader_id);
         Self {
-            key: key.clone(),
-            hub: hub.clone(),
-            reader_id,
-            frames,
+            frames: reader.frames,
+            place: reader.place,
             live: hub.watch_live(key),
             last_frame: Instant::now(),
             up: false,
@@ -56,6 +54,11 @@ impl LiveFeed {
             audio_config: None,
             buffered: VecDeque::new(),
         }
+    }
+
+    /// The stream the feed reads.
+    pub fn key(&self) -> &StreamKey {
+        self.place.key()
     }
 
     /// The source's configuration frames (latest of each track).
@@ -189,10 +192,4 @@ enum Event {
     /// Whether the publisher left; `None` when the stream can no longer say.
     Gone(Option<bool>),
     Silent,
-}
-
-impl Drop for LiveFeed {
-    fn drop(&mut self) {
-        self.hub.leave(&self.key, self.reader_id);
-    }
 }

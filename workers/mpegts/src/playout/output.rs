@@ -148,8 +148,9 @@ mod tests {
             protocol: "PLAYLIST",
             admitted_id: None,
         };
-        let mut output = Output::new(hub.claim(&key, publisher).unwrap());
-        let (mut reader, _) = hub.subscribe(&key, 1);
+        let mut output = Output::new(hub.own_publisher(&key, publisher).unwrap());
+        let mut joined = hub.own_reader(&key, strom_stream::Queue, 1);
+        let reader = &mut joined.frames;
         let avc_a = config(Track::Video, Codec::H264, b"\x01a");
         let avc_b = config(Track::Video, Codec::H264, b"\x01b");
         // First source, then one with the same parameters, then another with new ones.

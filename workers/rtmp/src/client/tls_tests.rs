@@ -189,7 +189,8 @@ async fn publishes_over_rtmps_and_refuses_an_unknown_server() {
         .find(|s| s.key == key)
         .expect("published over RTMPS");
     assert_eq!(stream.publisher().unwrap().query, "k=v");
-    let (mut frames, _) = shared.streams.subscribe(&key, 77);
+    let mut reader = shared.streams.own_reader(&key, strom_stream::Queue, 77);
+    let frames = &mut reader.frames;
     let body = Bytes::from_static(&[0xAF, 0x00, 0x12, 0x10]);
     let header = SharedFrame::with_container(
         strom_media::flv_adapter::audio_frame(&body, 0).unwrap(),

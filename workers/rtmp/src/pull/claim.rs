@@ -35,7 +35,7 @@ impl Claim {
         };
         let publishing = shared
             .streams
-            .claim(key, publisher)
+            .own_publisher(key, publisher)
             .map_err(|_| Taken(key.clone()))?;
         tracing::info!(stream = %key, %url, "pulled stream live");
         Ok(Self {

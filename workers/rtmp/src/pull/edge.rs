@@ -12,7 +12,6 @@
 //! Which pulls run is decided in [`strom_stream::gate::edge_pulls`], as for the ingest
 //! worker's pulls from SRT origins; rules with SRT origins are the ingest worker's.
 
-use crate::client::backoff::Backoff;
 use crate::client::session::{PLAYER_FLASH_VERSION, Setup};
 use crate::client::traffic::Traffic;
 use crate::pull::ingest::{PullEnd, pull};
@@ -21,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::{EdgeRule, PullMode, PullSource};
 use strom_stream::gate::edge_pulls::{EdgePull, EdgePulls};
+use strom_worker_runtime::backoff::Backoff;
 use tokio_util::sync::CancellationToken;
 
 /// Edge pulls running at most (each is a connection to an origin).

@@ -2,7 +2,6 @@
 //! (RTMP players, bus subscribers such as the packager, pushes); retry a failed pull with
 //! backoff; end when the source is removed from the rules or the worker stops.
 
-use crate::client::backoff::Backoff;
 use crate::client::session::{PLAYER_FLASH_VERSION, Setup};
 use crate::client::traffic::Traffic;
 use crate::pull::ingest::{PullEnd, pull};
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use strom_ipc::rules::{PullMode, PullSource};
 use strom_stream::HubEvent;
 use strom_stream::StreamKey;
+use strom_worker_runtime::backoff::Backoff;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;

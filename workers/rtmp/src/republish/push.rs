@@ -5,7 +5,6 @@
 //! queue; whole GOPs dropped when the destination is too slow, never the publisher slowed
 //! down), so it starts with metadata, sequence headers and the cached GOP.
 
-use crate::client::backoff::Backoff;
 use crate::client::error::ClientError;
 use crate::client::session::{
     Next, PUBLISHER_FLASH_VERSION, RtmpClient, ServerEvent, Setup, is_error_code,
@@ -17,7 +16,8 @@ use crate::republish::status::{PushState, PushStatus};
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strom_stream::{FrameReceiver, Hub, StreamKey};
+use strom_stream::Queue;
+use strom_worker_runtime::backoff::Backoff;
 use tokio_util::sync::CancellationToken;
 
 /// Bound on each connection step and on each write to the destination.
@@ -107,12 +107,15 @@ async fn forward(
     client: &mut RtmpClient,
     stop: &CancellationToken,
 ) -> Result<(), ClientError> {
-    let mut subscription = Subscription::new(&shared.streams, &status.source, shared.ids.next_id());
+    // The push's place among the source's readers, left when `forward` returns.
+    let mut reader = shared
+        .streams
+        .own_reader(&status.source, Queue, shared.ids.next_id());
     let mut forwarder = Forwarder::default();
     loop {
         let next = tokio::select! {
             () = stop.cancelled() => return Ok(()),
-            next = client.next(Some(&mut subscription.frames)) => next?,
+            next = client.next(Some(&mut reader.frames)) => next?,
         };
         match next {
             Next::Frame(frame) => {
@@ -133,31 +136,5 @@ async fn forward(
             }
             Next::Event(_) => {}
         }
-    }
-}
-
-/// A push's place among the source's players, left when dropped.
-struct Subscription<'a> {
-    streams: &'a Hub,
-    key: &'a StreamKey,
-    id: u64,
-    frames: FrameReceiver,
-}
-
-impl<'a> Subscription<'a> {
-    fn new(streams: &'a Hub, key: &'a StreamKey, id: u64) -> Self {
-        let (frames, _dropped) = streams.subscribe(key, id);
-        Self {
-            streams,
-            key,
-            id,
-            frames,
-        }
-    }
-}
-
-impl Drop for Subscription<'_> {
-    fn drop(&mut self) {
-        self.streams.leave(self.key, self.id);
     }
 }

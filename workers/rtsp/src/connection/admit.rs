@@ -4,16 +4,16 @@
 
 use super::Connection;
 use crate::message::Request;
-use strom_stream::{Access, Intent, Protocol, StreamKey};
+use strom_stream::{Access, Intent, Protocol, Reading, StreamKey};
 
 impl Connection {
-    /// The gate's playback check of a player of `key`: `true` when it may read (its
-    /// pay-per-view id kept for its session), `false` when refused (answered 403). A
+    /// The gate's playback check of a player of `key`: its admission when it may read
+    /// (its pay-per-view id kept for its session), `None` when refused (answered 403). A
     /// connection admitted to `key` is not asked again for the same stream (a SETUP URL
     /// built from the Content-Base carries no query).
-    pub(super) fn admit_player(&mut self, request: &Request, key: &StreamKey) -> bool {
-        if self.admitted.as_ref() == Some(key) {
-            return true;
+    pub(super) fn admit_player(&mut self, request: &Request, key: &StreamKey) -> Option<Reading> {
+        if let Some(reading) = self.admitted.as_ref().filter(|r| r.key() == key) {
+            return Some(reading.clone());
         }
         let query = request.uri.split_once('?').map_or("", |(_, q)| q);
         let access = Access::from_query(
@@ -30,14 +30,14 @@ impl Connection {
             .admit_reader(&access, |id| players.ppv_sessions(id))
         {
             Ok(reading) => {
-                self.ppv_id = reading.ppv_id;
-                self.admitted = Some(key.clone());
-                true
+                self.ppv_id.clone_from(&reading.ppv_id);
+                self.admitted = Some(reading.clone());
+                Some(reading)
             }
             Err(refusal) => {
                 tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp play refused");
                 self.reply(403, request, &[], b"");
-                false
+                None
             }
         }
     }

@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_media::rtp::rtcp;
 use strom_stream::session_table::PlayerEntry;
-use strom_stream::{FrameReceiver, SharedFrame, StreamKey};
+use strom_stream::{FrameReceiver, Queue, Reading, SharedFrame, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::counters::ConnectionGuard;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -203,7 +203,7 @@ struct Connection {
     /// A player of the whole stream as MPEG-TS (a SETUP without DESCRIBE).
     mp2t: Option<mp2t::Mp2tTrack>,
     /// The stream the gate let this connection read, and the pay-per-view id it showed.
-    admitted: Option<StreamKey>,
+    admitted: Option<Reading>,
     ppv_id: Option<String>,
 }
 
@@ -437,14 +437,13 @@ impl Connection {
         };
         self.leave_described();
         let key = StreamKey::new(target.app, target.stream);
-        if !self.admit_player(request, &key) {
+        let Some(reading) = self.admit_player(request, &key) else {
             return;
-        }
+        };
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
         let reader_id = self.shared.ids.next_id();
-        let Some(described) =
-            describe::describe(&self.shared.hub, key.clone(), reader_id, wait).await
-        else {
+        let reader = self.shared.gate.read(&reading, Queue, reader_id);
+        let Some(described) = describe::describe(reader, wait).await else {
             tracing::info!(peer = %self.peer, stream = %key, "rtsp describe: no such live stream");
             return self.reply(404, request, &[], b"");
         };
@@ -474,9 +473,9 @@ impl Connection {
             return self.reply(455, request, &[], b"");
         };
         let target = transport::target(&request.uri);
-        let same_stream = target
-            .as_ref()
-            .is_some_and(|t| t.app == described.key.app && t.stream == described.key.stream);
+        let same_stream = target.as_ref().is_some_and(|t| {
+            t.app == described.place.key().app && t.stream == described.place.key().stream
+        });
         let index = match target.as_ref().and_then(|t| t.track) {
             Some(index) => index,
             None if described.tracks.len() == 1 => 0,
@@ -596,7 +595,7 @@ impl Connection {
         let Some(described) = self.described.as_mut() else {
             return;
         };
-        let key = described.key.clone();
+        let key = described.place.key().clone();
         let (_, placeholder) = tokio::sync::mpsc::channel(1);
         let frames = std::mem::replace(&mut described.frames, placeholder);
         let entry = Arc::new(PlayerEntry {
@@ -757,9 +756,8 @@ impl Connection {
     }
 
     fn leave_described(&mut self) {
-        if let Some(described) = self.described.take() {
-            self.shared.hub.leave(&described.key, described.reader_id);
-        }
+        // Its reader place leaves the stream.
+        self.described = None;
         self.tracks.clear();
     }
 

@@ -15,7 +15,7 @@ use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_media::frame::Track;
-use strom_stream::{Hub, SharedFrame, StreamKey, TsFeed};
+use strom_stream::{FrameReceiver, Queue, Reader, SharedFrame, StreamKey, TsFeed};
 use tokio::time::Instant;
 
 /// Configuration frames kept between SETUP and PLAY (a stream has one per track; a
@@ -61,7 +61,12 @@ impl Connection {
             return self.reply(404, request, &[], b"");
         };
         let key = StreamKey::new(target.app, target.stream);
-        if self.mp2t.is_some() && self.described.as_ref().is_some_and(|d| d.key != key) {
+        if self.mp2t.is_some()
+            && self
+                .described
+                .as_ref()
+                .is_some_and(|d| d.place.key() != &key)
+        {
             return self.reply(455, request, &[], b"");
         }
         let header = request.header("Transport").unwrap_or_default();
@@ -80,14 +85,12 @@ impl Connection {
             if self.shared.is_draining() {
                 return self.reply(503, request, &[], b"");
             }
-            if !self.admit_player(request, &key) {
+            let Some(reading) = self.admit_player(request, &key) else {
                 return;
-            }
+            };
             let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
-            let reader_id = self.shared.ids.next_id();
-            let Some((described, configs)) =
-                join(&self.shared.hub, key.clone(), reader_id, wait).await
-            else {
+            let reader = (self.shared.gate).read(&reading, Queue, self.shared.ids.next_id());
+            let Some((described, configs)) = join(reader, wait).await else {
                 tracing::info!(peer = %self.peer, stream = %key, "rtsp MPEG-TS setup: no such live stream");
                 return self.reply(404, request, &[], b"");
             };
@@ -302,16 +305,18 @@ fn interleave_parts(out: &mut Vec<u8>, channel: u8, head: &[u8], payload: &[u8])
     out.extend_from_slice(payload);
 }
 
-/// Joins `key` as reader `reader_id` and waits up to `wait` for its first media frame,
-/// keeping the configuration frames before it; `None` (and the reader gone again) when
-/// no media came.
+/// Waits up to `wait` for the first media frame of the stream `reader` joined, keeping
+/// the configuration frames before it; `None` (and the reader gone again) when no media
+/// came.
 async fn join(
-    hub: &Hub,
-    key: StreamKey,
-    reader_id: u64,
+    reader: Reader<FrameReceiver>,
     wait: Duration,
 ) -> Option<(Described, Vec<Arc<SharedFrame>>)> {
-    let (mut frames, dropped) = hub.subscribe(&key, reader_id);
+    let Reader {
+        mut frames,
+        dropped,
+        place,
+    } = reader;
     let deadline = Instant::now() + wait;
     let mut configs: Vec<Arc<SharedFrame>> = Vec::new();
     let mut first = None;
@@ -329,14 +334,10 @@ async fn join(
             break;
         }
     }
-    if first.is_none() {
-        hub.leave(&key, reader_id);
-        return None;
-    }
+    first.as_ref()?;
     Some((
         Described {
-            key,
-            reader_id,
+            place,
             frames,
             dropped,
             tracks: Vec::new(),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
+use strom_stream::gate::Admission;
 use strom_stream::session_table::PlayerEntry;
 use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
@@ -32,7 +33,8 @@ pub struct Announced {
     tracks: Vec<AnnouncedTrack>,
     /// Per announced track, once set up: its receiver and its interleaved RTP channel.
     receivers: Vec<Option<(TrackReceiver, Option<u8>)>>,
-    control_id: Option<String>,
+    /// The gate's admission at ANNOUNCE, which RECORD publishes with.
+    admission: Admission,
     pub publishing: Option<Publishing>,
     started: Instant,
 }
@@ -85,8 +87,8 @@ impl Connection {
             &query,
         )
         .with_credentials(credentials);
-        let control_id = match self.shared.gate.admit_publisher(&access) {
-            Ok(admission) => admission.control_id,
+        let admission = match self.shared.gate.admit_publisher(&access) {
+            Ok(admission) => admission,
             Err(refusal) => {
                 tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");
                 return self.reply(403, request, &[], b"");
@@ -105,7 +107,7 @@ impl Connection {
             query,
             receivers: tracks.iter().map(|_| None).collect(),
             tracks,
-            control_id,
+            admission,
             publishing: None,
             started: Instant::now(),
         });
@@ -254,12 +256,7 @@ impl Connection {
             protocol: "RTSP",
             admitted_id: None,
         };
-        let access = Access::new(Protocol::Rtsp, key.clone(), self.peer.ip());
-        let publishing = match self.shared.gate.claim(
-            &access,
-            announced.control_id.as_deref(),
-            info,
-        ) {
+        let publishing = match self.shared.gate.publish(&announced.admission, info) {
             Ok(publishing) => publishing,
             Err(refusal) => {
                 tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");
@@ -272,7 +269,7 @@ impl Connection {
             protocol: "RTSP",
             id,
             publisher: true,
-            control_id: announced.control_id.clone(),
+            control_id: announced.admission.control_id.clone(),
             ppv_id: None,
             app: key.app.clone(),
             stream: key.stream.clone(),

@@ -7,7 +7,7 @@ use crate::describe;
 use crate::message::Request;
 use crate::transport;
 use std::time::Duration;
-use strom_stream::StreamKey;
+use strom_stream::{Queue, StreamKey};
 
 impl Connection {
     /// A SETUP of a track on a connection that has no stream yet.
@@ -26,14 +26,12 @@ impl Connection {
             return self.reply(404, request, &[], b"");
         };
         let key = StreamKey::new(target.app, target.stream);
-        if !self.admit_player(request, &key) {
+        let Some(reading) = self.admit_player(request, &key) else {
             return;
-        }
+        };
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
-        let reader_id = self.shared.ids.next_id();
-        let Some(described) =
-            describe::describe(&self.shared.hub, key.clone(), reader_id, wait).await
-        else {
+        let reader = (self.shared.gate).read(&reading, Queue, self.shared.ids.next_id());
+        let Some(described) = describe::describe(reader, wait).await else {
             tracing::info!(peer = %self.peer, stream = %key, "rtsp setup: no such live stream");
             return self.reply(404, request, &[], b"");
         };

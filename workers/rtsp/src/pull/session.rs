@@ -301,7 +301,7 @@ fn take(shared: &Shared, key: &StreamKey, source: &PullSource) -> Result<Publish
     };
     let publishing = shared
         .hub
-        .claim(key, publisher)
+        .own_publisher(key, publisher)
         .map_err(|_| PullError::Taken(key.clone()))?;
     tracing::info!(stream = %key, %url, "pulled RTSP stream live");
     Ok(publishing)

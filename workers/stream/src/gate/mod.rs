@@ -4,10 +4,12 @@
 //! gate decides, in one place for every protocol:
 //! - who may publish a name: the app's publisher credentials and publish control
 //!   (`publishsign`, the deny list) ([`Gate::admit_publisher`]), and one owner per name
-//!   across every worker process ([`ownership`], enforced by [`Gate::claim`] and by
-//!   every other claim of an announcing hub);
+//!   across every worker process ([`ownership`], enforced by [`Gate::publish`] and by
+//!   every other claim of an announcing hub), and hands the admitted publisher its
+//!   [`Publishing`] guard ([`Gate::publish`]);
 //! - who may read: playback protection (`wmsAuthSign`), the deny list of pay-per-view
-//!   ids and their session limit ([`Gate::admit_reader`]);
+//!   ids and their session limit ([`Gate::admit_reader`]), and hands the admitted reader
+//!   its [`Reader`] ([`Gate::read`], [`handles`]);
 //! - what reading an absent stream starts: the worker with an on-demand pull or an edge
 //!   pull for it ([`on_demand`]), whatever the reader's protocol;
 //! - the stream-scoped management requests (SCTE-35 cues, stream titles), answered by
@@ -19,6 +21,7 @@
 
 pub mod access;
 pub mod edge_pulls;
+pub mod handles;
 pub mod on_demand;
 pub mod ownership;
 mod publisher;
@@ -29,7 +32,9 @@ pub mod service;
 mod tests;
 
 pub use access::{Access, Credentials, Intent, Protocol, Refusal, query_signature};
+pub use handles::{AudioBurst, Fanout, Leave, Queue, ReadMode, Reader, ReaderPlace};
 pub use ownership::{ClaimError, NameClaim, NameClaims};
+pub use reader::Reading;
 pub use service::{Gated, GatedService};
 
 use crate::hub::{Hub, Publishing};
@@ -52,13 +57,41 @@ pub struct Gate {
     denied: Mutex<BTreeSet<String>>,
 }
 
-/// What an admitted publisher brings along.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What an admitted publisher brings along; only [`Gate::admit_publisher`] makes one, and
+/// [`Gate::publish`] takes it for the [`Publishing`] guard.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     /// The publish-control id of a signed publisher (`publish_control/status`).
     pub control_id: Option<String>,
     /// The app's approval handler, which a protocol with an HTTP client asks next.
     pub handler: Option<Handler>,
+    /// Who was admitted to publish what: the stream [`Gate::publish`] claims.
+    admitted: Admitted,
+}
+
+/// The client an admission is for (private: an admission cannot be made up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Admitted {
+    key: crate::StreamKey,
+    peer: std::net::IpAddr,
+    protocol: Protocol,
+}
+
+impl Admitted {
+    fn of(access: &Access) -> Self {
+        Self {
+            key: access.key.clone(),
+            peer: access.peer,
+            protocol: access.protocol,
+        }
+    }
+}
+
+impl Admission {
+    /// The stream the publisher was admitted to.
+    pub fn key(&self) -> &crate::StreamKey {
+        &self.admitted.key
+    }
 }
 
 /// A publish-control approval handler (`handler_url`).
@@ -109,19 +142,25 @@ impl Gate {
         }
     }
 
-    /// Claims `access.key` for a publisher admitted with `control_id` (its
-    /// [`Admission`]'s), which publish control lists from then on; `Busy` when any
-    /// producer of any worker holds it.
-    pub fn claim(
+    /// The guard of an admitted publisher (`admission` from [`Gate::admit_publisher`]),
+    /// whose publish-control id publish control lists from then on; `Busy` when any
+    /// producer of any worker holds the name.
+    pub fn publish(
         &self,
-        access: &Access,
-        control_id: Option<&str>,
+        admission: &Admission,
         mut info: PublisherInfo,
     ) -> Result<Publishing, Refusal> {
-        info.admitted_id = Some(control_id.unwrap_or_default().to_owned());
-        self.hub.claim(&access.key, info).map_err(|_| {
-            tracing::warn!(stream = %access.key, peer = %access.peer, protocol = access.protocol.as_str(), "publish refused: the name is taken");
-            Refusal::Busy(access.key.clone())
+        let admitted = &admission.admitted;
+        info.admitted_id = Some(admission.control_id.clone().unwrap_or_default());
+        self.hub.claim(&admitted.key, info).map_err(|_| {
+            tracing::warn!(stream = %admitted.key, peer = %admitted.peer, protocol = admitted.protocol.as_str(), "publish refused: the name is taken");
+            Refusal::Busy(admitted.key.clone())
         })
+    }
+
+    /// The [`Reader`] of an admitted reader (`reading` from [`Gate::admit_reader`]), as
+    /// reader `id` (its session id), in `mode`.
+    pub fn read<M: ReadMode>(&self, reading: &Reading, mode: M, id: u64) -> Reader<M::Frames> {
+        Reader::join(&self.hub, reading.key(), mode, id)
     }
 }

@@ -3,7 +3,7 @@
 //! protocol (RTMP, SRT, RTSP, Icecast). Configured inputs (UDP, RIST,
 //! SRT callers the server dials) and pulls are the operator's own and do not ask.
 
-use super::{Access, Admission, Credentials, Gate, Handler, Refusal};
+use super::{Access, Admission, Admitted, Credentials, Gate, Handler, Refusal};
 use std::time::Duration;
 use strom_ipc::rules::Rules;
 use strom_worker_runtime::publish_sign;
@@ -49,7 +49,11 @@ impl Gate {
             }
         }
         let Some(control) = rules.access.publish_control(&access.key.app) else {
-            return Ok(Admission::default());
+            return Ok(Admission {
+                control_id: None,
+                handler: None,
+                admitted: Admitted::of(access),
+            });
         };
         let id = publish_sign::verify(
             access.signature.as_deref(),
@@ -63,6 +67,7 @@ impl Gate {
             return Err(Refusal::Denied(format!("publisher id {id} is denied")));
         }
         Ok(Admission {
+            admitted: Admitted::of(access),
             control_id: Some(id),
             handler: control.handler_url.as_ref().map(|url| Handler {
                 url: url.clone(),

@@ -5,8 +5,9 @@
 use super::{Access, Gate, Refusal};
 use strom_worker_runtime::play_signature::check_playback;
 
-/// What an admitted reader brings along.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What an admitted reader brings along; only [`Gate::admit_reader`] makes one, and
+/// [`Gate::read`] takes it for the reader's [`super::Reader`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     /// The pay-per-view id the signature carried, for `ppv_id` in sessions and
     /// `publish_control/deny`.
@@ -14,6 +15,15 @@ pub struct Reading {
     /// Whether playback of the stream is protected for this protocol (HLS binds its
     /// viewer sessions to the signature then).
     pub protected: bool,
+    /// The stream the reader was admitted to (private: a reading cannot be made up).
+    key: crate::StreamKey,
+}
+
+impl Reading {
+    /// The stream the reader was admitted to.
+    pub fn key(&self) -> &crate::StreamKey {
+        &self.key
+    }
 }
 
 impl Gate {
@@ -68,6 +78,7 @@ impl Gate {
         Ok(Reading {
             ppv_id,
             protected: protection.is_some(),
+            key: access.key.clone(),
         })
     }
 }

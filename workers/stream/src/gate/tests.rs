@@ -58,6 +58,19 @@ fn info(session_id: u64) -> PublisherInfo {
     }
 }
 
+/// Admits `access` as a publisher (of an app without a login or publish control) and
+/// publishes with `control_id` as its publish-control id.
+fn publish(
+    gate: &Gate,
+    access: &Access,
+    control_id: Option<&str>,
+    info: PublisherInfo,
+) -> Result<Publishing, Refusal> {
+    let mut admission = gate.admit_publisher(access)?;
+    admission.control_id = control_id.map(str::to_owned);
+    gate.publish(&admission, info)
+}
+
 fn access(protocol: Protocol, app: &str, stream: &str) -> Access {
     Access::new(protocol, StreamKey::new(app, stream), PEER)
 }
@@ -174,9 +187,9 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     );
     let owner = access(Protocol::Rtmp, "live", "tv");
     let intruder = access(Protocol::Rtsp, "live", "tv");
-    let publishing = rtmp.claim(&owner, None, info(1)).unwrap();
+    let publishing = publish(&rtmp, &owner, None, info(1)).unwrap();
     assert_eq!(
-        rtsp.claim(&intruder, None, info(2)).err(),
+        publish(&rtsp, &intruder, None, info(2)).err(),
         Some(Refusal::Busy(StreamKey::new("live", "tv")))
     );
     assert_eq!(
@@ -195,7 +208,7 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     drop(relayed);
     drop(publishing);
     assert!(
-        rtsp.claim(&intruder, None, info(4)).is_ok(),
+        publish(&rtsp, &intruder, None, info(4)).is_ok(),
         "free once released"
     );
 }
@@ -213,9 +226,7 @@ fn stream_requests_are_answered_by_the_gate() {
         reply.and_then(|r| r.failure().map(|(kind, _)| kind)),
         Some(strom_ipc::FailureKind::NotFound)
     ));
-    let _publishing = gate
-        .claim(&access(Protocol::Rtsp, "live", "on"), None, info(1))
-        .unwrap();
+    let _publishing = publish(&gate, &access(Protocol::Rtsp, "live", "on"), None, info(1)).unwrap();
     let reply = gate.answer(&strom_ipc::messages::WorkerRequest::IcecastMetadata {
         app: "live".into(),
         stream: "on".into(),
@@ -234,16 +245,16 @@ fn stream_requests_are_answered_by_the_gate() {
 fn stream_and_publisher_lists_are_the_gates() {
     use strom_ipc::messages::{WorkerReply, WorkerRequest};
     let gate = gate();
-    let _pushed = gate
-        .claim(
-            &access(Protocol::Srt, "live", "pushed"),
-            Some("cam-7"),
-            PublisherInfo {
-                protocol: "SRT",
-                ..info(2)
-            },
-        )
-        .unwrap();
+    let _pushed = publish(
+        &gate,
+        &access(Protocol::Srt, "live", "pushed"),
+        Some("cam-7"),
+        PublisherInfo {
+            protocol: "SRT",
+            ..info(2)
+        },
+    )
+    .unwrap();
     // A configured input claims through the hub: live, but not a publisher that
     // publish control lists.
     let _input = gate
@@ -275,4 +286,36 @@ fn stream_and_publisher_lists_are_the_gates() {
         ("2", "cam-7")
     );
     assert_eq!(publishers[0].stream, "live/pushed");
+}
+
+#[test]
+fn an_admitted_reader_reads_the_stream_it_was_admitted_to_and_leaves_when_dropped() {
+    let gate = gate();
+    let reading = gate
+        .admit_reader(&access(Protocol::Rtsp, "live", "open"), |_| 0)
+        .unwrap();
+    assert_eq!(reading.key(), &StreamKey::new("live", "open"));
+    let reader = gate.read(&reading, Queue, 7);
+    let cursor = gate.read(&reading, Fanout, 8);
+    assert_eq!(reader.place.id(), 7);
+    assert_eq!(gate.hub().reader_count(reading.key()), 2);
+    let early = reader.place.leave_handle();
+    early.leave_now();
+    assert_eq!(gate.hub().reader_count(reading.key()), 1);
+    assert!(
+        reader.frames.is_closed(),
+        "leaving closes the reader's queue"
+    );
+    drop(reader);
+    early.leave_now();
+    assert_eq!(
+        gate.hub().reader_count(reading.key()),
+        1,
+        "leaving twice changes nothing"
+    );
+    drop(cursor);
+    assert!(
+        gate.hub().get(reading.key()).is_none(),
+        "the last reader's place took the stream with it"
+    );
 }

@@ -1,6 +1,6 @@
 //! The guard a publisher holds while it publishes (who it is: [`crate::PublisherInfo`]).
 //!
-//! [`crate::Hub::claim`] hands out a [`Publishing`]; the stream stays claimed exactly as
+//! [`crate::Gate::publish`] and [`crate::Hub::own_publisher`] hand out a [`Publishing`]; the stream stays claimed exactly as
 //! long as the guard lives. Dropping it (a publisher that ends, errors or whose task
 //! panics) releases the stream and announces the release, so no stream is left claimed
 //! by a task that is gone.

@@ -1,5 +1,5 @@
-//! Delays between reconnection attempts of pushes and pulls: 1 s doubling to 10 s, back to
-//! 1 s after a session that stayed up for a while.
+//! Delays between reconnection attempts of pushes and pulls, whatever the protocol: 1 s
+//! doubling to 10 s, back to 1 s after a session that stayed up for a while.
 
 use std::time::Duration;
 
