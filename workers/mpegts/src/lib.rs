@@ -49,7 +49,7 @@ pub struct MpegTsWorker {
     /// of edge apps from the rtmp worker, which pulls them on that demand).
     relays: Arc<Relays>,
     /// Streams of edge apps with SRT origins, pulled while read.
-    edges: Arc<strom_stream::gate::edge_pulls::EdgePulls>,
+    edges: Arc<strom_stream::pulls::EdgePulls>,
     playouts: Arc<playout::Playouts>,
 }
 

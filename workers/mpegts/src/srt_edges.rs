@@ -4,10 +4,11 @@
 //! this server, it is pulled from the rule's origins, tried in order: an SRT call with
 //! streamid `#!::r=<app>/<stream>,m=request`, which an origin's SRT output listener
 //! answers with the stream as MPEG-TS. The pull is dropped `idle_grace_secs` after the
-//! last reader left, as the rtmp worker does for RTMP origins; which pulls run is
-//! decided for both in [`strom_stream::gate::edge_pulls`].
+//! last reader left, as the rtmp worker does for RTMP origins: which pulls run, the
+//! failover and the waits are the pull supervisor's for both
+//! ([`strom_stream::pulls::edges`]); this worker supplies how one origin is pulled.
 //!
-//! libsrt blocks, so each pull runs on its own thread, polling its stop token.
+//! libsrt blocks, so each pull runs on a blocking thread, polling its stop token.
 
 use crate::input_status::InputStatus;
 use crate::shared::MpegTsShared;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
 use strom_ipc::rules::{EdgeRule, srt_origin_parts, srt_request_id};
 use strom_stream::StreamKey;
-use strom_stream::gate::edge_pulls::{EdgePull, EdgePulls};
+use strom_stream::pulls::{EdgePulls, PullEnd, PullJob, Puller, Pulling};
 use tokio_util::sync::CancellationToken;
 
 /// SRT edge pulls running at most (each is a thread and a connection to an origin).
@@ -33,17 +34,37 @@ const FIRST_MEDIA_WAIT: Duration = Duration::from_secs(20);
 const MEDIA_GAP: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(250);
 const MESSAGE_BUFFER: usize = 1500;
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
-/// How one pull from one origin ended.
-enum PullEnd {
-    /// The worker or the rule stopped it.
-    Stopped,
-    /// No reader for the rule's grace.
-    Idle,
-    /// The origin refused, sent nothing, or the stream ended there.
-    Failed(String),
+/// How the ingest worker pulls one stream from one SRT origin: a call on a blocking
+/// thread (libsrt blocks) that feeds the MPEG-TS it receives into the hub.
+struct SrtPuller {
+    shared: Arc<MpegTsShared>,
+}
+
+impl Puller for SrtPuller {
+    fn protocol(&self) -> &'static str {
+        "SRT"
+    }
+
+    fn pull(&self, job: PullJob) -> Pulling {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            let PullJob {
+                key,
+                source,
+                origin,
+                stop,
+            } = job;
+            let origin = origin.unwrap_or_else(|| source.url.clone());
+            let pulling = tokio::task::spawn_blocking(move || {
+                crate::srt::startup();
+                pull_from(&shared, &origin, &source.url, &key, &stop)
+            });
+            pulling
+                .await
+                .unwrap_or_else(|e| PullEnd::Failed(format!("the pull's thread failed: {e}")))
+        })
+    }
 }
 
 /// Starts pulling the streams of SRT edge rules that readers of the worker's hub ask for.
@@ -53,19 +74,6 @@ pub fn start(shared: Arc<MpegTsShared>, shutdown: CancellationToken) -> Arc<Edge
         Box::new(move || shared.rules())
     };
     let hub = shared.hub.clone();
-    let launch = Box::new(move |pulls: &Arc<EdgePulls>, pull: EdgePull| {
-        let key = &pull.key;
-        tracing::info!(stream = %key, origins = ?pull.rule.origins.iter().map(|o| EdgeRule::url(o, &key.app, &key.stream)).collect::<Vec<_>>(), "edge: pulling on demand over SRT");
-        let (key, id) = (pull.key.clone(), pull.id);
-        let (thread_shared, thread_pulls) = (Arc::clone(&shared), Arc::clone(pulls));
-        let spawned = std::thread::Builder::new()
-            .name("srt-edge-pull".into())
-            .spawn(move || run(&thread_shared, &thread_pulls, &pull));
-        if let Err(e) = spawned {
-            tracing::error!(stream = %key, error = %e, "edge: no thread for an SRT pull");
-            pulls.forget(&key, id);
-        }
-    });
     EdgePulls::start(
         hub,
         WorkerKind::Ingest,
@@ -73,51 +81,8 @@ pub fn start(shared: Arc<MpegTsShared>, shutdown: CancellationToken) -> Arc<Edge
         MAX_SRT_EDGE_PULLS,
         shutdown,
         rules,
-        launch,
+        Arc::new(SrtPuller { shared }),
     )
-}
-
-/// Pulls the stream from the rule's origins, one after the other, until it has no
-/// readers.
-fn run(shared: &Arc<MpegTsShared>, pulls: &EdgePulls, pull: &EdgePull) {
-    crate::srt::startup();
-    let EdgePull {
-        key,
-        rule,
-        id,
-        stop,
-    } = pull;
-    let mut origin = 0;
-    let mut backoff = FIRST_BACKOFF;
-    while let Some(base) = rule.origins.get(origin) {
-        let url = EdgeRule::url(base, &key.app, &key.stream);
-        match pull_from(shared, base, &url, key, rule, stop) {
-            PullEnd::Stopped => break,
-            PullEnd::Idle => {
-                tracing::info!(stream = %key, %url, grace_secs = rule.idle_grace_secs, "edge: no viewers left: pull dropped");
-                origin = 0;
-                backoff = FIRST_BACKOFF;
-            }
-            PullEnd::Failed(error) => {
-                origin = (origin + 1) % rule.origins.len();
-                let next = EdgeRule::url(&rule.origins[origin], &key.app, &key.stream);
-                tracing::warn!(stream = %key, %url, %error, %next, "edge: pull failed; trying the next origin");
-                if origin == 0 {
-                    // Every origin failed once: wait before the next round.
-                    let until = Instant::now() + backoff;
-                    while Instant::now() < until && !stop.is_cancelled() {
-                        std::thread::sleep(POLL);
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-            }
-        }
-        if stop.is_cancelled() || pulls.finish(key, *id) {
-            break;
-        }
-    }
-    pulls.finish(key, *id);
-    tracing::info!(stream = %key, "edge: pull ended");
 }
 
 /// One call to `origin` for `key`, feeding what it sends into the hub until it ends.
@@ -126,7 +91,6 @@ fn pull_from(
     origin: &str,
     url: &str,
     key: &StreamKey,
-    rule: &EdgeRule,
     stop: &CancellationToken,
 ) -> PullEnd {
     let (address, mut parameters) = srt_origin_parts(origin);
@@ -145,7 +109,7 @@ fn pull_from(
         Err(e) => return PullEnd::Failed(e.to_string()),
     };
     tracing::info!(stream = %key, %url, "edge: SRT origin connected");
-    let end = receive(shared, &socket, remote, url, key, rule, stop);
+    let end = receive(shared, &socket, remote, url, key, stop);
     socket.close();
     end
 }
@@ -156,7 +120,6 @@ fn receive(
     remote: SocketAddr,
     url: &str,
     key: &StreamKey,
-    rule: &EdgeRule,
     stop: &CancellationToken,
 ) -> PullEnd {
     let mut input = TsInput::new(
@@ -168,19 +131,12 @@ fn receive(
         Arc::clone(&shared.ids),
     )
     .with_source_url(url.to_owned());
-    let grace = Duration::from_secs(u64::from(rule.idle_grace_secs));
     let mut buffer = vec![0u8; MESSAGE_BUFFER];
     let mut last_data: Option<Instant> = None;
     let started = Instant::now();
-    let mut unread_since: Option<Instant> = None;
     let end = loop {
         if stop.is_cancelled() {
             break PullEnd::Stopped;
-        }
-        if shared.hub.reader_count(key) > 0 {
-            unread_since = None;
-        } else if unread_since.get_or_insert_with(Instant::now).elapsed() >= grace {
-            break PullEnd::Idle;
         }
         match socket.recv(&mut buffer, POLL) {
             Ok(Some(len)) => {

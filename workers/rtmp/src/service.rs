@@ -1,11 +1,10 @@
 //! Worker-wide state of the rtmp worker and its answers to the supervisor.
 //!
 //! Besides accepting connections, the worker pushes streams to other servers
-//! ([`Republisher`]) and pulls streams from them ([`Pulls`]); both follow `ApplyRules`.
+//! ([`Republisher`]) and pulls streams from them ([`crate::pull`]); both follow `ApplyRules`.
 //! Streams other workers produce are relayed in over the media bus when played or
 //! re-published here ([`Relays`], following the supervisor's stream registry).
 
-use crate::pull::Pulls;
 use crate::republish::Republisher;
 use crate::shared::Shared;
 use std::net::SocketAddr;
@@ -15,6 +14,7 @@ use strom_ipc::messages::{ListenerSpec, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::bus::relays::Relays;
+use strom_stream::pulls::PullSources;
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
@@ -42,9 +42,9 @@ pub struct RtmpWorker {
     shared: Arc<Shared>,
     accept: AcceptLoops<RtmpConnections>,
     republisher: Republisher,
-    pulls: Pulls,
+    pulls: PullSources,
     /// Edge rules: streams pulled from origins on demand.
-    edges: Arc<strom_stream::gate::edge_pulls::EdgePulls>,
+    edges: Arc<strom_stream::pulls::EdgePulls>,
     relays: Arc<Relays>,
 }
 
@@ -86,7 +86,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtmpWorker>, String> {
         republish_rules,
         context.shutdown.clone(),
     );
-    let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    let pulls = crate::pull::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
     let edges = crate::pull::edge::start(Arc::clone(&shared), context.shutdown.clone());
     let relays = relays(
         &shared,
@@ -149,7 +149,7 @@ impl RtmpWorker {
             rules.republish.clone(),
             shutdown.clone(),
         );
-        let pulls = Pulls::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
+        let pulls = crate::pull::start(Arc::clone(&shared), &rules.pull_sources, shutdown.clone());
         let edges = crate::pull::edge::start(Arc::clone(&shared), shutdown.clone());
         let relays = relays(&shared, None, shutdown);
         Self {

@@ -6,7 +6,6 @@
 //! while it has players here.
 
 use crate::connection::{Accepted, serve};
-use crate::pull::Pulls;
 use crate::shared::Shared;
 use crate::tls::RtspsCertificate;
 use std::net::SocketAddr;
@@ -16,6 +15,7 @@ use strom_ipc::messages::{ListenerRole, ListenerSpec, WorkerReply, WorkerRequest
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
 use strom_stream::bus::relays::Relays;
+use strom_stream::pulls::PullSources;
 use strom_worker_runtime::accept::ConnectionHandler;
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::{AcceptLoops, InheritedListener, WorkerContext, WorkerService};
@@ -69,7 +69,7 @@ pub struct RtspWorker {
     certificate: Arc<RtspsCertificate>,
     accept: AcceptLoops<RtspConnections>,
     relays: Arc<Relays>,
-    pulls: Pulls,
+    pulls: PullSources,
 }
 
 /// Builds the worker from the hello and starts accepting.
@@ -115,7 +115,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<RtspWorker>, String> {
         )),
         context.shutdown.clone(),
     );
-    let pulls = Pulls::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
+    let pulls = crate::pull::start(Arc::clone(&shared), &pull_sources, context.shutdown.clone());
     Ok(Arc::new(RtspWorker {
         shared,
         certificate,

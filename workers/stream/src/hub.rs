@@ -12,7 +12,6 @@ pub mod publishing;
 
 use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
-use crate::gate::handles::{ReadMode, Reader};
 use crate::gate::ownership::{ClaimError, NameClaims};
 use crate::key::StreamKey;
 use crate::publisher_info::{AlreadyPublishing, PublisherInfo};
@@ -103,20 +102,14 @@ impl Hub {
 
     /// The operator's own producer of `key`: a pull, a server playlist, a configured UDP,
     /// RIST or SRT-caller input, a test. Nobody asked, so nothing is checked but the name's
-    /// one owner; a client's publisher gets its guard from [`crate::Gate::publish`].
+    /// one owner; a client's publisher gets its guard from [`crate::Gate::publish`]. (The
+    /// operator's own readers: `Hub::own_reader`, in [`crate::gate::handles`].)
     pub fn own_publisher(
         &self,
         key: &StreamKey,
         publisher: PublisherInfo,
     ) -> Result<Publishing, AlreadyPublishing> {
         self.claim(key, publisher)
-    }
-
-    /// The operator's own reader of `key` as reader `id`: a push, a recording, a packager,
-    /// an output, the shared feed that serves admitted viewers. A client's reader gets its
-    /// [`Reader`] from [`crate::Gate::read`].
-    pub fn own_reader<M: ReadMode>(&self, key: &StreamKey, mode: M, id: u64) -> Reader<M::Frames> {
-        Reader::join(self, key, mode, id)
     }
 
     /// Makes `publisher` the publisher of `key`. The map stays locked until the stream is

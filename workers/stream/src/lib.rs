@@ -28,6 +28,7 @@ pub mod gate;
 pub mod hub;
 pub mod key;
 pub mod publisher_info;
+pub mod pulls;
 pub mod reader;
 mod ring;
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! One pull connection: `connect` and `play` the source URL, publish what arrives into the
-//! local stream, until the source fails or goes quiet, the pull is stopped, or (on demand)
-//! the stream has had no players for the grace time.
+//! local stream, until the source fails or goes quiet or the pull is stopped (by the pull
+//! supervisor, `strom_stream::pulls`, also when an on-demand stream lost its players).
 
 use crate::client::endpoint::{RtmpUrl, UrlError};
 use crate::client::error::ClientError;
@@ -10,10 +10,8 @@ use crate::pull::claim::{Claim, Taken};
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
-use strom_ipc::rules::{PullMode, PullSource};
+use strom_ipc::rules::PullSource;
 use strom_stream::StreamKey;
-use strom_stream::{DemandWatch, HubEvent, Unwatched};
-use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -32,23 +30,14 @@ pub enum PullError {
     Ended(String),
 }
 
-/// How a pull connection ended when nothing failed.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PullEnd {
-    Stopped,
-    /// On demand: no players for the grace time.
-    Idle,
-}
-
-/// Pulls `source` into `key` once.
+/// Pulls `source` into `key` once; `Ok` when stopped.
 pub async fn pull(
     shared: &Arc<Shared>,
     source: &PullSource,
     key: &StreamKey,
     setup: &Setup,
-    events: &mut Receiver<HubEvent>,
     stop: &CancellationToken,
-) -> Result<PullEnd, PullError> {
+) -> Result<(), PullError> {
     let url = RtmpUrl::parse(&source.url)?;
     let connect = async {
         let tc_url = url.endpoint.tc_url(&url.app);
@@ -58,11 +47,11 @@ pub async fn pull(
         Ok::<_, ClientError>(client)
     };
     let mut client = tokio::select! {
-        () = stop.cancelled() => return Ok(PullEnd::Stopped),
+        () = stop.cancelled() => return Ok(()),
         client = connect => client?,
     };
     tracing::info!(stream = %key, url = %source.url, "pull connected");
-    let outcome = receive(shared, source, key, &mut client, events, stop).await;
+    let outcome = receive(shared, source, key, &mut client, stop).await;
     client.close().await;
     outcome
 }
@@ -72,25 +61,17 @@ async fn receive(
     source: &PullSource,
     key: &StreamKey,
     client: &mut RtmpClient,
-    events: &mut Receiver<HubEvent>,
     stop: &CancellationToken,
-) -> Result<PullEnd, PullError> {
+) -> Result<(), PullError> {
     let quiet = Duration::from_secs(u64::from(
         shared.rules().rtmp.limits.publisher_idle_timeout_secs,
     ));
-    let on_demand = source.mode == PullMode::OnDemand;
-    let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
-    let mut demand = DemandWatch::new(&shared.streams, key, events, on_demand, grace);
     let mut claim: Option<Claim> = None;
     // Anything from the source (media or status) proves it alive.
     let mut heard = Instant::now();
     loop {
         let next = tokio::select! {
-            () = stop.cancelled() => return Ok(PullEnd::Stopped),
-            unwatched = demand.wait() => return Ok(match unwatched {
-                Unwatched::Idle => PullEnd::Idle,
-                Unwatched::Closed => PullEnd::Stopped,
-            }),
+            () = stop.cancelled() => return Ok(()),
             next = tokio::time::timeout_at(heard + quiet, client.next(None)) => next,
         };
         let event = match next.map_err(|_| PullError::Quiet(quiet))?? {

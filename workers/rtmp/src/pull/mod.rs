@@ -1,82 +1,75 @@
-//! Pulled sources (`RtmpPullSources`): streams played from other RTMP servers and
-//! published into the local hub like any publisher, so they are played over RTMP,
-//! packaged to HLS and re-published like pushed streams, and listed with their
-//! `source_url`.
+//! Pulled RTMP sources (`RtmpPullSources`) and RTMP edge origins: streams played from
+//! other RTMP servers and published into the local hub like any publisher, so they are
+//! played over RTMP, packaged to HLS and re-published like pushed streams, and listed
+//! with their `source_url`.
 //!
-//! One task per configured source ([`source`]) decides when to pull (always, or while the
-//! stream has players) and retries with backoff; one connection ([`ingest`]) plays the
-//! remote stream and publishes what it receives. Edge rules ([`edge`]) pull any stream of
-//! an app from origins when it is first asked for.
+//! When a stream is pulled, retried or dropped is the pull supervisor's
+//! (`strom_stream::pulls`, the same for every pulling protocol); this worker supplies only
+//! how one RTMP stream is pulled once ([`RtmpPuller`], a connection in [`ingest`]). Edge
+//! rules with RTMP origins ([`edge`]) pull any stream of an app when it is first asked
+//! for.
 
 mod claim;
 pub mod edge;
 mod ingest;
-mod source;
 
+use crate::client::session::{PLAYER_FLASH_VERSION, Setup};
+use crate::client::traffic::Traffic;
 use crate::shared::Shared;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 use strom_ipc::rules::PullSource;
-use strom_stream::StreamKey;
-use strom_worker_runtime::sync::locked;
+use strom_stream::pulls::{PullEnd, PullJob, PullSources, Puller, Pulling};
 use tokio_util::sync::CancellationToken;
 
-pub struct Pulls {
+/// Bound on each connection step and each write to the source.
+const STEP_LIMIT: Duration = Duration::from_secs(10);
+
+/// How the rtmp worker pulls one stream: `connect` and `play`, then publish what comes.
+pub struct RtmpPuller {
     shared: Arc<Shared>,
-    running: Mutex<HashMap<StreamKey, Running>>,
-    shutdown: CancellationToken,
 }
 
-struct Running {
-    source: PullSource,
-    stop: CancellationToken,
+impl RtmpPuller {
+    pub fn new(shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new(Self { shared })
+    }
 }
 
-impl Pulls {
-    pub fn start(shared: Arc<Shared>, sources: &[PullSource], shutdown: CancellationToken) -> Self {
-        let pulls = Self {
-            shared,
-            running: Mutex::new(HashMap::new()),
-            shutdown,
-        };
-        pulls.apply(sources);
-        pulls
+impl Puller for RtmpPuller {
+    fn protocol(&self) -> &'static str {
+        "RTMP"
     }
 
-    /// Starts new and changed sources, stops removed and changed ones; unchanged ones keep
-    /// pulling undisturbed.
-    pub fn apply(&self, sources: &[PullSource]) {
-        // RTSP sources are the rtsp worker's.
-        let sources: Vec<&PullSource> = sources.iter().filter(|s| !s.is_rtsp()).collect();
-        let mut running = locked(&self.running);
-        running.retain(|_, pull| {
-            let keep = sources.contains(&&pull.source);
-            if !keep {
-                pull.stop.cancel();
-            }
-            keep
-        });
-        for source in sources {
-            let key = StreamKey {
-                app: source.app.clone(),
-                stream: source.stream.clone(),
+    fn pull(&self, job: PullJob) -> Pulling {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            let setup = Setup {
+                limit: STEP_LIMIT,
+                flash_version: PLAYER_FLASH_VERSION,
+                traffic: Arc::new(Traffic::default()),
+                counters: Arc::clone(&shared.counters),
             };
-            if running.contains_key(&key) {
-                continue;
+            match ingest::pull(&shared, &job.source, &job.key, &setup, &job.stop).await {
+                Ok(()) => PullEnd::Stopped,
+                Err(error) => PullEnd::Failed(error.to_string()),
             }
-            let stop = self.shutdown.child_token();
-            tokio::spawn(source::run(
-                Arc::clone(&self.shared),
-                source.clone(),
-                stop.clone(),
-            ));
-            running.insert(
-                key,
-                Running {
-                    source: source.clone(),
-                    stop,
-                },
-            );
-        }
+        })
     }
+}
+
+/// Runs the RTMP entries of `sources` until `shutdown` (RTSP ones are the rtsp worker's).
+pub fn start(
+    shared: Arc<Shared>,
+    sources: &[PullSource],
+    shutdown: CancellationToken,
+) -> PullSources {
+    let hub = shared.streams.clone();
+    PullSources::start(
+        hub,
+        RtmpPuller::new(shared),
+        |source| !source.is_rtsp(),
+        sources,
+        shutdown,
+    )
 }

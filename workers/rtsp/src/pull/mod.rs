@@ -4,65 +4,59 @@
 //! publisher, so they are packaged, played and recorded like any stream and listed with
 //! their `source_url` and protocol `RTSP`.
 //!
-//! One task per source ([`source`]) pulls always or while the stream has players here,
-//! and reconnects with backoff; [`session`] runs one RTSP session, which a bad packet
-//! does not end ([`packet_errors`]).
+//! When a source is pulled, retried or dropped is the pull supervisor's
+//! (`strom_stream::pulls`, the same for every pulling protocol); this worker supplies only
+//! how one RTSP session is pulled ([`RtspPuller`], [`session`]), which a bad packet does
+//! not end ([`packet_errors`]).
 
 mod message_limit;
 mod packet_errors;
 mod relay;
 mod session;
-mod source;
 
 use crate::shared::Shared;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use strom_ipc::rules::PullSource;
-use strom_stream::StreamKey;
-use strom_worker_runtime::sync::locked;
+use strom_stream::pulls::{PullEnd, PullJob, PullSources, Puller, Pulling};
 use tokio_util::sync::CancellationToken;
 
-pub struct Pulls {
+/// How the rtsp worker pulls one stream: DESCRIBE, SETUP, PLAY, then publish the frames.
+struct RtspPuller {
     shared: Arc<Shared>,
-    running: Mutex<HashMap<StreamKey, (PullSource, CancellationToken)>>,
-    shutdown: CancellationToken,
 }
 
-impl Pulls {
-    pub fn start(shared: Arc<Shared>, sources: &[PullSource], shutdown: CancellationToken) -> Self {
-        let pulls = Self {
-            shared,
-            running: Mutex::new(HashMap::new()),
-            shutdown,
-        };
-        pulls.apply(sources);
-        pulls
+impl Puller for RtspPuller {
+    fn protocol(&self) -> &'static str {
+        "RTSP"
     }
 
-    /// Starts new and changed RTSP sources, stops removed and changed ones; the others
-    /// go on undisturbed.
-    pub fn apply(&self, sources: &[PullSource]) {
-        let sources: Vec<&PullSource> = sources.iter().filter(|s| s.is_rtsp()).collect();
-        let mut running = locked(&self.running);
-        running.retain(|_, (source, stop)| {
-            let keep = sources.contains(&&*source);
-            if !keep {
-                stop.cancel();
-            }
-            keep
-        });
-        for source in sources {
-            let key = StreamKey::new(source.app.clone(), source.stream.clone());
-            if running.contains_key(&key) {
-                continue;
-            }
-            let stop = self.shutdown.child_token();
-            tokio::spawn(source::run(
-                Arc::clone(&self.shared),
-                source.clone(),
-                stop.clone(),
-            ));
-            running.insert(key, (source.clone(), stop));
-        }
+    fn shown(&self, url: &str) -> String {
+        session::without_credentials(url)
     }
+
+    fn pull(&self, job: PullJob) -> Pulling {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            match session::pull(&shared, &job.source, &job.key, &job.stop).await {
+                Ok(()) => PullEnd::Stopped,
+                Err(error) => PullEnd::Failed(error.to_string()),
+            }
+        })
+    }
+}
+
+/// Runs the RTSP entries of `sources` until `shutdown`.
+pub fn start(
+    shared: Arc<Shared>,
+    sources: &[PullSource],
+    shutdown: CancellationToken,
+) -> PullSources {
+    let hub = shared.hub.clone();
+    PullSources::start(
+        hub,
+        Arc::new(RtspPuller { shared }),
+        PullSource::is_rtsp,
+        sources,
+        shutdown,
+    )
 }

@@ -19,12 +19,11 @@ use retina::client::{
 };
 use retina::codec::{CodecItem, FrameFormat, ParametersRef};
 use std::time::Duration;
-use strom_ipc::rules::{PullMode, PullSource, RtspTransport};
+use strom_ipc::rules::{PullSource, RtspTransport};
 use strom_media::decode_time::DecodeTimes;
 use strom_media::frame::{Codec, Track};
-use strom_stream::{DemandWatch, HubEvent, PublisherInfo, Publishing, StreamKey, Unwatched};
+use strom_stream::{PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
-use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -32,14 +31,6 @@ use tokio_util::sync::CancellationToken;
 const CONNECT_LIMIT: Duration = Duration::from_secs(15);
 /// A source that sends no frame for this long is dropped and reconnected.
 const QUIET_LIMIT: Duration = Duration::from_secs(10);
-
-/// How a session ended when nothing failed.
-#[derive(Debug, PartialEq, Eq)]
-pub enum SessionEnd {
-    Stopped,
-    /// On demand: no players for the grace time.
-    Idle,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
@@ -89,14 +80,14 @@ struct Received {
     payload: Bytes,
 }
 
-/// Pulls `source` into `key` once.
+/// Pulls `source` into `key` once; `Ok` when stopped (by the pull supervisor, also when
+/// an on-demand stream lost its players).
 pub async fn pull(
     shared: &Shared,
     source: &PullSource,
     key: &StreamKey,
-    events: &mut Receiver<HubEvent>,
     stop: &CancellationToken,
-) -> Result<SessionEnd, PullError> {
+) -> Result<(), PullError> {
     let mut url = url::Url::parse(&source.url).map_err(|e| PullError::Url(e.to_string()))?;
     // retina takes credentials apart from the URL.
     let creds = (!url.username().is_empty()).then(|| Credentials {
@@ -124,7 +115,7 @@ pub async fn pull(
     };
     // The relay lives as long as the session.
     let relay = tokio::select! {
-        () = stop.cancelled() => return Ok(SessionEnd::Stopped),
+        () = stop.cancelled() => return Ok(()),
         opened = tokio::time::timeout_at(deadline, open_relay) => {
             opened.map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))??
         }
@@ -172,7 +163,7 @@ pub async fn pull(
         Ok((playing.demuxed()?, tracks))
     };
     let (mut demuxed, tracks) = tokio::select! {
-        () = stop.cancelled() => return Ok(SessionEnd::Stopped),
+        () = stop.cancelled() => return Ok(()),
         connected = tokio::time::timeout_at(deadline, connect) => {
             connected
                 .map_err(|_| PullError::ConnectTimeout(CONNECT_LIMIT))?
@@ -180,9 +171,6 @@ pub async fn pull(
         }
     };
     tracing::info!(stream = %key, url = %shown, tracks = tracks.len(), "RTSP pull connected");
-    let on_demand = source.mode == PullMode::OnDemand;
-    let grace = Duration::from_secs(u64::from(source.idle_grace_secs));
-    let mut demand = DemandWatch::new(&shared.hub, key, events, on_demand, grace);
     let mut claim: Option<Publishing> = None;
     // Stream indexes whose configuration went out.
     let mut configured: Vec<usize> = Vec::new();
@@ -192,11 +180,7 @@ pub async fn pull(
     let skipped = SkippedPackets::default();
     loop {
         let item = tokio::select! {
-            () = stop.cancelled() => return Ok(SessionEnd::Stopped),
-            unwatched = demand.wait() => return Ok(match unwatched {
-                Unwatched::Idle => SessionEnd::Idle,
-                Unwatched::Closed => SessionEnd::Stopped,
-            }),
+            () = stop.cancelled() => return Ok(()),
             item = tokio::time::timeout_at(heard + QUIET_LIMIT, demuxed.next()) => {
                 item.map_err(|_| PullError::Quiet(QUIET_LIMIT))?
             }

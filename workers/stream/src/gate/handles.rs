@@ -76,6 +76,16 @@ impl ReadMode for Fanout {
     }
 }
 
+impl Hub {
+    /// The operator's own reader of `key` as reader `id`: a push, a recording, a packager,
+    /// an output, the shared feed that serves admitted viewers. A client's reader gets its
+    /// [`Reader`] from [`crate::Gate::read`]. (Here rather than in `hub.rs`, so that the
+    /// hub does not import its handles.)
+    pub fn own_reader<M: ReadMode>(&self, key: &StreamKey, mode: M, id: u64) -> Reader<M::Frames> {
+        Reader::join(self, key, mode, id)
+    }
+}
+
 /// A reader of one stream.
 pub struct Reader<F> {
     pub frames: F,

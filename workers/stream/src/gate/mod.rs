@@ -20,7 +20,6 @@
 //! its own copy of either.
 
 pub mod access;
-pub mod edge_pulls;
 pub mod handles;
 pub mod on_demand;
 pub mod ownership;

@@ -1,20 +1,24 @@
-//! Which edge pulls run, decided the same way by both workers that pull for `Edge` rules
-//! (the rtmp worker for RTMP origins, the ingest worker for SRT ones): a stream is pulled
-//! when it gets a reader here, its app has an edge rule for this worker, and nobody
-//! produces it on this server; at most `max` pulls run; a pull ends when its stream has
-//! had no reader for the rule's grace, or its rule changed. The workers only say which
-//! rules are theirs and how one origin is pulled.
+//! Edge pulls, the same in both workers that pull for `Edge` rules (the rtmp worker for
+//! RTMP origins, the ingest worker for SRT ones): a stream is pulled when it gets a reader
+//! here, its app has an edge rule for this worker, and nobody produces it on this server;
+//! at most `max` pulls run; the rule's origins are tried in order (the next one when a
+//! pull fails, a [`Backoff`] wait after a round of failures); a pull ends when its stream
+//! has had no reader for the rule's grace, or its rule changed. The workers only say
+//! which rules are theirs and how one origin is pulled ([`Puller`]).
 
-use super::super::events::HubEvent;
-use super::super::hub::Hub;
-use super::super::key::StreamKey;
+use super::attempt::attempt;
+use super::{PullEnd, Puller};
+use crate::events::HubEvent;
+use crate::hub::Hub;
+use crate::key::StreamKey;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
 use strom_ipc::bus::StreamLocation;
-use strom_ipc::rules::{EdgeRule, Rules};
+use strom_ipc::rules::{EdgeRule, PullMode, PullSource, Rules};
+use strom_worker_runtime::backoff::Backoff;
 use strom_worker_runtime::sync::locked;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -26,25 +30,21 @@ struct Running {
     stop: CancellationToken,
 }
 
-/// A pull [`EdgePulls::start`] admitted: the worker runs it until `stop`, then calls
-/// [`EdgePulls::finish`] with `id`.
-pub struct EdgePull {
-    pub key: StreamKey,
-    pub rule: EdgeRule,
-    pub id: u64,
-    pub stop: CancellationToken,
+/// A pull [`EdgePulls::begin`] admitted, run until `stop`.
+struct EdgePull {
+    key: StreamKey,
+    rule: EdgeRule,
+    id: u64,
+    stop: CancellationToken,
 }
 
-/// How a worker pulls one stream from its rule's origins: it runs `EdgePull` (on a task
-/// or a thread) and calls [`EdgePulls::finish`] when the pull ends.
-pub type Launch = Box<dyn Fn(&Arc<EdgePulls>, EdgePull) + Send + Sync>;
 /// The rules in force.
 pub type RulesInForce = Box<dyn Fn() -> Arc<Rules> + Send + Sync>;
 
 pub struct EdgePulls {
     hub: Hub,
     rules: RulesInForce,
-    launch: Launch,
+    puller: Arc<dyn Puller>,
     /// The worker pulling; streams other workers produce are not pulled.
     own: WorkerKind,
     /// Whether an edge rule is pulled by this worker (its origins' protocol).
@@ -59,7 +59,7 @@ pub struct EdgePulls {
 
 impl EdgePulls {
     /// Starts following the demand of `hub` until `shutdown`: each stream that gets a
-    /// reader and that a rule of ours covers is pulled by `launch`.
+    /// reader and that a rule of ours covers is pulled by `puller`.
     pub fn start(
         hub: Hub,
         own: WorkerKind,
@@ -67,12 +67,12 @@ impl EdgePulls {
         max: usize,
         shutdown: CancellationToken,
         rules: RulesInForce,
-        launch: Launch,
+        puller: Arc<dyn Puller>,
     ) -> Arc<Self> {
         let pulls = Arc::new(Self {
             hub,
             rules,
-            launch,
+            puller,
             own,
             ours,
             max,
@@ -96,7 +96,15 @@ impl EdgePulls {
     /// `key` got a reader: pulls it when a rule of ours covers it and nobody produces it.
     fn demand(self: &Arc<Self>, key: &StreamKey) {
         if let Some(pull) = self.begin(&(self.rules)(), key) {
-            (self.launch)(self, pull);
+            let protocol = self.puller.protocol();
+            let origins: Vec<String> = (pull.rule.origins.iter())
+                .map(|origin| {
+                    self.puller
+                        .shown(&EdgeRule::url(origin, &key.app, &key.stream))
+                })
+                .collect();
+            tracing::info!(stream = %key, ?origins, "edge: pulling on demand over {protocol}");
+            tokio::spawn(run(Arc::clone(self), pull));
         }
     }
 
@@ -164,7 +172,7 @@ impl EdgePulls {
     /// Ends pull `id` of `key` unless its stream has readers again (`false`: go on). The
     /// check and the removal happen under the lock [`EdgePulls::begin`] takes, so a
     /// reader arriving meanwhile either keeps this pull or starts a new one.
-    pub fn finish(&self, key: &StreamKey, id: u64) -> bool {
+    fn finish(&self, key: &StreamKey, id: u64) -> bool {
         let mut running = locked(&self.running);
         let ours = running.get(key).is_some_and(|r| r.id == id);
         if ours && !self.shutdown.is_cancelled() && self.hub.reader_count(key) > 0 {
@@ -174,14 +182,6 @@ impl EdgePulls {
             running.remove(key);
         }
         true
-    }
-
-    /// Forgets pull `id` of `key` whatever its readers (it could not be started).
-    pub fn forget(&self, key: &StreamKey, id: u64) {
-        let mut running = locked(&self.running);
-        if running.get(key).is_some_and(|r| r.id == id) {
-            running.remove(key);
-        }
     }
 
     /// Stops the pulls whose rule changed or went away and returns their streams.
@@ -222,4 +222,69 @@ fn follow(pulls: &Arc<EdgePulls>) {
             }
         }
     });
+}
+
+/// Pulls the stream from the rule's origins, one after the other, until it has had no
+/// readers for the rule's grace, its rule changes or the worker stops.
+async fn run(pulls: Arc<EdgePulls>, pull: EdgePull) {
+    let EdgePull {
+        key,
+        rule,
+        id,
+        stop,
+    } = pull;
+    let mut backoff = Backoff::default();
+    let mut origin = 0;
+    while let Some(base) = rule.origins.get(origin) {
+        let source = PullSource {
+            app: key.app.clone(),
+            stream: key.stream.clone(),
+            url: EdgeRule::url(base, &key.app, &key.stream),
+            mode: PullMode::OnDemand,
+            idle_grace_secs: rule.idle_grace_secs,
+            rtsp_transport: Default::default(),
+        };
+        let url = pulls.puller.shown(&source.url);
+        let started = Instant::now();
+        match attempt(
+            &pulls.hub,
+            &*pulls.puller,
+            &key,
+            source,
+            Some(base.clone()),
+            &stop,
+        )
+        .await
+        {
+            PullEnd::Stopped => break,
+            PullEnd::Idle => {
+                tracing::info!(stream = %key, %url, grace_secs = rule.idle_grace_secs, "edge: no viewers left: pull dropped");
+                origin = 0;
+                backoff.reset();
+            }
+            PullEnd::Failed(_) if stop.is_cancelled() => break,
+            PullEnd::Failed(error) => {
+                origin = (origin + 1) % rule.origins.len();
+                let next = pulls.puller.shown(&EdgeRule::url(
+                    &rule.origins[origin],
+                    &key.app,
+                    &key.stream,
+                ));
+                tracing::warn!(stream = %key, %url, %error, %next, "edge: pull failed; trying the next origin");
+                if origin == 0 {
+                    // Every origin failed once: wait before the next round.
+                    let delay = backoff.after(started.elapsed());
+                    tokio::select! {
+                        () = stop.cancelled() => break,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        }
+        if pulls.finish(&key, id) {
+            break;
+        }
+    }
+    pulls.finish(&key, id);
+    tracing::info!(stream = %key, "edge: pull ended");
 }
