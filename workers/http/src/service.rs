@@ -268,6 +268,12 @@ impl strom_stream::GatedService for DeliveryWorker {
         &self.gate
     }
 
+    /// HLS/DASH viewers (`viewers.rs`) and HTTP listeners (`ts_viewers.rs`) are still
+    /// this worker's own tables.
+    fn own_sessions(&self) -> bool {
+        true
+    }
+
     /// The title of a stream relayed here (produced by another worker) is this worker's
     /// listeners' and pushes' only; a stream produced here (an Icecast source) takes it
     /// through the gate like every producer's.

@@ -157,6 +157,11 @@ impl strom_stream::GatedService for MpegTsWorker {
     fn gate(&self) -> &strom_stream::Gate {
         &self.shared.gate
     }
+
+    /// SRT and RIST publishers and viewers are still this worker's own tables.
+    fn own_sessions(&self) -> bool {
+        true
+    }
 }
 
 impl WorkerService for MpegTsWorker {

@@ -18,7 +18,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
-use strom_ipc::rules::{EdgeRule, srt_origin_parts, srt_request_id};
+use strom_ipc::rules::{EdgeRule, PullSource, srt_origin_parts, srt_request_id};
 use strom_stream::StreamKey;
 use strom_stream::pulls::{EdgePulls, PullEnd, PullJob, Puller, Pulling};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,11 @@ struct SrtPuller {
 impl Puller for SrtPuller {
     fn protocol(&self) -> &'static str {
         "SRT"
+    }
+
+    /// Configured pulled sources are RTMP and RTSP URLs; SRT is pulled for edges only.
+    fn takes(&self, _source: &PullSource) -> bool {
+        false
     }
 
     fn pull(&self, job: PullJob) -> Pulling {

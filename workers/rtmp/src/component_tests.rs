@@ -859,7 +859,7 @@ async fn slow_player_scenario(track: Track) {
     assert_eq!(fast_drops, 0);
     assert!(slow_drops > 0);
     // The API lists each player's drops with its session.
-    let sessions = server.shared.sessions.players();
+    let sessions = server.shared.gate.sessions().list();
     let dropped = |id: u64| {
         sessions
             .iter()

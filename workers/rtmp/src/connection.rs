@@ -11,7 +11,6 @@ use crate::chunking::OUTGOING_CHUNK_SIZE;
 use crate::connect_info::ConnectInfo;
 use crate::publish_frames::{PublishClock, audio_frame, metadata_frame, video_frame};
 use crate::server_input::{InputError, ServerInput};
-use crate::sessions::{Role, SessionEntry, unix_now};
 use crate::shared::Shared;
 use crate::sink::{MediaFeed, Sink, flush_loop};
 use crate::status_message::{RML_DATA_CSID, on_status, play_start_data};
@@ -26,10 +25,12 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{
     Access, Credentials, Fanout, Intent, Protocol, PublisherInfo, Reader, ReaderPlace, Reading,
     Refusal, StreamKey,
 };
+use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::counters::ConnectionGuard;
 use strom_worker_runtime::limited_log;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
@@ -653,7 +654,10 @@ impl Connection {
         };
         let entry = Arc::new(SessionEntry {
             id: session_id,
-            role: Role::Publisher,
+            protocol: "RTMP",
+            publisher: true,
+            // RTMP's publishers have never been in the API's session list.
+            listed: false,
             app: key.app.clone(),
             stream: key.stream.clone(),
             client_ip: peer_ip,
@@ -667,7 +671,7 @@ impl Connection {
             dropped: None,
             ppv_id: None,
         });
-        self.shared.sessions.insert(Arc::clone(&entry));
+        self.shared.gate.sessions().insert(Arc::clone(&entry));
         tracing::info!(peer = %self.peer, stream = %key, session = session_id, "publishing");
         self.publishing = Some(Publishing {
             key,
@@ -741,7 +745,7 @@ impl Connection {
             .map(strom_worker_runtime::play_signature::percent_decode);
         let access =
             Access::new(Protocol::Rtmp, key.clone(), self.peer.ip()).with_signature(signature);
-        let sessions = &self.shared.sessions;
+        let sessions = self.shared.gate.sessions();
         self.shared
             .gate
             .admit_reader(&access, |id| sessions.ppv_sessions(id))
@@ -814,7 +818,9 @@ impl Connection {
         } = self.shared.gate.read(&reading, Fanout, id);
         let entry = Arc::new(SessionEntry {
             id,
-            role: Role::Player,
+            protocol: "RTMP",
+            publisher: false,
+            listed: true,
             app: key.app.clone(),
             stream: key.stream.clone(),
             client_ip: self.peer.ip().to_string(),
@@ -828,7 +834,7 @@ impl Connection {
             dropped: Some(dropped),
             ppv_id: reading.ppv_id,
         });
-        self.shared.sessions.insert(Arc::clone(&entry));
+        self.shared.gate.sessions().insert(Arc::clone(&entry));
         let mut live = self.shared.streams.watch_live(&key);
         let publishing_now = live.as_mut().is_some_and(|live| *live.borrow_and_update());
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
@@ -882,7 +888,7 @@ impl Connection {
     async fn stop_playing(&mut self) -> Option<Place> {
         let playing = self.playing.take()?;
         self.leave_stream(&playing);
-        self.shared.sessions.remove(playing.session.id);
+        self.shared.gate.sessions().remove(playing.session.id);
         Some(playing.place)
     }
 
@@ -899,7 +905,7 @@ impl Connection {
             if publishing.claim.release() {
                 tracing::info!(peer = %self.peer, stream = %publishing.key, "publish ended");
             }
-            self.shared.sessions.remove(publishing.session.id);
+            self.shared.gate.sessions().remove(publishing.session.id);
         }
     }
 
@@ -908,7 +914,7 @@ impl Connection {
         self.stop_publishing();
         if let Some(playing) = self.playing.take() {
             self.leave_stream(&playing);
-            self.shared.sessions.remove(playing.session.id);
+            self.shared.gate.sessions().remove(playing.session.id);
             tracing::info!(peer = %self.peer, stream = %playing.key, "player left");
         }
     }

@@ -37,7 +37,6 @@ mod republish;
 #[doc(hidden)]
 pub mod server_input;
 mod service;
-mod sessions;
 mod shared;
 mod sink;
 mod status_message;

@@ -172,30 +172,10 @@ impl strom_stream::GatedService for RtmpWorker {
 impl WorkerService for RtmpWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.players()),
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                self.shared.sessions.players_page(after_id, limit)
-            }
-            WorkerRequest::DeleteSessions(ids) => {
-                let found = self.shared.sessions.kill_players(&ids);
-                if !found.is_empty() {
-                    tracing::info!(sessions = ?found, "rtmp players disconnected by request");
-                }
-                WorkerReply::SessionsDeleted(found)
-            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::RepublishStats => WorkerReply::RepublishStats(self.republisher.stats()),
-            WorkerRequest::DenyPublishers(ids) => {
-                let killed = self.shared.sessions.kill_publishers(&ids);
-                let players = self.shared.sessions.kill_ppv_players(&ids);
-                tracing::info!(
-                    ?ids,
-                    disconnected = killed,
-                    players,
-                    "publishers and pay-per-view ids denied"
-                );
-                WorkerReply::Done
-            }
+            // The gate closed the registry's sessions of these ids.
+            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!("rules applied");
                 let rules: Arc<Rules> = Arc::from(rules);

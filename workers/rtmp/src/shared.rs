@@ -4,7 +4,6 @@
 //! `Arc<Shared>`, and [`crate::service`] builds it, so none of them needs the service.
 
 use crate::auth::adobe::AdobeAuth;
-use crate::sessions::SessionTable;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strom_ipc::rules::Rules;
@@ -21,7 +20,6 @@ pub struct Shared {
     /// Writes the streams' frames to their players as they arrive.
     pub fanouts: crate::fanout::FanOuts,
     pub admission: Arc<crate::admission::Admission>,
-    pub sessions: SessionTable,
     pub adobe: AdobeAuth,
     pub counters: Arc<WorkerCounters>,
     pub ids: Arc<SessionIds>,
@@ -50,7 +48,6 @@ impl Shared {
             fanouts: crate::fanout::FanOuts::new(streams.clone()),
             streams,
             admission: Arc::default(),
-            sessions: SessionTable::default(),
             adobe: AdobeAuth::default(),
             counters,
             ids,

@@ -11,13 +11,13 @@
 //! under load carries every frame that arrived while the previous one ran.
 
 use crate::frame::RtmpFrame;
-use crate::sessions::SessionEntry;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_stream::Cursor;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_worker_runtime::WorkerCounters;
 use strom_worker_runtime::sync::locked;
 use tokio::io::Interest;

@@ -134,23 +134,9 @@ impl strom_stream::GatedService for RtspWorker {
 impl WorkerService for RtspWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.players.list()),
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                self.shared.players.page(after_id, limit)
-            }
-            WorkerRequest::DeleteSessions(ids) => {
-                let found = self.shared.players.kill(&ids);
-                if !found.is_empty() {
-                    tracing::info!(sessions = ?found, "rtsp players disconnected by request");
-                }
-                WorkerReply::SessionsDeleted(found)
-            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
-            WorkerRequest::DenyPublishers(ids) => {
-                let killed = self.shared.players.kill_publishers(&ids);
-                tracing::info!(?ids, disconnected = killed, "rtsp publishers denied");
-                WorkerReply::Done
-            }
+            // The gate closed the registry's sessions of these ids.
+            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 let rules: Arc<strom_ipc::rules::Rules> = Arc::from(rules);
                 self.shared.set_rules(Arc::clone(&rules));

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_ipc::rules::Rules;
-use strom_stream::session_table::PlayerTable;
 use strom_stream::{Gate, Hub};
 use strom_worker_runtime::connection_caps::ConnectionCaps;
 use strom_worker_runtime::sync::locked;
@@ -17,7 +16,6 @@ pub struct Shared {
     pub gate: Arc<Gate>,
     /// The gate's hub.
     pub hub: Hub,
-    pub players: PlayerTable,
     pub counters: Arc<WorkerCounters>,
     pub ids: Arc<SessionIds>,
     /// Caps of the limits in force; replaced when they change (open connections keep
@@ -47,7 +45,6 @@ impl Shared {
         Self {
             gate: Arc::new(Gate::new(hub.clone(), Arc::new(rules), denied)),
             hub,
-            players: PlayerTable::default(),
             counters,
             ids,
             caps: Mutex::new((limits, caps_of(&limits))),

@@ -33,7 +33,6 @@ pub mod reader;
 mod ring;
 #[cfg(test)]
 mod ring_tests;
-pub mod session_table;
 pub mod shared_frame;
 pub mod stream;
 #[cfg(test)]

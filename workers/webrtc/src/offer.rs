@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
 use str0m::change::SdpOffer;
 use str0m::{Candidate, Rtc};
-use strom_stream::session_table::PlayerEntry;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Refusal};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
@@ -315,10 +315,11 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         crate::endpoint::WHEP
     };
     let location = format!("/{}/{}/{file}/{resource}", key.app, key.stream);
-    let entry = Arc::new(PlayerEntry {
+    let entry = Arc::new(SessionEntry {
         id,
         protocol: "WebRTC",
         publisher: target.publish,
+        listed: true,
         control_id,
         ppv_id,
         app: key.app.clone(),
@@ -334,7 +335,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     });
     let (inbox, inbox_rx) = mpsc::channel(INBOX_PACKETS);
     shared.routes.register(&ufrag, inbox);
-    shared.sessions.insert(Arc::clone(&entry));
+    shared.gate.sessions().insert(Arc::clone(&entry));
     locked(&shared.resources).insert(
         resource.clone(),
         Resource {
@@ -415,7 +416,7 @@ pub fn end(shared: &Shared, target: &Target, resource: &str) -> bool {
     let Some(found) = resource_of(shared, target, resource) else {
         return false;
     };
-    shared.sessions.kill(&[found.session]);
+    shared.gate.sessions().kill(&[found.session]);
     tracing::info!(session = found.session, stream = %found.key, "webrtc session ended by DELETE");
     true
 }

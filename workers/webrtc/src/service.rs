@@ -162,27 +162,9 @@ impl strom_stream::GatedService for WebRtcWorker {
 impl WorkerService for WebRtcWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.shared.sessions.list()),
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                self.shared.sessions.page(after_id, limit)
-            }
-            WorkerRequest::DeleteSessions(ids) => {
-                let found = self.shared.sessions.kill(&ids);
-                if !found.is_empty() {
-                    tracing::info!(sessions = ?found, "webrtc sessions ended by request");
-                }
-                WorkerReply::SessionsDeleted(found)
-            }
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
-            WorkerRequest::DenyPublishers(ids) => {
-                let killed = self.shared.sessions.kill_publishers(&ids);
-                tracing::info!(
-                    ?ids,
-                    disconnected = killed,
-                    "webrtc publishers and viewers denied"
-                );
-                WorkerReply::Done
-            }
+            // The gate closed the registry's sessions of these ids.
+            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 self.shared.gate.set_rules(Arc::from(rules));
                 self.relays.reconcile();

@@ -18,7 +18,7 @@ use str0m::format::Codec as RtcCodec;
 use str0m::media::{MediaKind, MediaTime, Mid, Pt};
 use str0m::net::{Protocol, Receive};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
-use strom_stream::session_table::PlayerEntry;
+use strom_stream::gate::sessions::SessionEntry;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -43,7 +43,7 @@ pub struct Session {
     pub ufrag: String,
     /// The name in the session's URL.
     pub resource: String,
-    pub entry: Arc<PlayerEntry>,
+    pub entry: Arc<SessionEntry>,
     pub role: Role,
     /// The candidate advertised for each local (TCP?, port, IPv6?): what str0m is told a
     /// packet arrived on.
@@ -207,7 +207,7 @@ impl Session {
         }
         shared.routes.unregister(&self.ufrag);
         strom_worker_runtime::sync::locked(&shared.resources).remove(&self.resource);
-        shared.sessions.remove(self.entry.id);
+        shared.gate.sessions().remove(self.entry.id);
         tracing::info!(
             session = self.entry.id,
             stream = %format!("{}/{}", self.entry.app, self.entry.stream),

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use strom_ipc::rules::Rules;
 use strom_ipc::webrtc_rules::WebRtcSettings;
 use strom_stream::StreamKey;
-use strom_stream::session_table::PlayerTable;
 use strom_stream::{Gate, Hub};
 use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{SessionIds, WorkerCounters};
@@ -34,7 +33,6 @@ pub struct Shared {
     /// The front door: who may publish and play, the rules in force, the deny list.
     pub gate: Arc<Gate>,
     pub hub: Hub,
-    pub sessions: PlayerTable,
     /// The places sessions hold against the limits, from admission to their end.
     pub admissions: Arc<Admissions>,
     pub routes: Arc<Routes>,
@@ -58,7 +56,6 @@ impl Shared {
         Self {
             hub: gate.hub().clone(),
             gate,
-            sessions: PlayerTable::default(),
             admissions: Arc::default(),
             routes: Arc::new(Routes::default()),
             feeds,

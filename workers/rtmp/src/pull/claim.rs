@@ -3,12 +3,12 @@
 //! dropped; the hub announces both to the supervisor (its registry feeds the packager).
 
 use crate::publish_frames::PublishClock;
-use crate::sessions::unix_now;
 use crate::shared::Shared;
 use bytes::Bytes;
 use std::sync::Arc;
 use strom_media::frame::Frame;
 use strom_stream::{PublisherInfo, Publishing, StreamKey};
+use strom_worker_runtime::clock::unix_now;
 
 pub struct Claim {
     publishing: Publishing,

@@ -41,6 +41,11 @@ impl Puller for RtmpPuller {
         "RTMP"
     }
 
+    /// RTSP sources are the rtsp worker's.
+    fn takes(&self, source: &PullSource) -> bool {
+        !source.is_rtsp()
+    }
+
     fn pull(&self, job: PullJob) -> Pulling {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
@@ -65,11 +70,5 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> PullSources {
     let hub = shared.streams.clone();
-    PullSources::start(
-        hub,
-        RtmpPuller::new(shared),
-        |source| !source.is_rtsp(),
-        sources,
-        shutdown,
-    )
+    PullSources::start(hub, RtmpPuller::new(shared), sources, shutdown)
 }

@@ -23,7 +23,7 @@ impl Connection {
             Intent::Read,
             query,
         );
-        let players = &self.shared.players;
+        let players = self.shared.gate.sessions();
         match self
             .shared
             .gate

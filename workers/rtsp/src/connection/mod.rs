@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_media::rtp::rtcp;
-use strom_stream::session_table::PlayerEntry;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{FrameReceiver, Queue, Reading, SharedFrame, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::counters::ConnectionGuard;
@@ -174,7 +174,7 @@ struct Connection {
     session_id: Option<u64>,
     /// Per track of the description, once set up.
     tracks: Vec<Option<Track>>,
-    player: Option<Arc<PlayerEntry>>,
+    player: Option<Arc<SessionEntry>>,
     /// Frames for the run loop once PLAY started, with the stream's live flag.
     start_frames: Option<(FrameReceiver, Option<watch::Receiver<bool>>)>,
     started: Instant,
@@ -598,10 +598,11 @@ impl Connection {
         let key = described.place.key().clone();
         let (_, placeholder) = tokio::sync::mpsc::channel(1);
         let frames = std::mem::replace(&mut described.frames, placeholder);
-        let entry = Arc::new(PlayerEntry {
+        let entry = Arc::new(SessionEntry {
             protocol: "RTSP",
             id,
             publisher: false,
+            listed: true,
             control_id: None,
             ppv_id: self.ppv_id.clone(),
             app: key.app.clone(),
@@ -615,7 +616,7 @@ impl Connection {
             kill: self.kill.clone(),
             dropped: Some(Arc::clone(&described.dropped)),
         });
-        self.shared.players.insert(Arc::clone(&entry));
+        self.shared.gate.sessions().insert(Arc::clone(&entry));
         self.player = Some(entry);
         self.start_frames = Some((frames, self.shared.hub.watch_live(&key)));
         tracing::info!(peer = %self.peer, stream = %key, session = id, what, "rtsp playing");
@@ -767,7 +768,7 @@ impl Connection {
         // Dropping the claim releases the stream.
         self.announced = None;
         if let Some(player) = self.player.take() {
-            self.shared.players.remove(player.id);
+            self.shared.gate.sessions().remove(player.id);
             tracing::info!(peer = %self.peer, session = player.id, "rtsp player left");
         }
     }
@@ -807,7 +808,7 @@ fn udp_send(
     to: SocketAddr,
     packet: &[u8],
     shared: &Shared,
-    player: Option<&PlayerEntry>,
+    player: Option<&SessionEntry>,
 ) {
     if socket.try_send_to(packet, to).is_ok() {
         shared.counters.add_sent(packet.len() as u64);

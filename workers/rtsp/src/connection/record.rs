@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
 use strom_stream::gate::Admission;
-use strom_stream::session_table::PlayerEntry;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Publishing, StreamKey};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::limited_log;
@@ -265,10 +265,11 @@ impl Connection {
         };
         announced.publishing = Some(publishing);
         announced.started = Instant::now();
-        let entry = Arc::new(PlayerEntry {
+        let entry = Arc::new(SessionEntry {
             protocol: "RTSP",
             id,
             publisher: true,
+            listed: true,
             control_id: announced.admission.control_id.clone(),
             ppv_id: None,
             app: key.app.clone(),
@@ -282,7 +283,7 @@ impl Connection {
             kill: self.kill.clone(),
             dropped: None,
         });
-        self.shared.players.insert(Arc::clone(&entry));
+        self.shared.gate.sessions().insert(Arc::clone(&entry));
         self.player = Some(entry);
         tracing::info!(peer = %self.peer, stream = %key, session = id, uri = %base_uri(&request.uri), "rtsp publishing");
         let session = self.session_header();

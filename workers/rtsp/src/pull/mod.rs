@@ -30,6 +30,10 @@ impl Puller for RtspPuller {
         "RTSP"
     }
 
+    fn takes(&self, source: &PullSource) -> bool {
+        source.is_rtsp()
+    }
+
     fn shown(&self, url: &str) -> String {
         session::without_credentials(url)
     }
@@ -52,11 +56,5 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> PullSources {
     let hub = shared.hub.clone();
-    PullSources::start(
-        hub,
-        Arc::new(RtspPuller { shared }),
-        PullSource::is_rtsp,
-        sources,
-        shutdown,
-    )
+    PullSources::start(hub, Arc::new(RtspPuller { shared }), sources, shutdown)
 }

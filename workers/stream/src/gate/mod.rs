@@ -14,7 +14,9 @@
 //!   pull for it ([`on_demand`]), whatever the reader's protocol;
 //! - the stream-scoped management requests (SCTE-35 cues, stream titles), answered by
 //!   the same code in every worker ([`Gate::answer`]), in front of the worker's own
-//!   handler ([`Gated`]).
+//!   handler ([`Gated`]);
+//! - the session requests (`/manage/sessions`, `sessions/delete`, the deny list's closing
+//!   of live sessions), answered from the worker's session registry ([`sessions`]).
 //!
 //! The gate also holds the worker's rules in force and the deny list, so no worker keeps
 //! its own copy of either.
@@ -27,6 +29,7 @@ mod publisher;
 mod reader;
 mod requests;
 pub mod service;
+pub mod sessions;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +57,8 @@ pub struct Gate {
     /// Publisher and pay-per-view ids refused (`publish_control/deny`); the supervisor
     /// keeps the list and hands it over at start, so a restarted worker keeps refusing.
     denied: Mutex<BTreeSet<String>>,
+    /// The worker's session registry ([`sessions`]).
+    sessions: sessions::Sessions,
 }
 
 /// What an admitted publisher brings along; only [`Gate::admit_publisher`] makes one, and
@@ -106,7 +111,13 @@ impl Gate {
             hub,
             rules: Mutex::new(rules),
             denied: Mutex::new(denied.into_iter().collect()),
+            sessions: sessions::Sessions::default(),
         }
+    }
+
+    /// The worker's session registry, which answers the API's session requests.
+    pub fn sessions(&self) -> &sessions::Sessions {
+        &self.sessions
     }
 
     /// The hub behind the gate.

@@ -1,8 +1,11 @@
 //! Every worker process runs behind its gate: [`Gated`] wraps a worker's service and
 //! answers the stream-scoped management requests ([`Gate::answer`]: cues, titles, stream
-//! and publisher lists) and records denied ids before the worker sees any request, so a
-//! new worker cannot forget one (the rtsp worker once answered
-//! `scte35_out` with a 500 because it had no copy of the handler).
+//! and publisher lists), the session requests from the worker's session registry
+//! ([`super::sessions`]: lists, pages, deletes, the closing of denied ids' sessions), and
+//! records denied ids, before the worker sees any request, so a new worker cannot forget
+//! one (the rtsp worker once answered `scte35_out` with a 500 because it had no copy of
+//! the handler). A worker that still keeps sessions of its own
+//! ([`GatedService::own_sessions`]) is asked too, and the two answers are merged.
 
 use super::Gate;
 use std::sync::Arc;
@@ -18,6 +21,13 @@ pub trait GatedService: WorkerService {
     fn answer_first(&self, request: &WorkerRequest) -> Option<WorkerReply> {
         let _ = request;
         None
+    }
+
+    /// Whether the worker keeps sessions outside the gate's registry (the delivery
+    /// worker's HLS/DASH and listener sessions, the ingest worker's SRT and RIST ones)
+    /// and answers session requests for them itself.
+    fn own_sessions(&self) -> bool {
+        false
     }
 }
 
@@ -38,12 +48,57 @@ impl<S: GatedService> WorkerService for Gated<S> {
         if let Some(reply) = self.0.gate().answer(&request) {
             return reply;
         }
-        if let WorkerRequest::DenyPublishers(ids) = &request {
-            // The deny list is the gate's; the worker then closes its own sessions of
-            // these ids (publishers, pay-per-view viewers).
-            self.0.gate().deny(ids);
+        let gate = self.0.gate();
+        let registry = gate.sessions();
+        let own = self.0.own_sessions();
+        match request {
+            WorkerRequest::ListSessions => {
+                let mut sessions = registry.list();
+                if own && let WorkerReply::Sessions(theirs) = self.0.handle(request).await {
+                    sessions.extend(theirs);
+                    sessions.sort_by_key(|s| s.id);
+                }
+                WorkerReply::Sessions(sessions)
+            }
+            WorkerRequest::ListSessionsPage { after_id, limit } => {
+                let ours = registry.page(after_id, limit);
+                if !own {
+                    return ours;
+                }
+                let theirs = self.0.handle(request).await;
+                merge_pages(ours, theirs, limit)
+            }
+            WorkerRequest::DeleteSessions(ids) => {
+                let mut found = registry.kill(&ids);
+                let mut protocols: Vec<&str> = (found.iter())
+                    .filter_map(|id| registry.get(*id).map(|entry| entry.protocol))
+                    .collect();
+                protocols.dedup();
+                for protocol in protocols {
+                    let protocol = protocol.to_ascii_lowercase();
+                    tracing::info!(sessions = ?found, "{protocol} sessions ended by request");
+                }
+                if own
+                    && let WorkerReply::SessionsDeleted(theirs) =
+                        self.0.handle(WorkerRequest::DeleteSessions(ids)).await
+                {
+                    found.extend(theirs);
+                }
+                WorkerReply::SessionsDeleted(found)
+            }
+            WorkerRequest::DenyPublishers(ids) => {
+                // The deny list is the gate's; the registry's sessions of these ids
+                // (publishers, pay-per-view viewers) close, and the worker closes those of
+                // its own.
+                gate.deny(&ids);
+                let closed = registry.kill_publishers(&ids);
+                if closed > 0 {
+                    tracing::info!(?ids, disconnected = closed, "denied ids' sessions closed");
+                }
+                self.0.handle(WorkerRequest::DenyPublishers(ids)).await
+            }
+            request => self.0.handle(request).await,
         }
-        self.0.handle(request).await
     }
 
     fn replace_listeners(&self, listeners: Vec<InheritedListener>) {
@@ -56,5 +111,48 @@ impl<S: GatedService> WorkerService for Gated<S> {
 
     async fn drain(&self) {
         self.0.drain().await;
+    }
+}
+
+/// The page of sessions after the same id from the registry (`ours`) and from the worker's
+/// own table (`theirs`): ascending, at most `limit`. A source with more to give bounds the
+/// page at its last id, so that none of its sessions is skipped by the next page.
+pub(super) fn merge_pages(ours: WorkerReply, theirs: WorkerReply, limit: u32) -> WorkerReply {
+    let WorkerReply::SessionsPage {
+        sessions: theirs,
+        more: theirs_more,
+    } = theirs
+    else {
+        // The worker's failure is the answer: a page without its sessions would be wrong.
+        return theirs;
+    };
+    let WorkerReply::SessionsPage {
+        sessions: mut merged,
+        more: ours_more,
+    } = ours
+    else {
+        return ours;
+    };
+    let bound = |page: &[strom_ipc::status::SessionInfo], more: bool| {
+        more.then(|| page.last().map_or(0, |s| s.id))
+    };
+    let cut = [bound(&merged, ours_more), bound(&theirs, theirs_more)]
+        .into_iter()
+        .flatten()
+        .min();
+    merged.extend(theirs);
+    merged.sort_by_key(|s| s.id);
+    let mut more = ours_more || theirs_more;
+    if let Some(cut) = cut {
+        merged.retain(|s| s.id <= cut);
+    }
+    let limit = limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize;
+    if merged.len() > limit {
+        merged.truncate(limit);
+        more = true;
+    }
+    WorkerReply::SessionsPage {
+        sessions: merged,
+        more,
     }
 }

@@ -319,3 +319,90 @@ fn an_admitted_reader_reads_the_stream_it_was_admitted_to_and_leaves_when_droppe
         "the last reader's place took the stream with it"
     );
 }
+
+#[test]
+fn merged_session_pages_walk_every_session_of_registry_and_worker_once() {
+    use strom_ipc::messages::WorkerReply;
+    use strom_ipc::status::SessionInfo;
+    let session = |id: u64| SessionInfo {
+        id,
+        app: "live".into(),
+        stream: "s".into(),
+        protocol: "RTMP".into(),
+        bytes_recv: 0,
+        bytes_sent: 0,
+        created: 0,
+        last_access: 0,
+        client_ip: "192.0.2.1".into(),
+        user_agent: String::new(),
+        ppv_id: None,
+        dropped_frames: None,
+    };
+    // The registry holds the odd ids (and a run of its own), the worker the even ones.
+    let registry: Vec<u64> = (1..=99).step_by(2).chain(200..230).collect();
+    let worker: Vec<u64> = (2..=100).step_by(2).collect();
+    let page = |ids: &[u64], after: u64, limit: u32| {
+        strom_ipc::paging::sessions_page(ids.iter().map(|id| (*id, *id)), after, limit, session)
+    };
+    let mut walked = Vec::new();
+    let mut after = 0;
+    loop {
+        let merged = service::merge_pages(page(&registry, after, 7), page(&worker, after, 7), 7);
+        let WorkerReply::SessionsPage { sessions, more } = merged else {
+            panic!("not a page");
+        };
+        assert!(sessions.len() <= 7);
+        walked.extend(sessions.iter().map(|s| s.id));
+        match sessions.last() {
+            Some(last) if more => after = last.id,
+            _ => break,
+        }
+    }
+    let mut every: Vec<u64> = registry.iter().chain(&worker).copied().collect();
+    every.sort_unstable();
+    assert_eq!(walked, every, "each session once, in order");
+}
+
+#[test]
+fn the_registry_lists_deletes_and_closes_denied_sessions() {
+    use sessions::SessionEntry;
+    use std::sync::atomic::{AtomicI64, AtomicU64};
+    let gate = gate();
+    let entry = |id: u64, publisher: bool, listed: bool, control: Option<&str>| {
+        Arc::new(SessionEntry {
+            id,
+            protocol: "RTMP",
+            publisher,
+            listed,
+            control_id: control.map(str::to_owned),
+            ppv_id: None,
+            app: "live".into(),
+            stream: "s".into(),
+            client_ip: "192.0.2.1".into(),
+            user_agent: String::new(),
+            created: 0,
+            last_access: AtomicI64::new(0),
+            bytes_sent: AtomicU64::new(0),
+            bytes_recv: AtomicU64::new(0),
+            kill: tokio_util::sync::CancellationToken::new(),
+            dropped: None,
+        })
+    };
+    let player = entry(1, false, true, None);
+    let publisher = entry(2, true, false, Some("cam-1"));
+    gate.sessions().insert(Arc::clone(&player));
+    gate.sessions().insert(Arc::clone(&publisher));
+    let listed: Vec<u64> = gate.sessions().list().iter().map(|s| s.id).collect();
+    assert_eq!(listed, [1], "an unlisted publisher stays out of the list");
+    assert_eq!(
+        gate.sessions().kill(&[2, 1, 9]),
+        [1],
+        "nor can it be deleted by id"
+    );
+    assert!(player.kill.is_cancelled() && !publisher.kill.is_cancelled());
+    assert_eq!(gate.sessions().kill_publishers(&["cam-1".to_owned()]), 1);
+    assert!(
+        publisher.kill.is_cancelled(),
+        "a denied id's session closes"
+    );
+}

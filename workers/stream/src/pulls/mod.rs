@@ -57,6 +57,10 @@ pub trait Puller: Send + Sync + 'static {
     /// The protocol, for log lines ("RTMP", "RTSP", "SRT").
     fn protocol(&self) -> &'static str;
 
+    /// Whether a configured source (an `RtmpPullSources` entry) is this protocol's, by
+    /// its URL.
+    fn takes(&self, source: &PullSource) -> bool;
+
     /// `url` as log lines may show it (an RTSP source's login is left out).
     fn shown(&self, url: &str) -> String {
         url.to_owned()

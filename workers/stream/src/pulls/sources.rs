@@ -23,25 +23,21 @@ use tokio_util::sync::CancellationToken;
 pub struct PullSources {
     hub: Hub,
     puller: Arc<dyn Puller>,
-    /// Whether a source is this protocol's (by its URL).
-    ours: fn(&PullSource) -> bool,
     running: Mutex<HashMap<StreamKey, (PullSource, CancellationToken)>>,
     shutdown: CancellationToken,
 }
 
 impl PullSources {
-    /// Runs the sources of `sources` that are `ours` with `puller`, until `shutdown`.
+    /// Runs the sources of `sources` that `puller` takes, until `shutdown`.
     pub fn start(
         hub: Hub,
         puller: Arc<dyn Puller>,
-        ours: fn(&PullSource) -> bool,
         sources: &[PullSource],
         shutdown: CancellationToken,
     ) -> Self {
         let pulls = Self {
             hub,
             puller,
-            ours,
             running: Mutex::default(),
             shutdown,
         };
@@ -51,7 +47,9 @@ impl PullSources {
 
     /// Starts new and changed sources, stops removed and changed ones.
     pub fn apply(&self, sources: &[PullSource]) {
-        let sources: Vec<&PullSource> = sources.iter().filter(|s| (self.ours)(s)).collect();
+        let sources: Vec<&PullSource> = (sources.iter())
+            .filter(|source| self.puller.takes(source))
+            .collect();
         let mut running = locked(&self.running);
         running.retain(|_, (source, stop)| {
             let keep = sources.contains(&&*source);

@@ -26,12 +26,18 @@ enum Seen {
 /// Pulls that fail at once for the URLs in `failing`, and run until stopped otherwise.
 struct Scripted {
     failing: Vec<String>,
+    /// The URL scheme of the sources it takes.
+    scheme: &'static str,
     seen: mpsc::UnboundedSender<Seen>,
 }
 
 impl Puller for Scripted {
     fn protocol(&self) -> &'static str {
         "TEST"
+    }
+
+    fn takes(&self, source: &PullSource) -> bool {
+        source.url.starts_with(self.scheme)
     }
 
     fn pull(&self, job: PullJob) -> Pulling {
@@ -54,6 +60,7 @@ fn scripted(failing: &[&str]) -> (Arc<Scripted>, mpsc::UnboundedReceiver<Seen>) 
     let (seen, events) = mpsc::unbounded_channel();
     let puller = Arc::new(Scripted {
         failing: failing.iter().map(|s| (*s).to_owned()).collect(),
+        scheme: "test://",
         seen,
     });
     (puller, events)
@@ -83,7 +90,7 @@ async fn an_on_demand_source_is_pulled_while_read_and_dropped_after_the_grace() 
     let (puller, mut seen) = scripted(&[]);
     let stop = CancellationToken::new();
     let sources = [source("test://a", PullMode::OnDemand)];
-    let pulls = PullSources::start(hub.clone(), puller, |_| true, &sources, stop.clone());
+    let pulls = PullSources::start(hub.clone(), puller, &sources, stop.clone());
     assert_eq!(pulls.count(), 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(seen.try_recv().is_err(), "nobody reads it: no pull");
@@ -115,13 +122,7 @@ async fn a_failed_source_is_tried_again_and_only_ours_are_pulled() {
     let mut other = source("other://x", PullMode::Always);
     other.stream = "other".into();
     let sources = [source("test://down", PullMode::Always), other];
-    let pulls = PullSources::start(
-        hub,
-        puller,
-        |s| s.url.starts_with("test://"),
-        &sources,
-        stop.clone(),
-    );
+    let pulls = PullSources::start(hub, puller, &sources, stop.clone());
     assert_eq!(pulls.count(), 1, "the other protocol's source is not ours");
     assert_eq!(next(&mut seen).await, Seen::Started("test://down".into()));
     assert_eq!(

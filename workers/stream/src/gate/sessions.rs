@@ -1,8 +1,15 @@
-//! The players and publishers of a worker whose sessions are its own connections (RTSP,
-//! WebRTC), for the API's session list, `sessions/delete` and publish control
-//! (`publish_control/status` and `deny`).
+//! The session registry of a worker, held by its gate: one entry per playing or
+//! publishing connection (RTMP, RTSP, WebRTC), read by the API's session list
+//! (`/manage/sessions`), `sessions/delete`, the deny list's closing of live sessions and
+//! the pay-per-view counts. The gate answers those requests from here ([`super::Gated`]);
+//! a protocol adds its connection's entry and closes the connection when the entry's
+//! `kill` token is cancelled.
+//!
+//! The delivery worker's HLS/DASH and HTTP listener sessions and the ingest worker's SRT
+//! and RIST sessions are not here yet: those workers answer for their own tables, and the
+//! gate merges their answers with the registry's.
 
-use crate::DropCounter;
+use crate::reader::DropCounter;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,12 +20,15 @@ use tokio_util::sync::CancellationToken;
 
 /// One playing or publishing session.
 #[derive(Debug)]
-pub struct PlayerEntry {
+pub struct SessionEntry {
     pub id: u64,
-    /// The protocol as the API names it (`RTSP`, `WebRTC`).
+    /// The protocol as the API names it (`RTMP`, `RTSP`, `WebRTC`).
     pub protocol: &'static str,
     /// A publisher rather than a player.
     pub publisher: bool,
+    /// Whether the API lists it (and `sessions/delete` finds it): RTMP has never listed
+    /// its publishers, and the API's answers keep their shape.
+    pub listed: bool,
     /// Publish-control id of a signed publisher.
     pub control_id: Option<String>,
     /// Pay-per-view id of a signed player (`PlaybackProtection`).
@@ -37,7 +47,7 @@ pub struct PlayerEntry {
     pub dropped: Option<DropCounter>,
 }
 
-impl PlayerEntry {
+impl SessionEntry {
     fn info(&self) -> SessionInfo {
         SessionInfo {
             id: self.id,
@@ -61,12 +71,12 @@ impl PlayerEntry {
 }
 
 #[derive(Debug, Default)]
-pub struct PlayerTable {
-    entries: Mutex<HashMap<u64, Arc<PlayerEntry>>>,
+pub struct Sessions {
+    entries: Mutex<HashMap<u64, Arc<SessionEntry>>>,
 }
 
-impl PlayerTable {
-    pub fn insert(&self, entry: Arc<PlayerEntry>) {
+impl Sessions {
+    pub fn insert(&self, entry: Arc<SessionEntry>) {
         locked(&self.entries).insert(entry.id, entry);
     }
 
@@ -75,8 +85,10 @@ impl PlayerTable {
     }
 
     pub fn list(&self) -> Vec<SessionInfo> {
-        let mut players: Vec<SessionInfo> =
-            locked(&self.entries).values().map(|e| e.info()).collect();
+        let mut players: Vec<SessionInfo> = (locked(&self.entries).values())
+            .filter(|e| e.listed)
+            .map(|e| e.info())
+            .collect();
         players.sort_by_key(|p| p.id);
         players
     }
@@ -84,7 +96,7 @@ impl PlayerTable {
     /// One page of [`Self::list`] (see `strom_ipc::paging`).
     pub fn page(&self, after_id: u64, limit: u32) -> strom_ipc::messages::WorkerReply {
         let entries = locked(&self.entries);
-        let players = entries.values().map(|e| (e.id, e));
+        let players = entries.values().filter(|e| e.listed).map(|e| (e.id, e));
         strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
     }
 
@@ -106,7 +118,7 @@ impl PlayerTable {
     }
 
     /// The session `id`.
-    pub fn get(&self, id: u64) -> Option<Arc<PlayerEntry>> {
+    pub fn get(&self, id: u64) -> Option<Arc<SessionEntry>> {
         locked(&self.entries).get(&id).cloned()
     }
 
@@ -137,11 +149,11 @@ impl PlayerTable {
         killed
     }
 
-    /// Closes the sessions with these ids; returns the ids found here.
+    /// Closes the listed sessions with these ids; returns the ids found here.
     pub fn kill(&self, ids: &[u64]) -> Vec<u64> {
         let entries = locked(&self.entries);
         ids.iter()
-            .filter_map(|id| entries.get(id))
+            .filter_map(|id| entries.get(id).filter(|e| e.listed))
             .map(|e| {
                 e.kill.cancel();
                 e.id
