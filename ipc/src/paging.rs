@@ -63,6 +63,48 @@ pub fn sessions_page<E>(
     WorkerReply::SessionsPage { sessions, more }
 }
 
+/// One page from two pages of sessions after the same id (a worker's tables, or the gate's
+/// registry and a worker's own): ascending, at most `limit`. A source with more to give
+/// bounds the page at its last id, so that none of its sessions is skipped by the next
+/// page. A reply that is not a page (a failure) is the answer.
+pub fn merge_pages(ours: WorkerReply, theirs: WorkerReply, limit: u32) -> WorkerReply {
+    let WorkerReply::SessionsPage {
+        sessions: theirs,
+        more: theirs_more,
+    } = theirs
+    else {
+        // The worker's failure is the answer: a page without its sessions would be wrong.
+        return theirs;
+    };
+    let WorkerReply::SessionsPage {
+        sessions: mut merged,
+        more: ours_more,
+    } = ours
+    else {
+        return ours;
+    };
+    let bound = |page: &[SessionInfo], more: bool| more.then(|| page.last().map_or(0, |s| s.id));
+    let cut = [bound(&merged, ours_more), bound(&theirs, theirs_more)]
+        .into_iter()
+        .flatten()
+        .min();
+    merged.extend(theirs);
+    merged.sort_by_key(|s| s.id);
+    let mut more = ours_more || theirs_more;
+    if let Some(cut) = cut {
+        merged.retain(|s| s.id <= cut);
+    }
+    let limit = limit.clamp(1, MAX_PAGE_SESSIONS) as usize;
+    if merged.len() > limit {
+        merged.truncate(limit);
+        more = true;
+    }
+    WorkerReply::SessionsPage {
+        sessions: merged,
+        more,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

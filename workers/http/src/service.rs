@@ -33,7 +33,6 @@ pub struct DeliveryWorker {
     certificate: Arc<SwappableCertificate>,
     packaging: Arc<Packaging>,
     viewers: Arc<Viewers>,
-    ts_viewers: Arc<TsViewers>,
     /// Icecast titles (`icecast_metadata`).
     titles: Arc<Titles>,
     /// The front door (playback protection, Icecast sources, the deny list).
@@ -102,7 +101,10 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
     ));
     let draining = Arc::new(AtomicBool::new(false));
     let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
-    let ts_viewers = Arc::new(TsViewers::new(Arc::clone(&context.session_ids)));
+    let ts_viewers = Arc::new(TsViewers::new(
+        Arc::clone(&context.session_ids),
+        Arc::clone(&gate),
+    ));
     let titles = Arc::new(Titles::with_hub(packaging.hub().clone()));
     let registry = Arc::new(Mutex::new(Vec::new()));
     let sources = Arc::new(Sources::new(
@@ -133,7 +135,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
         edge: Arc::clone(&edge),
         draining: Arc::clone(&draining),
         viewers: Arc::clone(&viewers),
-        ts_viewers: Arc::clone(&ts_viewers),
+        ts_viewers,
         titles: Arc::clone(&titles),
         gate: Arc::clone(&gate),
         cors_origin,
@@ -172,7 +174,6 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
         certificate,
         packaging,
         viewers,
-        ts_viewers,
         titles,
         gate,
         drm: Mutex::new(context.hello.drm),
@@ -235,31 +236,23 @@ impl DeliveryWorker {
     /// HLS viewer sessions and `mpegts.stream` viewers, by id.
     fn sessions(&self) -> Vec<strom_ipc::status::SessionInfo> {
         let mut sessions = self.viewers.list();
-        sessions.extend(self.ts_viewers.list());
         sessions.extend(self.sources.list());
         sessions.sort_by_key(|s| s.id);
         sessions
     }
 
     /// A page of [`Self::sessions`]: the HLS page (walked in the viewers' B-tree) merged
-    /// with the few `mpegts.stream` viewers after `after_id`.
+    /// with the page of the few Icecast sources after `after_id` (an HLS page with more
+    /// to give bounds the merged page at its last id; the gate merges its registry's in).
     fn sessions_page(&self, after_id: u64, limit: u32) -> WorkerReply {
-        let reply = self.viewers.page(after_id, limit);
-        let WorkerReply::SessionsPage { mut sessions, more } = reply else {
-            return reply;
-        };
-        sessions.extend(
-            self.ts_viewers
-                .list()
-                .into_iter()
-                .chain(self.sources.list())
-                .filter(|s| s.id > after_id),
+        let others = self.sources.list();
+        let others = strom_ipc::paging::sessions_page(
+            others.into_iter().map(|s| (s.id, s)),
+            after_id,
+            limit,
+            |s| s,
         );
-        sessions.sort_by_key(|s| s.id);
-        let room = limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize;
-        let more = more || sessions.len() > room;
-        sessions.truncate(room);
-        WorkerReply::SessionsPage { sessions, more }
+        strom_ipc::paging::merge_pages(self.viewers.page(after_id, limit), others, limit)
     }
 }
 
@@ -268,8 +261,8 @@ impl strom_stream::GatedService for DeliveryWorker {
         &self.gate
     }
 
-    /// HLS/DASH viewers (`viewers.rs`) and HTTP listeners (`ts_viewers.rs`) are still
-    /// this worker's own tables.
+    /// HLS/DASH viewers (`viewers.rs`) and Icecast sources (`source/`) are still this
+    /// worker's own tables (its HTTP listeners are in the gate's registry).
     fn own_sessions(&self) -> bool {
         true
     }
@@ -320,11 +313,6 @@ impl WorkerService for DeliveryWorker {
                 if !ended.is_empty() {
                     tracing::info!(sessions = ?ended, "hls viewer sessions ended by request");
                 }
-                let streams = self.ts_viewers.end(&ids);
-                if !streams.is_empty() {
-                    tracing::info!(sessions = ?streams, "mpegts.stream viewers ended by request");
-                }
-                ended.extend(streams);
                 let sources = self.sources.end(&ids);
                 if !sources.is_empty() {
                     tracing::info!(sessions = ?sources, "icecast sources ended by request");
@@ -333,8 +321,7 @@ impl WorkerService for DeliveryWorker {
                 WorkerReply::SessionsDeleted(ended)
             }
             WorkerRequest::DenyPublishers(ids) => {
-                let mut ended = self.viewers.revoke_ppv(&ids);
-                ended.extend(self.ts_viewers.end_ppv(&ids));
+                let ended = self.viewers.revoke_ppv(&ids);
                 tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
                 WorkerReply::Done
             }

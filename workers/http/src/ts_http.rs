@@ -19,7 +19,7 @@
 use crate::icecast::{IcyWriter, METAINT, Titles, content_type};
 use crate::packaging::mpegts_enabled;
 use crate::source::IceInfo;
-use crate::ts_viewers::{TsViewer, TsViewers};
+use crate::ts_viewers::TsViewers;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use strom_ipc::rules::DeliveryOutput;
+use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{
     AudioBurst, FrameReceiver, Gate, Queue, Reader, ReaderPlace, Reading, SharedFrame, StreamKey,
     TsFeed,
@@ -317,7 +318,7 @@ struct Following {
     /// The viewer's place among the stream's readers, left when the viewer ends.
     reader: ReaderPlace,
     viewers: Arc<TsViewers>,
-    viewer: Arc<TsViewer>,
+    viewer: Arc<SessionEntry>,
 }
 
 impl Drop for Following {
@@ -348,7 +349,7 @@ async fn follow(
     }
     let why = loop {
         let frame = tokio::select! {
-            () = viewer.stop.cancelled() => break "ended by request",
+            () = viewer.kill.cancelled() => break "ended by request",
             frame = tokio::time::timeout(IDLE_END, frames.recv()) => frame,
         };
         let frame = match frame {
@@ -361,7 +362,7 @@ async fn follow(
             // One write per window instead of one per audio frame: a 128 kbit/s MP3
             // listener costs a few writes a second instead of 38.
             tokio::select! {
-                () = viewer.stop.cancelled() => break "ended by request",
+                () = viewer.kill.cancelled() => break "ended by request",
                 () = tokio::time::sleep(window) => {}
             }
             while let Ok(more) = frames.try_recv() {
@@ -373,7 +374,7 @@ async fn follow(
         }
         let chunk = out.split().freeze();
         tokio::select! {
-            () = viewer.stop.cancelled() => break "ended by request",
+            () = viewer.kill.cancelled() => break "ended by request",
             sent = chunks.send(chunk) => if sent.is_err() { break "viewer went away" },
         }
         viewer.sent(written);

@@ -264,13 +264,15 @@ impl Hub {
         released
     }
 
-    /// Removes reader `id` from `key` (what dropping its [`crate::ReaderPlace`] does);
-    /// a reader that already left changes nothing.
+    /// Removes reader `id` from `key` (what dropping its [`crate::ReaderPlace`] does).
+    /// `NoDemand` goes out whenever no reader is left, even when `id` was gone already: a
+    /// publish drops a reader whose queue closed without telling anyone, and its leave
+    /// must still say the demand ended (a second `NoDemand` is harmless).
     pub(crate) fn leave(&self, key: &StreamKey, id: u64) {
         let mut map = locked(&self.inner.map);
         if let Some(stream) = map.get(key).cloned() {
-            let was_reader = stream.unsubscribe(id);
-            if was_reader && stream.reader_count() == 0 {
+            stream.unsubscribe(id);
+            if stream.reader_count() == 0 {
                 self.inner.events.send(HubEvent::NoDemand(key.clone()));
             }
             if stream.is_idle() {

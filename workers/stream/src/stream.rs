@@ -343,16 +343,13 @@ impl Stream {
             .collect()
     }
 
-    /// Removes reader `id`; whether it was one.
-    pub(crate) fn unsubscribe(&self, id: u64) -> bool {
+    pub(crate) fn unsubscribe(&self, id: u64) {
         let mut state = locked(&self.state);
-        let before = state.readers.len() + state.cursors.len();
         state.readers.retain(|r| r.id != id);
         state.cursors.retain(|c| c.id != id);
         if state.cursors.is_empty() {
             state.ring.clear();
         }
-        state.readers.len() + state.cursors.len() < before
     }
 
     pub(crate) fn reader_count(&self) -> usize {

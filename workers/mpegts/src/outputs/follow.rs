@@ -12,11 +12,12 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 pub struct Follower {
+    /// Its place among the stream's readers, left when the follower drops (first, so
+    /// that it leaves before its queue closes).
+    _place: ReaderPlace,
     frames: FrameReceiver,
     dropped: DropCounter,
     feed: TsFeed,
-    /// Its place among the stream's readers, left when the follower drops.
-    _place: ReaderPlace,
     /// Ends the task that leaves the hub on `stop`, once the follower is gone.
     done: CancellationToken,
 }
@@ -43,10 +44,10 @@ impl Follower {
             }
         });
         Self {
+            _place: place,
             frames,
             dropped,
             feed: TsFeed::new(),
-            _place: place,
             done,
         }
     }

@@ -152,8 +152,8 @@ impl Drop for ReaderPlace {
     }
 }
 
-/// Makes a reader leave its stream ([`ReaderPlace::leave_handle`]); leaving twice is
-/// harmless.
+/// Makes a reader leave its stream ([`ReaderPlace::leave_handle`]); leaving twice only
+/// says again that the demand ended.
 #[derive(Clone)]
 pub struct Leave {
     hub: Hub,

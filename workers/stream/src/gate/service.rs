@@ -66,7 +66,7 @@ impl<S: GatedService> WorkerService for Gated<S> {
                     return ours;
                 }
                 let theirs = self.0.handle(request).await;
-                merge_pages(ours, theirs, limit)
+                strom_ipc::paging::merge_pages(ours, theirs, limit)
             }
             WorkerRequest::DeleteSessions(ids) => {
                 let mut found = registry.kill(&ids);
@@ -111,48 +111,5 @@ impl<S: GatedService> WorkerService for Gated<S> {
 
     async fn drain(&self) {
         self.0.drain().await;
-    }
-}
-
-/// The page of sessions after the same id from the registry (`ours`) and from the worker's
-/// own table (`theirs`): ascending, at most `limit`. A source with more to give bounds the
-/// page at its last id, so that none of its sessions is skipped by the next page.
-pub(super) fn merge_pages(ours: WorkerReply, theirs: WorkerReply, limit: u32) -> WorkerReply {
-    let WorkerReply::SessionsPage {
-        sessions: theirs,
-        more: theirs_more,
-    } = theirs
-    else {
-        // The worker's failure is the answer: a page without its sessions would be wrong.
-        return theirs;
-    };
-    let WorkerReply::SessionsPage {
-        sessions: mut merged,
-        more: ours_more,
-    } = ours
-    else {
-        return ours;
-    };
-    let bound = |page: &[strom_ipc::status::SessionInfo], more: bool| {
-        more.then(|| page.last().map_or(0, |s| s.id))
-    };
-    let cut = [bound(&merged, ours_more), bound(&theirs, theirs_more)]
-        .into_iter()
-        .flatten()
-        .min();
-    merged.extend(theirs);
-    merged.sort_by_key(|s| s.id);
-    let mut more = ours_more || theirs_more;
-    if let Some(cut) = cut {
-        merged.retain(|s| s.id <= cut);
-    }
-    let limit = limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize;
-    if merged.len() > limit {
-        merged.truncate(limit);
-        more = true;
-    }
-    WorkerReply::SessionsPage {
-        sessions: merged,
-        more,
     }
 }

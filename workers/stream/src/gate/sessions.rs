@@ -1,13 +1,14 @@
 //! The session registry of a worker, held by its gate: one entry per playing or
-//! publishing connection (RTMP, RTSP, WebRTC), read by the API's session list
+//! publishing connection (RTMP, RTSP, WebRTC, HTTP listeners), read by the API's session list
 //! (`/manage/sessions`), `sessions/delete`, the deny list's closing of live sessions and
 //! the pay-per-view counts. The gate answers those requests from here ([`super::Gated`]);
 //! a protocol adds its connection's entry and closes the connection when the entry's
 //! `kill` token is cancelled.
 //!
-//! The delivery worker's HLS/DASH and HTTP listener sessions and the ingest worker's SRT
-//! and RIST sessions are not here yet: those workers answer for their own tables, and the
-//! gate merges their answers with the registry's.
+//! The delivery worker's HTTP listeners (`mpegts.stream`, Icecast) are here too; its
+//! HLS/DASH viewers and Icecast sources and the ingest worker's SRT and RIST sessions are
+//! not yet: those workers answer for their own tables, and the gate merges their answers
+//! with the registry's.
 
 use crate::reader::DropCounter;
 use std::collections::HashMap;
@@ -68,6 +69,12 @@ impl SessionEntry {
     pub fn touch(&self) {
         self.last_access.store(unix_now(), Ordering::Relaxed);
     }
+
+    /// Counts `bytes` sent to the client, now.
+    pub fn sent(&self, bytes: usize) {
+        self.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.touch();
+    }
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +85,25 @@ pub struct Sessions {
 impl Sessions {
     pub fn insert(&self, entry: Arc<SessionEntry>) {
         locked(&self.entries).insert(entry.id, entry);
+    }
+
+    /// [`Self::insert`] unless the registry holds `max` sessions, or `max_per_client` of
+    /// the entry's client, already (checked and inserted under one lock); `false` then.
+    pub fn insert_capped(
+        &self,
+        entry: Arc<SessionEntry>,
+        max: usize,
+        max_per_client: usize,
+    ) -> bool {
+        let mut entries = locked(&self.entries);
+        let from_client = (entries.values())
+            .filter(|e| e.client_ip == entry.client_ip)
+            .count();
+        if entries.len() >= max || from_client >= max_per_client {
+            return false;
+        }
+        entries.insert(entry.id, entry);
+        true
     }
 
     pub fn remove(&self, id: u64) {

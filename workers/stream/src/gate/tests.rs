@@ -347,7 +347,8 @@ fn merged_session_pages_walk_every_session_of_registry_and_worker_once() {
     let mut walked = Vec::new();
     let mut after = 0;
     loop {
-        let merged = service::merge_pages(page(&registry, after, 7), page(&worker, after, 7), 7);
+        let merged =
+            strom_ipc::paging::merge_pages(page(&registry, after, 7), page(&worker, after, 7), 7);
         let WorkerReply::SessionsPage { sessions, more } = merged else {
             panic!("not a page");
         };
