@@ -258,3 +258,42 @@ fn the_delivered_signal_follows_each_publish_after_the_readers_got_it() {
     assert_eq!(ms(&frames.try_recv().unwrap()), 40);
     assert_eq!(ms(&frames.try_recv().unwrap()), 80);
 }
+
+#[test]
+fn a_reader_a_publish_dropped_still_ends_the_demand_when_it_leaves() {
+    let hub = Hub::default();
+    let key = key("closed");
+    let mut events = hub.events().listen();
+    let publishing = hub.claim(&key, publisher(1)).unwrap();
+    let reader = hub.own_reader(&key, Queue, 7);
+    let Reader { frames, place, .. } = reader;
+    // The reader's queue closes first (its task ended); the next publish drops it from
+    // the stream without a word.
+    drop(frames);
+    publishing.publish(video(0, true));
+    assert_eq!(hub.reader_count(&key), 0);
+    while events.try_recv().is_ok() {}
+    drop(place);
+    let mut ended = false;
+    while let Ok(event) = events.try_recv() {
+        ended |= event == HubEvent::NoDemand(key.clone());
+    }
+    assert!(ended, "its leave says the demand ended");
+}
+
+#[test]
+fn a_stream_read_only_by_cursors_stays_in_the_hub_when_a_queue_reader_leaves() {
+    let hub = Hub::default();
+    let key = key("fanout");
+    let cursor = hub.own_reader(&key, Fanout, 1);
+    let queue = hub.own_reader(&key, Queue, 2);
+    let before = hub.get(&key).unwrap();
+    drop(queue);
+    let after = hub.get(&key).expect("the cursor's stream stays");
+    assert!(
+        Arc::ptr_eq(&before, &after),
+        "the same stream, not a new one"
+    );
+    drop(cursor);
+    assert!(hub.get(&key).is_none());
+}
