@@ -55,10 +55,7 @@ impl Puller for RtmpPuller {
                 traffic: Arc::new(Traffic::default()),
                 counters: Arc::clone(&shared.counters),
             };
-            match ingest::pull(&shared, &job.source, &job.key, &setup, &job.stop).await {
-                Ok(()) => PullEnd::Stopped,
-                Err(error) => PullEnd::Failed(error.to_string()),
-            }
+            PullEnd::of(ingest::pull(&shared, &job.source, &job.key, &setup, &job.stop).await)
         })
     }
 }

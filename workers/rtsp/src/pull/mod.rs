@@ -41,10 +41,7 @@ impl Puller for RtspPuller {
     fn pull(&self, job: PullJob) -> Pulling {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            match session::pull(&shared, &job.source, &job.key, &job.stop).await {
-                Ok(()) => PullEnd::Stopped,
-                Err(error) => PullEnd::Failed(error.to_string()),
-            }
+            PullEnd::of(session::pull(&shared, &job.source, &job.key, &job.stop).await)
         })
     }
 }

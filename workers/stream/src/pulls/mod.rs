@@ -35,6 +35,16 @@ pub enum PullEnd {
     Failed(String),
 }
 
+impl PullEnd {
+    /// A protocol's pull result: `Ok` when it was stopped, its error when it failed.
+    pub fn of<E: std::fmt::Display>(result: Result<(), E>) -> Self {
+        match result {
+            Ok(()) => PullEnd::Stopped,
+            Err(error) => PullEnd::Failed(error.to_string()),
+        }
+    }
+}
+
 /// One pull for a [`Puller`] to run.
 pub struct PullJob {
     pub key: StreamKey,
