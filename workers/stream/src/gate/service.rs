@@ -73,6 +73,7 @@ impl<S: GatedService> WorkerService for Gated<S> {
                 let mut protocols: Vec<&str> = (found.iter())
                     .filter_map(|id| registry.get(*id).map(|entry| entry.protocol))
                     .collect();
+                protocols.sort_unstable();
                 protocols.dedup();
                 for protocol in protocols {
                     let protocol = protocol.to_ascii_lowercase();

@@ -126,23 +126,6 @@ impl Sessions {
         strom_ipc::paging::sessions_page(players, after_id, limit, |e| e.info())
     }
 
-    /// Sessions open.
-    pub fn len(&self) -> usize {
-        locked(&self.entries).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Sessions open from `client_ip`.
-    pub fn from_ip(&self, client_ip: &str) -> usize {
-        locked(&self.entries)
-            .values()
-            .filter(|e| e.client_ip == client_ip)
-            .count()
-    }
-
     /// The session `id`.
     pub fn get(&self, id: u64) -> Option<Arc<SessionEntry>> {
         locked(&self.entries).get(&id).cloned()
