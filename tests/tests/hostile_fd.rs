@@ -78,6 +78,17 @@ fn a_connection_flood_past_the_descriptor_limit_leaves_viewers_playing() {
         (status == 200).then(|| media_sequence(&body)).flatten()
     })
     .unwrap_or_else(|| panic!("no playlist; log:\n{}", server.log()));
+    // The flood must not race the player's own connect (a busy machine starts ffmpeg
+    // slowly): it begins once the player is a listed RTMP session of the stream.
+    wait_for(LIVE, "the RTMP player's session", || {
+        let (_, sessions) = server.get("/manage/sessions");
+        sessions
+            .as_array()?
+            .iter()
+            .any(|s| s["type"] == "RTMP" && s["stream"] == "tv")
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("the RTMP player never played; log:\n{}", server.log()));
     let (rtmp_pid, packager_pid) = (server.worker_pid("rtmp"), server.worker_pid("packager"));
     assert!(
         server
@@ -114,7 +125,11 @@ fn a_connection_flood_past_the_descriptor_limit_leaves_viewers_playing() {
         later > first,
         "the HLS playlist stopped: {first} -> {later}"
     );
-    assert!(player.running(), "the RTMP player was dropped");
+    assert!(
+        player.running(),
+        "the RTMP player was dropped; log:\n{}",
+        server.log()
+    );
     assert_eq!(
         server.worker_pid("rtmp"),
         rtmp_pid,
