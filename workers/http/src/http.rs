@@ -578,12 +578,7 @@ impl Context {
             strom_stream::Intent::Read,
             request.uri().query().unwrap_or_default(),
         );
-        let (viewers, ts_viewers) = (&self.viewers, &self.ts_viewers);
-        self.gate
-            .admit_reader(&access, |id| {
-                viewers.ppv_sessions(id) + ts_viewers.ppv_sessions(id)
-            })
-            .map_err(|_| ())
+        self.gate.admit_reader(&access).map_err(|_| ())
     }
 
     fn master(
@@ -595,8 +590,8 @@ impl Context {
         head: bool,
     ) -> Response<Full<Bytes>> {
         let rules = self.packaging.rules();
-        let ppv_id = match self.signed(request, app, stream, Protocol::Hls) {
-            Ok(reading) => reading.ppv_id,
+        let reading = match self.signed(request, app, stream, Protocol::Hls) {
+            Ok(reading) => reading,
             Err(()) => return error(StatusCode::FORBIDDEN, "forbidden"),
         };
         let protected = self
@@ -629,10 +624,8 @@ impl Context {
         // `None` past the session caps: the playlist goes out without a session id
         // (not for a protected stream: its media requests need the session).
         // A signature without a pay-per-view id bound the client's address.
-        let bind_to_ip = protected && ppv_id.is_none();
-        let viewer =
-            self.viewers
-                .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id, bind_to_ip);
+        let bind_to_ip = protected && reading.ppv_id.is_none();
+        let viewer = (self.viewers).open("HLS", &reading, self.peer.ip(), user_agent, bind_to_ip);
         if protected && viewer.is_none() {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }

@@ -32,7 +32,6 @@ pub struct DeliveryWorker {
     accept: AcceptLoops<Delivery>,
     certificate: Arc<SwappableCertificate>,
     packaging: Arc<Packaging>,
-    viewers: Arc<Viewers>,
     /// Icecast titles (`icecast_metadata`).
     titles: Arc<Titles>,
     /// The front door (playback protection, Icecast sources, the deny list).
@@ -100,7 +99,11 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
         context.shutdown.clone(),
     ));
     let draining = Arc::new(AtomicBool::new(false));
-    let viewers = Arc::new(Viewers::new(Arc::clone(&context.session_ids), idle));
+    let viewers = Arc::new(Viewers::new(
+        Arc::clone(&context.session_ids),
+        gate.sessions().clone(),
+        idle,
+    ));
     let ts_viewers = Arc::new(TsViewers::new(
         Arc::clone(&context.session_ids),
         Arc::clone(&gate),
@@ -165,7 +168,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
     accept.replace(context.listeners);
     tokio::spawn(housekeeping(
         Arc::clone(&store),
-        Arc::clone(&viewers),
+        viewers,
         Arc::clone(&context.counters),
         context.shutdown.clone(),
     ));
@@ -173,7 +176,6 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
         accept,
         certificate,
         packaging,
-        viewers,
         titles,
         gate,
         drm: Mutex::new(context.hello.drm),
@@ -232,39 +234,11 @@ impl DeliveryWorker {
             .filter(|s| s.publisher().is_some())
             .filter(|s| crate::icecast::content_type(&s.codecs().acodec).is_some())
     }
-
-    /// HLS viewer sessions and `mpegts.stream` viewers, by id.
-    fn sessions(&self) -> Vec<strom_ipc::status::SessionInfo> {
-        let mut sessions = self.viewers.list();
-        sessions.extend(self.sources.list());
-        sessions.sort_by_key(|s| s.id);
-        sessions
-    }
-
-    /// A page of [`Self::sessions`]: the HLS page (walked in the viewers' B-tree) merged
-    /// with the page of the few Icecast sources after `after_id` (an HLS page with more
-    /// to give bounds the merged page at its last id; the gate merges its registry's in).
-    fn sessions_page(&self, after_id: u64, limit: u32) -> WorkerReply {
-        let others = self.sources.list();
-        let others = strom_ipc::paging::sessions_page(
-            others.into_iter().map(|s| (s.id, s)),
-            after_id,
-            limit,
-            |s| s,
-        );
-        strom_ipc::paging::merge_pages(self.viewers.page(after_id, limit), others, limit)
-    }
 }
 
 impl strom_stream::GatedService for DeliveryWorker {
     fn gate(&self) -> &strom_stream::Gate {
         &self.gate
-    }
-
-    /// HLS/DASH viewers (`viewers.rs`) and Icecast sources (`source/`) are still this
-    /// worker's own tables (its HTTP listeners are in the gate's registry).
-    fn own_sessions(&self) -> bool {
-        true
     }
 
     /// The title of a stream relayed here (produced by another worker) is this worker's
@@ -304,27 +278,6 @@ impl strom_stream::GatedService for DeliveryWorker {
 impl WorkerService for DeliveryWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                self.sessions_page(after_id, limit)
-            }
-            WorkerRequest::DeleteSessions(ids) => {
-                let mut ended = self.viewers.revoke(&ids);
-                if !ended.is_empty() {
-                    tracing::info!(sessions = ?ended, "hls viewer sessions ended by request");
-                }
-                let sources = self.sources.end(&ids);
-                if !sources.is_empty() {
-                    tracing::info!(sessions = ?sources, "icecast sources ended by request");
-                }
-                ended.extend(sources);
-                WorkerReply::SessionsDeleted(ended)
-            }
-            WorkerRequest::DenyPublishers(ids) => {
-                let ended = self.viewers.revoke_ppv(&ids);
-                tracing::info!(?ids, sessions = ?ended, "pay-per-view ids denied");
-                WorkerReply::Done
-            }
             WorkerRequest::IcecastInfo { app, stream } => {
                 let key = StreamKey::new(app, stream);
                 let source = self.sources.of_stream(&key);

@@ -226,35 +226,26 @@ impl TsDelivery<'_> {
             return Ok(head_response);
         }
         // The session id names the reader too, so the hub's drop log lines name it.
-        let reader = self.viewers.next_id();
-        let Reader {
-            frames,
-            dropped,
-            place,
-        } = match &format {
-            Format::Icecast { burst_bytes, .. } => {
-                self.gate.read(&reading, AudioBurst(*burst_bytes), reader)
-            }
-            Format::MpegTs => self.gate.read(&reading, Queue, reader),
-        };
         let stop = self.shutdown.child_token();
-        let viewer = match self.viewers.open(
-            reader,
+        let session = match (self.viewers).open(
             format.protocol(),
-            app,
-            stream,
+            &reading,
             client_ip,
             user_agent,
-            reading.ppv_id,
-            dropped,
             stop,
         ) {
-            Ok(viewer) => viewer,
+            Ok(session) => session,
             Err(_) => {
-                drop(place);
                 tracing::warn!(%client_ip, stream = %key, file = format.name(), "refused: too many viewers");
                 return Err(Refusal::TooManyViewers);
             }
+        };
+        let viewer = Arc::clone(session.entry());
+        let Reader { frames, place, .. } = match &format {
+            Format::Icecast { burst_bytes, .. } => {
+                self.gate.read(&reading, AudioBurst(*burst_bytes), session)
+            }
+            Format::MpegTs => self.gate.read(&reading, Queue, session),
         };
         tracing::info!(session = viewer.id, %client_ip, stream = %key, file = format.name(), "viewer started");
         let renderer = match format {
@@ -271,7 +262,6 @@ impl TsDelivery<'_> {
         tokio::spawn(follow(
             Following {
                 reader: place,
-                viewers: Arc::clone(self.viewers),
                 viewer,
             },
             frames,
@@ -315,16 +305,10 @@ fn icy_headers(station: &IceInfo, metadata: bool, headers: &mut HeaderMap) {
 
 /// A viewer's reader and session, both given back when the viewer's task ends.
 struct Following {
-    /// The viewer's place among the stream's readers, left when the viewer ends.
+    /// The viewer's place among the stream's readers (which holds its session), left
+    /// when the viewer ends.
     reader: ReaderPlace,
-    viewers: Arc<TsViewers>,
     viewer: Arc<SessionEntry>,
-}
-
-impl Drop for Following {
-    fn drop(&mut self) {
-        self.viewers.close(self.viewer.id);
-    }
 }
 
 /// Renders the viewer's frames into its response until it ends (see the module docs).

@@ -1,7 +1,9 @@
 //! HLS and DASH viewer sessions: created by a master playlist (or DASH manifest)
-//! request, carried in chunklist, manifest and segment URLs (`?sid=`), listed by the API
-//! (type `HLS` or `DASH`), ended by `sessions/delete` (the viewer's next request gets
-//! 403) or by idling out.
+//! request, carried in chunklist, manifest and segment URLs (`?sid=`), kept in the gate's
+//! session registry (type `HLS` or `DASH`), which lists them and ends them on
+//! `sessions/delete` (the viewer's next request gets 403); they end too by idling out.
+//! This file keeps what only these connectionless sessions need: the URL tokens, the
+//! deleted tokens, and the caps.
 //!
 //! The `sid` in URLs is not the API's session id (a counter, easy to guess) but a token of
 //! 128 random bits: on a protected stream the session is what lets chunklist and segment
@@ -10,28 +12,27 @@
 //! is also bound to that address: from another one its token is unknown.
 //!
 //! What a client can make the delivery worker hold is bounded: a session stores at most
-//! [`MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
+//! [`strom_stream::gate::sessions::MAX_USER_AGENT_BYTES`] of User-Agent; one client address (an IPv4 address, an IPv6
 //! /64) holds at most [`MAX_SESSIONS_PER_CLIENT`] sessions and all clients together
 //! [`MAX_VIEWERS`]. A viewer who would pass a cap still plays: its playlist is served
 //! without a session id (it is not listed, cannot be ended through the API, and counts
 //! no bytes). Refusing with 429 instead would stop the player, and evicting the client's
 //! older sessions would let one address churn the list; at [`MAX_VIEWERS`] only
-//! sessions idle for [`EVICTABLE_IDLE`] or longer are evicted, one per new session.
+//! sessions idle for [`EVICTABLE_IDLE`] or longer are evicted, one per new session. A
+//! deleted session's place is given back at its next request or the next sweep.
 
 mod revoked;
 
 use revoked::Revoked;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use strom_ipc::messages::WorkerReply;
-use strom_ipc::paging::{MAX_PAGE_SESSIONS, sessions_page};
-use strom_ipc::status::SessionInfo;
+use strom_stream::{Reading, Session, SessionEntry, Sessions};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
+use tokio_util::sync::CancellationToken;
 
 /// Deleted ids are remembered this long, so their requests keep getting 403.
 const REVOKED_MEMORY: Duration = Duration::from_secs(600);
@@ -41,48 +42,39 @@ const MAX_REVOKED: usize = 100_000;
 pub const MAX_VIEWERS: usize = 200_000;
 /// Live viewer sessions at most per client address (IPv4 address or IPv6 /64).
 pub const MAX_SESSIONS_PER_CLIENT: usize = 64;
-/// Bytes of User-Agent kept with a session (cut at a character boundary).
-pub const MAX_USER_AGENT_BYTES: usize = 256;
 /// At [`MAX_VIEWERS`], a session idle this long may be evicted for a new one (a
 /// playing viewer asks for its chunklist at least every target duration).
 const EVICTABLE_IDLE: Duration = Duration::from_secs(30);
 /// Sessions looked at for an evictable one, per new session at [`MAX_VIEWERS`].
 const EVICTION_SCAN: usize = 64;
 
-pub use strom_worker_runtime::clock::unix_now;
-
+/// A viewer's session (its entry in the registry, which derefs to it) and its URL token.
 #[derive(Debug)]
 pub struct Viewer {
-    /// The API's session id.
-    pub id: u64,
     /// The `sid` of the viewer's URLs: 128 random bits, unguessable.
     pub token: u128,
     /// The only address the token works from, when the signature that opened the session
     /// bound the client's address.
     pub bound_ip: Option<IpAddr>,
-    pub app: String,
-    pub stream: String,
+    /// The client's address as the caps count it.
     pub client_ip: IpAddr,
-    pub user_agent: String,
-    pub created: i64,
-    pub last_access: AtomicI64,
-    pub bytes_sent: AtomicU64,
-    /// The pay-per-view id of the signature the session was opened with.
-    pub ppv_id: Option<String>,
-    /// `HLS` or `DASH`: the session's type in the API.
-    pub protocol: &'static str,
-    touched: Mutex<Instant>,
+    session: Session,
+}
+
+impl std::ops::Deref for Viewer {
+    type Target = SessionEntry;
+    fn deref(&self) -> &SessionEntry {
+        &self.session
+    }
 }
 
 impl Viewer {
     pub fn touch(&self, bytes: u64) {
-        self.last_access.store(unix_now(), Ordering::Relaxed);
-        self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
-        *locked(&self.touched) = Instant::now();
+        self.session.sent(bytes as usize);
     }
 
     fn idle_for(&self) -> Duration {
-        locked(&self.touched).elapsed()
+        Duration::from_secs(self.session.idle_secs().max(0) as u64)
     }
 }
 
@@ -105,18 +97,6 @@ fn client_key(ip: IpAddr) -> IpAddr {
         }
         v4 => v4,
     }
-}
-
-/// `text` cut to at most `max` bytes at a character boundary.
-pub(crate) fn truncated(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// B-trees give their memory back as entries go, so the maps shrink after a flood.
@@ -143,7 +123,13 @@ impl Live {
     fn remove(&mut self, id: u64) -> Option<Arc<Viewer>> {
         let viewer = self.by_id.remove(&id)?;
         self.by_token.remove(&viewer.token);
-        self.forget_client(viewer.client_ip);
+        let key = client_key(viewer.client_ip);
+        if let Some(count) = self.per_client.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_client.remove(&key);
+            }
+        }
         Some(viewer)
     }
 
@@ -158,16 +144,6 @@ impl Live {
         }
     }
 
-    fn forget_client(&mut self, ip: IpAddr) {
-        let key = client_key(ip);
-        if let Some(count) = self.per_client.get_mut(&key) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_client.remove(&key);
-            }
-        }
-    }
-
     fn sessions_of(&self, ip: IpAddr) -> usize {
         self.per_client
             .get(&client_key(ip))
@@ -175,23 +151,20 @@ impl Live {
             .unwrap_or_default()
     }
 
-    fn expire(&mut self, idle: Duration) {
-        let per_client = &mut self.per_client;
-        let by_token = &mut self.by_token;
-        self.by_id.retain(|_, viewer| {
-            let keep = viewer.idle_for() < idle;
-            if !keep {
-                by_token.remove(&viewer.token);
-                let key = client_key(viewer.client_ip);
-                if let Some(count) = per_client.get_mut(&key) {
-                    *count -= 1;
-                    if *count == 0 {
-                        per_client.remove(&key);
-                    }
-                }
+    /// Removes the sessions that are over (idled out, or ended by request: those go to
+    /// `revoked`).
+    fn expire(&mut self, revoked: &mut Revoked, now: Instant) {
+        let over: Vec<u64> = (self.by_id.values())
+            .filter(|viewer| !viewer.is_on())
+            .map(|viewer| viewer.id)
+            .collect();
+        for id in over {
+            if let Some(viewer) = self.remove(id)
+                && viewer.kill.is_cancelled()
+            {
+                revoked.insert(viewer.token, now);
             }
-            keep
-        });
+        }
     }
 
     /// Evicts the longest-idle session among the next [`EVICTION_SCAN`] from the
@@ -214,26 +187,11 @@ impl Live {
     }
 }
 
-fn session_info(v: &Viewer) -> SessionInfo {
-    SessionInfo {
-        id: v.id,
-        app: v.app.clone(),
-        stream: v.stream.clone(),
-        protocol: v.protocol.to_owned(),
-        bytes_recv: 0,
-        bytes_sent: v.bytes_sent.load(Ordering::Relaxed),
-        created: v.created,
-        last_access: v.last_access.load(Ordering::Relaxed),
-        client_ip: v.client_ip.to_string(),
-        user_agent: v.user_agent.clone(),
-        ppv_id: v.ppv_id.clone(),
-        dropped_frames: None,
-    }
-}
-
 #[derive(Debug)]
 pub struct Viewers {
     ids: Arc<SessionIds>,
+    /// The gate's registry, where the sessions are listed.
+    registry: Sessions,
     /// A viewer that asks for nothing for this long is forgotten (`hls_session_timeout`).
     idle: Duration,
     live: Mutex<Live>,
@@ -246,18 +204,20 @@ pub struct Viewers {
 }
 
 impl Viewers {
-    pub fn new(ids: Arc<SessionIds>, idle: Duration) -> Self {
-        Self::with_caps(ids, idle, MAX_VIEWERS, MAX_SESSIONS_PER_CLIENT)
+    pub fn new(ids: Arc<SessionIds>, registry: Sessions, idle: Duration) -> Self {
+        Self::with_caps(ids, registry, idle, MAX_VIEWERS, MAX_SESSIONS_PER_CLIENT)
     }
 
     fn with_caps(
         ids: Arc<SessionIds>,
+        registry: Sessions,
         idle: Duration,
         max_viewers: usize,
         max_per_client: usize,
     ) -> Self {
         Self {
             ids,
+            registry,
             idle,
             live: Mutex::new(Live::default()),
             revoked: Mutex::new(Revoked::default()),
@@ -267,55 +227,15 @@ impl Viewers {
         }
     }
 
-    /// A new session; `None` when a cap is reached (the viewer plays without one).
-    #[cfg(test)]
+    /// A new session of type `protocol` (`HLS`, `DASH`) for the admitted `reading`; with
+    /// `bind_to_ip` (a signature bound to the client's address) usable from `client_ip`
+    /// only; `None` when a cap is reached (the viewer plays without one).
     pub fn open(
         &self,
-        app: &str,
-        stream: &str,
-        client_ip: IpAddr,
-        user_agent: &str,
-    ) -> Option<Arc<Viewer>> {
-        self.open_signed(app, stream, client_ip, user_agent, None, false)
-    }
-
-    /// Live sessions opened with pay-per-view id `id`.
-    pub fn ppv_sessions(&self, id: &str) -> usize {
-        let mut live = locked(&self.live);
-        live.expire(self.idle);
-        live.by_id
-            .values()
-            .filter(|v| v.ppv_id.as_deref() == Some(id))
-            .count()
-    }
-
-    /// A new session, with the pay-per-view id of its signature and, with
-    /// `bind_to_ip` (a signature bound to the client's address), usable from `client_ip`
-    /// only; `None` when a cap is reached (the viewer plays without one).
-    pub fn open_signed(
-        &self,
-        app: &str,
-        stream: &str,
-        client_ip: IpAddr,
-        user_agent: &str,
-        ppv_id: Option<String>,
-        bind_to_ip: bool,
-    ) -> Option<Arc<Viewer>> {
-        self.open_as(
-            "HLS", app, stream, client_ip, user_agent, ppv_id, bind_to_ip,
-        )
-    }
-
-    /// [`Viewers::open_signed`] for a session of type `protocol` (`DASH`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn open_as(
-        &self,
         protocol: &'static str,
-        app: &str,
-        stream: &str,
+        reading: &Reading,
         client_ip: IpAddr,
         user_agent: &str,
-        ppv_id: Option<String>,
         bind_to_ip: bool,
     ) -> Option<Arc<Viewer>> {
         let mut live = locked(&self.live);
@@ -327,95 +247,52 @@ impl Viewers {
             self.refused.fetch_add(1, Ordering::Relaxed);
             return None;
         }
+        let client_ip = client_ip.to_canonical();
+        let id = self.ids.next_id();
+        let entry =
+            SessionEntry::reader(id, protocol, reading, client_ip, CancellationToken::new())
+                .with_user_agent(user_agent)
+                .idle_after(self.idle.as_secs().max(1) as i64);
         let viewer = Arc::new(Viewer {
-            id: self.ids.next_id(),
             token: live.new_token(),
-            bound_ip: bind_to_ip.then(|| client_ip.to_canonical()),
-            app: app.to_owned(),
-            stream: stream.to_owned(),
-            client_ip: client_ip.to_canonical(),
-            user_agent: truncated(user_agent, MAX_USER_AGENT_BYTES).to_owned(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            ppv_id,
-            protocol,
-            touched: Mutex::new(Instant::now()),
+            bound_ip: bind_to_ip.then_some(client_ip),
+            client_ip,
+            session: self.registry.open(entry),
         });
         live.insert(Arc::clone(&viewer));
         Some(viewer)
     }
 
     /// The session of URL token `token` as seen from `peer`: a session bound to another
-    /// address is unknown there.
+    /// address is unknown there; one ended by request is revoked from now on.
     pub fn lookup(&self, token: u128, peer: IpAddr) -> Lookup {
-        if locked(&self.revoked).tokens.contains(&token) {
+        let mut revoked = locked(&self.revoked);
+        if revoked.tokens.contains(&token) {
             return Lookup::Revoked;
         }
-        let live = locked(&self.live);
-        let viewer = live.by_token.get(&token).and_then(|id| live.by_id.get(id));
-        match viewer {
-            Some(viewer) if viewer.bound_ip.is_none_or(|ip| ip == peer.to_canonical()) => {
-                Lookup::Live(Arc::clone(viewer))
-            }
-            Some(_) | None => Lookup::Unknown,
+        let mut live = locked(&self.live);
+        let Some(viewer) = live.by_token.get(&token).and_then(|id| live.by_id.get(id)) else {
+            return Lookup::Unknown;
+        };
+        if viewer.kill.is_cancelled() {
+            let id = viewer.id;
+            live.remove(id);
+            revoked.insert(token, Instant::now());
+            return Lookup::Revoked;
+        }
+        match viewer.bound_ip {
+            Some(ip) if ip != peer.to_canonical() => Lookup::Unknown,
+            _ => Lookup::Live(Arc::clone(viewer)),
         }
     }
 
-    /// Ends the sessions of pay-per-view ids in `ids`; returns their session ids.
-    pub fn revoke_ppv(&self, ids: &[String]) -> Vec<u64> {
-        let sessions: Vec<u64> = locked(&self.live)
-            .by_id
-            .values()
-            .filter(|v| v.ppv_id.as_ref().is_some_and(|id| ids.contains(id)))
-            .map(|v| v.id)
-            .collect();
-        self.revoke(&sessions)
-    }
-
-    /// Ends these sessions; returns the ids that were live here.
-    pub fn revoke(&self, ids: &[u64]) -> Vec<u64> {
-        let mut live = locked(&self.live);
-        let mut revoked = locked(&self.revoked);
-        let now = Instant::now();
-        revoked.forget_older(now);
-        let ended: Vec<Arc<Viewer>> = ids.iter().filter_map(|id| live.remove(*id)).collect();
-        for viewer in &ended {
-            revoked.insert(viewer.token, now);
-        }
-        ended.iter().map(|viewer| viewer.id).collect()
-    }
-
-    pub fn list(&self) -> Vec<SessionInfo> {
-        let mut live = locked(&self.live);
-        live.expire(self.idle);
-        // Ordered by id already (a B-tree).
-        live.by_id.values().map(|v| session_info(v)).collect()
-    }
-
-    /// One page of the sessions (ids above `after_id`, ascending) for
-    /// `WorkerRequest::ListSessionsPage`; idle sessions are expired on the first page.
-    pub fn page(&self, after_id: u64, limit: u32) -> WorkerReply {
-        let mut live = locked(&self.live);
-        if after_id == 0 {
-            live.expire(self.idle);
-        }
-        // One more than a page can hold tells whether more follow; the B-tree yields
-        // them in order, so nothing beyond is visited.
-        let room = limit.clamp(1, MAX_PAGE_SESSIONS) as usize + 1;
-        let entries = live
-            .by_id
-            .range((Bound::Excluded(after_id), Bound::Unbounded))
-            .take(room)
-            .map(|(id, viewer)| (*id, viewer));
-        sessions_page(entries, after_id, limit, |viewer| session_info(viewer))
-    }
-
-    /// Ends idle sessions and forgets old deletions.
+    /// Ends idle sessions, gives deleted sessions' places back and forgets old deletions.
     pub fn sweep(&self) {
-        locked(&self.live).expire(self.idle);
         let now = Instant::now();
-        locked(&self.revoked).forget_older(now);
+        let mut revoked = locked(&self.revoked);
+        locked(&self.live).expire(&mut revoked, now);
+        revoked.forget_older(now);
+        drop(revoked);
         let refused = self.refused.swap(0, Ordering::Relaxed);
         if refused > 0 {
             tracing::info!(
@@ -438,72 +315,93 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use strom_stream::gate::sessions::MAX_USER_AGENT_BYTES;
+    use strom_worker_runtime::clock::unix_now;
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
     }
 
+    use strom_ipc::messages::WorkerReply;
+
     fn viewers(max_viewers: usize, max_per_client: usize) -> Viewers {
         Viewers::with_caps(
             Arc::new(SessionIds::new(1)),
+            Sessions::default(),
             Duration::from_secs(60),
             max_viewers,
             max_per_client,
         )
     }
 
+    /// An admitted reading of `live/s` (no protection: every reader is admitted).
+    fn reading() -> Reading {
+        let gate = strom_stream::Gate::new(strom_stream::Hub::default(), Arc::default(), vec![]);
+        let key = strom_stream::StreamKey::new("live", "s");
+        let access = strom_stream::Access::new(strom_stream::Protocol::Hls, key, ip("10.0.0.1"));
+        gate.admit_reader(&access).unwrap()
+    }
+
+    impl Viewers {
+        fn open_plain(&self, client_ip: IpAddr, user_agent: &str) -> Option<Arc<Viewer>> {
+            self.open("HLS", &reading(), client_ip, user_agent, false)
+        }
+
+        fn list(&self) -> Vec<strom_ipc::status::SessionInfo> {
+            self.registry.list()
+        }
+    }
+
     fn age(viewer: &Viewer, by: Duration) {
-        *locked(&viewer.touched) = Instant::now() - by;
+        let then = unix_now() - by.as_secs() as i64;
+        viewer.last_access.store(then, Ordering::Relaxed);
     }
 
     #[test]
     fn user_agents_are_cut_at_a_character_boundary() {
         let viewers = viewers(10, 10);
         let long = "é".repeat(40_000);
-        let viewer = viewers.open("live", "s", ip("10.0.0.1"), &long).unwrap();
+        let viewer = viewers.open_plain(ip("10.0.0.1"), &long).unwrap();
         assert_eq!(viewer.user_agent.len(), MAX_USER_AGENT_BYTES);
         assert!(long.starts_with(&viewer.user_agent));
-        assert_eq!(truncated("abc", 2), "ab");
-        assert_eq!(truncated("aé", 2), "a");
-        assert_eq!(truncated("short", 256), "short");
         let listed = viewers.list();
         assert_eq!(listed[0].user_agent.len(), MAX_USER_AGENT_BYTES);
+        assert_eq!(
+            SessionEntry::new(
+                1,
+                "HLS",
+                &strom_stream::StreamKey::new("a", "b"),
+                "x",
+                CancellationToken::new()
+            )
+            .with_user_agent("aé")
+            .user_agent,
+            "aé"
+        );
     }
 
     #[test]
     fn one_client_gets_its_cap_and_others_are_unaffected() {
         let viewers = viewers(1_000, 4);
-        let first = viewers.open("live", "s", ip("10.0.0.2"), "other").unwrap();
+        let first = viewers.open_plain(ip("10.0.0.2"), "other").unwrap();
         for _ in 0..4 {
-            assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
+            assert!(viewers.open_plain(ip("10.0.0.1"), "a").is_some());
         }
         for _ in 0..100 {
-            assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_none());
+            assert!(viewers.open_plain(ip("10.0.0.1"), "a").is_none());
         }
         // The same IPv4 address seen through a dual-stack socket counts as itself.
-        assert!(
-            viewers
-                .open("live", "s", ip("::ffff:10.0.0.1"), "a")
-                .is_none()
-        );
+        assert!(viewers.open_plain(ip("::ffff:10.0.0.1"), "a").is_none());
         // An IPv6 /64 is one client.
         for host in 1..=4 {
             assert!(
                 viewers
-                    .open("live", "s", ip(&format!("2001:db8::{host}")), "a")
+                    .open_plain(ip(&format!("2001:db8::{host}")), "a")
                     .is_some()
             );
         }
-        assert!(
-            viewers
-                .open("live", "s", ip("2001:db8::ffff"), "a")
-                .is_none()
-        );
-        assert!(
-            viewers
-                .open("live", "s", ip("2001:db8:0:1::1"), "a")
-                .is_some()
-        );
+        assert!(viewers.open_plain(ip("2001:db8::ffff"), "a").is_none());
+        assert!(viewers.open_plain(ip("2001:db8:0:1::1"), "a").is_some());
         assert_eq!(viewers.len(), 10);
         assert!(matches!(
             viewers.lookup(first.token, first.client_ip),
@@ -525,29 +423,26 @@ mod tests {
             .filter(|s| s.client_ip == "10.0.0.1")
             .map(|s| s.id)
             .collect();
-        assert_eq!(viewers.revoke(&ids[..2]).len(), 2);
-        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
-        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_some());
-        assert!(viewers.open("live", "s", ip("10.0.0.1"), "a").is_none());
+        assert_eq!(viewers.registry.kill(&ids[..2]).len(), 2);
+        viewers.sweep();
+        assert!(viewers.open_plain(ip("10.0.0.1"), "a").is_some());
+        assert!(viewers.open_plain(ip("10.0.0.1"), "a").is_some());
+        assert!(viewers.open_plain(ip("10.0.0.1"), "a").is_none());
     }
 
     #[test]
     fn at_the_total_cap_only_idle_sessions_are_evicted_one_at_a_time() {
         let viewers = viewers(10, 100);
         let all: Vec<Arc<Viewer>> = (0..10)
-            .map(|i| {
-                viewers
-                    .open("live", "s", ip(&format!("10.0.1.{i}")), "a")
-                    .unwrap()
-            })
+            .map(|i| viewers.open_plain(ip(&format!("10.0.1.{i}")), "a").unwrap())
             .collect();
         // Nobody idle: the newcomer plays without a session, nobody is dropped.
-        assert!(viewers.open("live", "s", ip("10.0.2.1"), "a").is_none());
+        assert!(viewers.open_plain(ip("10.0.2.1"), "a").is_none());
         assert_eq!(viewers.len(), 10);
         // Two idle ones: each newcomer replaces one, the longest idle first.
         age(&all[3], Duration::from_secs(40));
         age(&all[7], Duration::from_secs(50));
-        let newcomer = viewers.open("live", "s", ip("10.0.2.1"), "a").unwrap();
+        let newcomer = viewers.open_plain(ip("10.0.2.1"), "a").unwrap();
         assert_eq!(viewers.len(), 10);
         assert!(matches!(
             viewers.lookup(all[7].token, all[7].client_ip),
@@ -557,12 +452,12 @@ mod tests {
             viewers.lookup(all[3].token, all[3].client_ip),
             Lookup::Live(_)
         ));
-        assert!(viewers.open("live", "s", ip("10.0.2.2"), "a").is_some());
+        assert!(viewers.open_plain(ip("10.0.2.2"), "a").is_some());
         assert!(matches!(
             viewers.lookup(all[3].token, all[3].client_ip),
             Lookup::Unknown
         ));
-        assert!(viewers.open("live", "s", ip("10.0.2.3"), "a").is_none());
+        assert!(viewers.open_plain(ip("10.0.2.3"), "a").is_none());
         assert_eq!(viewers.len(), 10);
         for (i, viewer) in all.iter().enumerate() {
             if i != 3 && i != 7 {
@@ -591,7 +486,7 @@ mod tests {
         let mut opened = Vec::new();
         for i in 0..20_000u32 {
             let address = IpAddr::V4(std::net::Ipv4Addr::from(0x0A00_0000 + i));
-            opened.push(viewers.open("live", "s", address, "agent").unwrap());
+            opened.push(viewers.open_plain(address, "agent").unwrap());
         }
         for viewer in &opened {
             age(viewer, Duration::from_secs(120));
@@ -607,9 +502,9 @@ mod tests {
     fn pages_walk_the_sessions_in_order() {
         let viewers = viewers(100, 100);
         let ids: Vec<u64> = (0..5)
-            .map(|_| viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap().id)
+            .map(|_| viewers.open_plain(ip("10.0.0.1"), "a").unwrap().id)
             .collect();
-        let page = |after, limit| match viewers.page(after, limit) {
+        let page = |after, limit| match viewers.registry.page(after, limit) {
             WorkerReply::SessionsPage { sessions, more } => {
                 (sessions.iter().map(|s| s.id).collect::<Vec<_>>(), more)
             }
@@ -624,8 +519,13 @@ mod tests {
     #[test]
     fn revoked_sessions_get_403_and_are_remembered_within_bounds() {
         let viewers = viewers(100, 100);
-        let viewer = viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap();
-        assert_eq!(viewers.revoke(&[viewer.id, 12345]), vec![viewer.id]);
+        let viewer = viewers.open_plain(ip("10.0.0.1"), "a").unwrap();
+        let killed: Vec<u64> = (viewers.registry.kill(&[viewer.id, 12345]).iter())
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(killed, vec![viewer.id]);
+        // Gone from the list at once.
+        assert!(viewers.list().is_empty());
         assert!(matches!(
             viewers.lookup(viewer.token, viewer.client_ip),
             Lookup::Revoked
@@ -641,7 +541,7 @@ mod tests {
     fn url_tokens_are_random_and_not_the_api_ids() {
         let viewers = viewers(1_000, 1_000);
         let opened: Vec<Arc<Viewer>> = (0..100)
-            .map(|_| viewers.open("live", "s", ip("10.0.0.1"), "a").unwrap())
+            .map(|_| viewers.open_plain(ip("10.0.0.1"), "a").unwrap())
             .collect();
         let tokens: std::collections::BTreeSet<u128> = opened.iter().map(|v| v.token).collect();
         assert_eq!(tokens.len(), opened.len());
@@ -663,7 +563,7 @@ mod tests {
     fn a_session_bound_to_an_address_is_unknown_from_another() {
         let viewers = viewers(100, 100);
         let bound = viewers
-            .open_signed("live", "s", ip("10.0.0.1"), "a", None, true)
+            .open("HLS", &reading(), ip("10.0.0.1"), "a", true)
             .unwrap();
         assert!(matches!(
             viewers.lookup(bound.token, ip("10.0.0.1")),
@@ -677,9 +577,9 @@ mod tests {
             viewers.lookup(bound.token, ip("10.0.0.2")),
             Lookup::Unknown
         ));
-        // A pay-per-view session works from anywhere.
+        // A session not bound (a pay-per-view one) works from anywhere.
         let ppv = viewers
-            .open_signed("live", "s", ip("10.0.0.1"), "a", Some("cust".into()), false)
+            .open("HLS", &reading(), ip("10.0.0.1"), "a", false)
             .unwrap();
         assert!(matches!(
             viewers.lookup(ppv.token, ip("10.9.9.9")),

@@ -19,24 +19,6 @@ pub struct InputStatus {
     bytes: AtomicU64,
     rate: Mutex<Rate>,
     programs: Mutex<Vec<TsProgram>>,
-    /// Who sends the stream of a `udp` or `rist` input right now (SRT connections are listed by
-    /// `srt_input`).
-    contributor: Mutex<Option<Contributor>>,
-}
-
-/// The sender of a `udp` or `rist` input's live stream, listed as a session (listed
-/// only: neither can be disconnected).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Contributor {
-    pub session_id: u64,
-    /// `MPEGTS` (UDP) or `RIST`: the session's `type`.
-    pub protocol: &'static str,
-    pub app: String,
-    pub stream: String,
-    pub sender: std::net::SocketAddr,
-    pub created: i64,
-    /// Input bytes counted before this sender started.
-    pub bytes_before: u64,
 }
 
 #[derive(Debug, Default)]
@@ -81,29 +63,6 @@ impl InputStatus {
             Some(last) if last.elapsed() < OFFLINE_AFTER => rate.bits_per_second,
             _ => 0,
         }
-    }
-
-    pub fn set_contributor(&self, contributor: Option<Contributor>) {
-        *locked(&self.contributor) = contributor;
-    }
-
-    /// The current sender as an API session (`type` `MPEGTS` or `RIST`).
-    pub fn session(&self) -> Option<strom_ipc::status::SessionInfo> {
-        let contributor = locked(&self.contributor).clone()?;
-        Some(strom_ipc::status::SessionInfo {
-            id: contributor.session_id,
-            app: contributor.app,
-            stream: contributor.stream,
-            protocol: contributor.protocol.to_owned(),
-            bytes_recv: self.total_bytes().saturating_sub(contributor.bytes_before),
-            bytes_sent: 0,
-            created: contributor.created,
-            last_access: strom_worker_runtime::clock::unix_now(),
-            client_ip: contributor.sender.ip().to_string(),
-            user_agent: String::new(),
-            ppv_id: None,
-            dropped_frames: None,
-        })
     }
 
     pub fn set_programs(&self, programs: Vec<TsProgram>) {

@@ -32,11 +32,10 @@ use shared::MpegTsShared;
 use std::sync::{Arc, Mutex};
 use strom_ipc::messages::{StatsDirection, WorkerReply, WorkerRequest};
 use strom_ipc::rules::Rules;
-use strom_ipc::status::{CameraStatus, SessionInfo};
+use strom_ipc::status::CameraStatus;
 use strom_ipc::{FailureKind, WorkerKind};
 use strom_stream::Hub;
 use strom_stream::bus::relays::Relays;
-use strom_worker_runtime::sync::locked;
 use strom_worker_runtime::{InheritedListener, InheritedUdpSocket, WorkerContext, WorkerService};
 use udp::UdpReceivers;
 
@@ -141,65 +140,17 @@ impl MpegTsWorker {
             })
             .collect()
     }
-
-    /// Contributors: SRT connections and the senders of live `udp` inputs.
-    fn sessions(&self) -> Vec<SessionInfo> {
-        let statuses: Vec<_> = locked(&self.shared.status).values().cloned().collect();
-        let mut sessions = self.shared.srt.sessions();
-        sessions.extend(self.shared.outputs.sessions());
-        sessions.extend(statuses.iter().filter_map(|status| status.session()));
-        sessions.sort_by_key(|s| s.id);
-        sessions
-    }
 }
 
 impl strom_stream::GatedService for MpegTsWorker {
     fn gate(&self) -> &strom_stream::Gate {
         &self.shared.gate
     }
-
-    /// SRT and RIST publishers and viewers are still this worker's own tables.
-    fn own_sessions(&self) -> bool {
-        true
-    }
 }
 
 impl WorkerService for MpegTsWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
-            WorkerRequest::ListSessions => WorkerReply::Sessions(self.sessions()),
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                let sessions = self.sessions();
-                strom_ipc::paging::sessions_page(
-                    sessions.iter().map(|s| (s.id, s)),
-                    after_id,
-                    limit,
-                    SessionInfo::clone,
-                )
-            }
-            WorkerRequest::DeleteSessions(ids) => {
-                let mut closed = self.shared.srt.close(&ids);
-                if !closed.is_empty() {
-                    tracing::info!(sessions = ?closed, "SRT callers disconnected by request");
-                }
-                let viewers = self.shared.outputs.close(&ids);
-                if !viewers.is_empty() {
-                    tracing::info!(sessions = ?viewers, "SRT output connections closed by request");
-                }
-                closed.extend(viewers);
-                WorkerReply::SessionsDeleted(closed)
-            }
-            WorkerRequest::DenyPublishers(ids) => {
-                let closed = self.shared.srt.close_publishers(&ids);
-                let viewers = self.shared.outputs.close_ppv(&ids);
-                tracing::info!(
-                    ?ids,
-                    closed,
-                    viewers,
-                    "publishers and pay-per-view ids denied"
-                );
-                WorkerReply::Done
-            }
             WorkerRequest::StreamRegistry(locations) => {
                 self.edges.apply_registry(&locations);
                 self.relays.apply_registry(locations);

@@ -158,7 +158,8 @@ fn receive(
         shared.status_of(&camera.id),
         shared.hub.clone(),
         Arc::clone(&shared.ids),
-    );
+    )
+    .listing_contributors(shared.gate.sessions().clone());
     let configured = camera
         .ip
         .parse::<IpAddr>()

@@ -1,5 +1,6 @@
 //! The connected SRT publishers of the worker (callers of listener inputs and the
-//! connections of pull inputs): sessions, publish-control entries, stats. A leaf: the
+//! connections of pull inputs): their stats and per-input counts (their sessions are in
+//! the gate's registry). A leaf: the
 //! worker's shared state holds it and the SRT input code fills it.
 
 use crate::srt::SrtSocket;
@@ -7,9 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strom_ipc::status::SessionInfo;
-use strom_stream::StreamKey;
-use strom_worker_runtime::clock::unix_now;
+use strom_stream::{Meter, Session, SessionEntry, StreamKey};
 use strom_worker_runtime::sync::locked;
 
 /// One connected SRT peer.
@@ -22,12 +21,23 @@ pub struct Connection {
     /// as the commercial server reports it.
     pub input_addr: String,
     pub peer: SocketAddr,
-    pub created: i64,
     pub socket: Arc<SrtSocket>,
-    /// The publish-control id of a signed publisher (`publishsign` in the streamid).
-    pub control_id: Option<String>,
     /// How long the connection may send nothing before it is closed.
     pub idle_timeout: Duration,
+    /// Its session in the gate's registry (held by its `Publishing` for a caller, by
+    /// `held` for a dialled input); cancelled by `sessions/delete` and the deny list.
+    pub session: Arc<SessionEntry>,
+    pub _held: Option<Session>,
+}
+
+/// What libsrt counted on a socket, as its session's bytes.
+pub struct SocketBytes(pub Arc<SrtSocket>);
+
+impl Meter for SocketBytes {
+    fn bytes(&self) -> (u64, u64) {
+        let stats = self.0.stats().unwrap_or_default();
+        (stats.byte_recv_total, stats.byte_sent_total)
+    }
 }
 
 /// Every connected SRT peer of the worker.
@@ -67,58 +77,6 @@ impl Connections {
                 entry["stream"] = c.key.to_string().into();
                 entry["peer"] = c.peer.to_string().into();
                 Some(entry.to_string())
-            })
-            .collect()
-    }
-
-    /// Connections as API sessions (type `SRT`).
-    pub fn sessions(&self) -> Vec<SessionInfo> {
-        let mut sessions: Vec<SessionInfo> = locked(&self.by_session)
-            .values()
-            .map(|c| {
-                let stats = c.socket.stats().unwrap_or_default();
-                SessionInfo {
-                    id: c.session_id,
-                    app: c.key.app.clone(),
-                    stream: c.key.stream.clone(),
-                    protocol: "SRT".to_owned(),
-                    bytes_recv: stats.byte_recv_total,
-                    bytes_sent: stats.byte_sent_total,
-                    created: c.created,
-                    last_access: unix_now(),
-                    client_ip: c.peer.ip().to_string(),
-                    user_agent: String::new(),
-                    ppv_id: None,
-                    dropped_frames: None,
-                }
-            })
-            .collect();
-        sessions.sort_by_key(|s| s.id);
-        sessions
-    }
-
-    /// Closes the connections of publishers whose publish-control id is in `ids`.
-    pub fn close_publishers(&self, ids: &[String]) -> usize {
-        let map = locked(&self.by_session);
-        let denied: Vec<_> = map
-            .values()
-            .filter(|c| c.control_id.as_ref().is_some_and(|id| ids.contains(id)))
-            .collect();
-        for connection in &denied {
-            tracing::info!(peer = %connection.peer, stream = %connection.key, "SRT publisher denied: disconnected");
-            connection.socket.close();
-        }
-        denied.len()
-    }
-
-    /// Closes the connections among `ids`; returns the ids that were connected.
-    pub fn close(&self, ids: &[u64]) -> Vec<u64> {
-        let map = locked(&self.by_session);
-        ids.iter()
-            .filter_map(|id| {
-                let connection = map.get(id)?;
-                connection.socket.close();
-                Some(*id)
             })
             .collect()
     }

@@ -13,14 +13,17 @@
 use crate::shared::MpegTsShared;
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
-use crate::srt_connections::Connection;
+use crate::srt_connections::{Connection, SocketBytes};
 use crate::ts_input::TsInput;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::CameraSettings;
 use strom_stream::gate::Admission;
-use strom_stream::{Access, Credentials, Protocol, PublisherInfo, Publishing, Refusal, StreamKey};
+use strom_stream::{
+    Access, Credentials, Protocol, PublisherInfo, Publishing, Refusal, Session, SessionEntry,
+    StreamKey,
+};
 use strom_worker_runtime::InheritedUdpSocket;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::limited_log;
@@ -119,19 +122,32 @@ pub fn listen(
                 protocol: "SRT",
                 admitted_id: None,
             };
-            let publishing = match shared.gate.publish(&admission, info) {
+            let socket = Arc::new(socket);
+            let session = SessionEntry::publisher(
+                session_id,
+                "SRT",
+                &admission,
+                peer.ip(),
+                CancellationToken::new(),
+            )
+            .metered(Arc::new(SocketBytes(Arc::clone(&socket))));
+            let session = shared.gate.sessions().open(session);
+            let publishing = match shared.gate.publish(&admission, info, session) {
                 Ok(publishing) => publishing,
                 Err(refusal) => {
                     tracing::warn!(input = %camera.id, %peer, stream = %key, %refusal, "SRT publisher refused");
                     return;
                 }
             };
+            let Some(session) = publishing.session().map(|s| Arc::clone(s.entry())) else {
+                return;
+            };
             let caller = Caller {
                 key,
                 socket,
                 peer,
-                session_id,
-                control_id: admission.control_id,
+                session,
+                held: None,
                 publishing: Some(publishing),
             };
             spawn_connection(&shared, &camera, caller, &stop);
@@ -246,12 +262,22 @@ pub fn call(camera: CameraSettings, shared: Arc<MpegTsShared>, stop: Cancellatio
             Ok(socket) => {
                 backoff = FIRST_BACKOFF;
                 tracing::info!(input = %camera.id, %remote, "SRT connected");
+                let socket = Arc::new(socket);
+                let session = SessionEntry::new(
+                    shared.ids.next_id(),
+                    "SRT",
+                    &key,
+                    remote.ip(),
+                    CancellationToken::new(),
+                )
+                .metered(Arc::new(SocketBytes(Arc::clone(&socket))));
+                let held = shared.gate.sessions().open(session);
                 let caller = Caller {
                     key: key.clone(),
                     socket,
                     peer: remote,
-                    session_id: shared.ids.next_id(),
-                    control_id: None,
+                    session: Arc::clone(held.entry()),
+                    held: Some(held),
                     publishing: None,
                 };
                 let (connection, _) = connection(&shared, &camera, caller);
@@ -273,10 +299,11 @@ pub fn call(camera: CameraSettings, shared: Arc<MpegTsShared>, stop: Cancellatio
 /// An accepted (or dialled) SRT connection before its thread starts.
 struct Caller {
     key: StreamKey,
-    socket: SrtSocket,
+    socket: Arc<SrtSocket>,
     peer: SocketAddr,
-    session_id: u64,
-    control_id: Option<String>,
+    /// Its session: held by `publishing` for a listener's caller, by `held` otherwise.
+    session: Arc<SessionEntry>,
+    held: Option<Session>,
     /// The stream, claimed at connect for listener callers; dialled inputs claim it at
     /// their first media (a silent source is not live).
     publishing: Option<Publishing>,
@@ -297,15 +324,15 @@ fn connection(
     caller: Caller,
 ) -> (Arc<Connection>, Option<Publishing>) {
     let connection = Arc::new(Connection {
-        session_id: caller.session_id,
+        session_id: caller.session.id,
         camera: camera.id.clone(),
         key: caller.key,
         input_addr: input_addr(camera),
         peer: caller.peer,
-        created: unix_now(),
-        socket: Arc::new(caller.socket),
-        control_id: caller.control_id,
+        socket: caller.socket,
         idle_timeout: idle_timeout(camera),
+        session: caller.session,
+        _held: caller.held,
     });
     shared.srt.add(Arc::clone(&connection));
     (connection, caller.publishing)
@@ -351,6 +378,10 @@ fn receive(
     let mut buffer = vec![0u8; MESSAGE_BUFFER];
     let mut last_data = Instant::now();
     while !stop.is_cancelled() {
+        if connection.session.kill.is_cancelled() {
+            tracing::info!(peer = %connection.peer, stream = %connection.key, session = connection.session_id, "SRT publisher disconnected: its session was ended");
+            break;
+        }
         match connection.socket.recv(&mut buffer, POLL) {
             Ok(Some(len)) => {
                 last_data = Instant::now();

@@ -3,7 +3,7 @@
 //! input's `app/stream`. The stream is claimed at the first frame and released when the
 //! sender stops, so an input that is configured but silent is not live.
 
-use crate::input_status::{Contributor, InputStatus};
+use crate::input_status::InputStatus;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +11,11 @@ use strom_ipc::status::{TsElementaryStream, TsProgram};
 use strom_media::frame::Frame;
 use strom_media::ts_demux::{self, DemuxEvent, TsDemuxer};
 use strom_stream::{Hub, PublisherInfo, Publishing, StreamKey};
+use strom_stream::{Meter, Session, SessionEntry, Sessions};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::log_limit::LogLimit;
+use tokio_util::sync::CancellationToken;
 
 pub struct TsInput {
     /// The `Cameras` entry's id, for logs.
@@ -27,6 +29,11 @@ pub struct TsInput {
     demuxer: TsDemuxer,
     frames: Vec<Frame>,
     claim: Option<Publishing>,
+    /// Where the sender of a `udp` or `rist` input is listed as a session while it
+    /// sends (SRT connections are sessions of their own, `srt_input`).
+    contributors: Option<Sessions>,
+    /// The current sender's session.
+    contributor: Option<Session>,
     /// The URL a pulled stream comes from (an SRT edge pull), as status reports it.
     source_url: Option<String>,
     /// This input's budget of program lines: a sender that flips its PMT version with
@@ -58,6 +65,8 @@ impl TsInput {
             demuxer: TsDemuxer::new(None),
             frames: Vec::new(),
             claim: None,
+            contributors: None,
+            contributor: None,
             source_url: None,
             program_log: LogLimit::new(PROGRAM_LOG_BURST, PROGRAM_LOG_WINDOW),
         }
@@ -66,6 +75,13 @@ impl TsInput {
     /// Starts with the stream already claimed (an SRT caller, claimed at connect).
     pub fn with_claim(mut self, claim: Option<Publishing>) -> Self {
         self.claim = claim;
+        self
+    }
+
+    /// Lists each sender as a session in `sessions` while it sends (listed only: a
+    /// `sessions/delete` ends the sender's publish, which its next packet starts again).
+    pub fn listing_contributors(mut self, sessions: Sessions) -> Self {
+        self.contributors = Some(sessions);
         self
     }
 
@@ -88,19 +104,30 @@ impl TsInput {
         if self.frames.is_empty() {
             return;
         }
+        if self
+            .contributor
+            .as_ref()
+            .is_some_and(|c| c.kill.is_cancelled())
+        {
+            tracing::info!(input = %self.id, stream = %self.key, %sender, "input sender's session ended by request");
+            self.stopped();
+        }
         if self.claim.is_none() {
             self.claim = self.take(sender);
-            // SRT connections are sessions of their own (`srt_input`).
-            if self.claim.is_some() && self.protocol != "SRT" {
-                self.status.set_contributor(Some(Contributor {
-                    session_id: self.ids.next_id(),
-                    protocol: self.protocol,
-                    app: self.key.app.clone(),
-                    stream: self.key.stream.clone(),
-                    sender,
-                    created: unix_now(),
-                    bytes_before: self.status.total_bytes(),
-                }));
+            if let (Some(_), Some(sessions)) = (&self.claim, &self.contributors) {
+                let meter = InputBytes {
+                    status: Arc::clone(&self.status),
+                    before: self.status.total_bytes(),
+                };
+                let entry = SessionEntry::new(
+                    self.ids.next_id(),
+                    self.protocol,
+                    &self.key,
+                    sender.ip(),
+                    CancellationToken::new(),
+                )
+                .metered(Arc::new(meter));
+                self.contributor = Some(sessions.open(entry));
             }
         }
         match &self.claim {
@@ -117,7 +144,7 @@ impl TsInput {
     pub fn stopped(&mut self) {
         if let Some(claim) = self.claim.take() {
             claim.release();
-            self.status.set_contributor(None);
+            self.contributor = None;
             tracing::info!(input = %self.id, stream = %self.key, "input stopped sending: stream ended");
         }
         self.demuxer = TsDemuxer::new(None);
@@ -172,5 +199,17 @@ impl TsInput {
                 strom_worker_runtime::limited_log!(info, 5, std::time::Duration::from_secs(10); input = %self.id, event = ?other, "MPEG-TS input");
             }
         }
+    }
+}
+
+/// A sender's bytes: the input's since the sender started.
+struct InputBytes {
+    status: Arc<InputStatus>,
+    before: u64,
+}
+
+impl Meter for InputBytes {
+    fn bytes(&self) -> (u64, u64) {
+        (self.status.total_bytes().saturating_sub(self.before), 0)
     }
 }

@@ -112,6 +112,7 @@ impl UdpReceivers {
                         self.shared.hub.clone(),
                         Arc::clone(&self.shared.ids),
                     )
+                    .listing_contributors(self.shared.gate.sessions().clone())
                 }),
                 _ => None,
             };

@@ -21,7 +21,7 @@ use rml_rtmp::sessions::{
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_ipc::rules::RtmpLimits;
@@ -75,7 +75,6 @@ struct Publishing {
     /// The claim on the stream: dropping it (whatever ends the connection) releases it.
     claim: strom_stream::Publishing,
     clock: PublishClock,
-    session: Arc<SessionEntry>,
     last_media: Instant,
     /// Breaks this publisher's `onCuePoint`s started (their SCTE-35 event ids).
     cue_events: u32,
@@ -86,7 +85,6 @@ struct Publishing {
 
 struct Playing {
     key: StreamKey,
-    session: Arc<SessionEntry>,
     /// The message stream the player plays on (for status messages).
     stream_id: u32,
     /// Whether the stream has a publisher, followed without a per-frame cost.
@@ -365,14 +363,10 @@ impl Connection {
     async fn input(&mut self, bytes: &[u8]) -> Result<(), ConnectionError> {
         self.bytes_in += bytes.len() as u64;
         self.shared.counters.add_received(bytes.len() as u64);
-        if let Some(publishing) = &self.publishing {
-            publishing
-                .session
-                .bytes_recv
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        } else if let Some(playing) = &self.playing {
-            playing
-                .session
+        let publishing = self.publishing.as_ref().and_then(|p| p.claim.session());
+        let playing = self.playing.as_ref().and_then(|p| p.reader.session());
+        if let Some(session) = publishing.or(playing) {
+            session
                 .bytes_recv
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
@@ -644,7 +638,13 @@ impl Connection {
             protocol: "RTMP",
             admitted_id: None,
         };
-        let claim = match self.shared.gate.publish(&admission, info) {
+        // RTMP's publishers have never been in the API's session list.
+        let session =
+            SessionEntry::publisher(session_id, "RTMP", &admission, peer_ip, self.kill.clone())
+                .with_user_agent(&self.connect.flash_ver)
+                .unlisted();
+        let session = self.shared.gate.sessions().open(session);
+        let claim = match self.shared.gate.publish(&admission, info, session) {
             Ok(claim) => claim,
             Err(refusal) => {
                 return self
@@ -652,32 +652,11 @@ impl Connection {
                     .await;
             }
         };
-        let entry = Arc::new(SessionEntry {
-            id: session_id,
-            protocol: "RTMP",
-            publisher: true,
-            // RTMP's publishers have never been in the API's session list.
-            listed: false,
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            client_ip: peer_ip,
-            user_agent: self.connect.flash_ver.clone(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            control_id: admission.control_id,
-            kill: self.kill.clone(),
-            dropped: None,
-            ppv_id: None,
-        });
-        self.shared.gate.sessions().insert(Arc::clone(&entry));
         tracing::info!(peer = %self.peer, stream = %key, session = session_id, "publishing");
         self.publishing = Some(Publishing {
             key,
             claim,
             clock: PublishClock::default(),
-            session: entry,
             last_media: Instant::now(),
             cue_events: 0,
             last_dts: 0,
@@ -716,7 +695,9 @@ impl Connection {
             return;
         };
         publishing.last_media = Instant::now();
-        publishing.session.touch();
+        if let Some(session) = publishing.claim.session() {
+            session.touch();
+        }
         let frame = if video {
             video_frame(&mut publishing.clock, &data, timestamp)
         } else {
@@ -745,10 +726,9 @@ impl Connection {
             .map(strom_worker_runtime::play_signature::percent_decode);
         let access =
             Access::new(Protocol::Rtmp, key.clone(), self.peer.ip()).with_signature(signature);
-        let sessions = self.shared.gate.sessions();
         self.shared
             .gate
-            .admit_reader(&access, |id| sessions.ppv_sessions(id))
+            .admit_reader(&access)
             .map_err(|refusal| refusal.to_string())
     }
 
@@ -811,37 +791,21 @@ impl Connection {
             ));
         };
         let id = self.shared.ids.next_id();
+        let session = SessionEntry::reader(id, "RTMP", &reading, self.peer.ip(), self.kill.clone())
+            .with_user_agent(&self.connect.flash_ver);
+        let session = self.shared.gate.sessions().open(session);
+        let entry = Arc::clone(session.entry());
         let Reader {
             frames,
-            dropped,
             place: reader,
-        } = self.shared.gate.read(&reading, Fanout, id);
-        let entry = Arc::new(SessionEntry {
-            id,
-            protocol: "RTMP",
-            publisher: false,
-            listed: true,
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            client_ip: self.peer.ip().to_string(),
-            user_agent: self.connect.flash_ver.clone(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            control_id: None,
-            kill: self.kill.clone(),
-            dropped: Some(dropped),
-            ppv_id: reading.ppv_id,
-        });
-        self.shared.gate.sessions().insert(Arc::clone(&entry));
+            ..
+        } = self.shared.gate.read(&reading, Fanout, session);
         let mut live = self.shared.streams.watch_live(&key);
         let publishing_now = live.as_mut().is_some_and(|live| *live.borrow_and_update());
         tracing::info!(peer = %self.peer, stream = %key, session = id, "playing");
         // Held from here, so that `finish` leaves the stream however this play ends.
         self.playing = Some(Playing {
             key,
-            session: Arc::clone(&entry),
             stream_id,
             live,
             had_publisher: publishing_now,
@@ -888,7 +852,6 @@ impl Connection {
     async fn stop_playing(&mut self) -> Option<Place> {
         let playing = self.playing.take()?;
         self.leave_stream(&playing);
-        self.shared.gate.sessions().remove(playing.session.id);
         Some(playing.place)
     }
 
@@ -901,11 +864,10 @@ impl Connection {
     }
 
     fn stop_publishing(&mut self) {
-        if let Some(publishing) = self.publishing.take() {
-            if publishing.claim.release() {
-                tracing::info!(peer = %self.peer, stream = %publishing.key, "publish ended");
-            }
-            self.shared.gate.sessions().remove(publishing.session.id);
+        if let Some(publishing) = self.publishing.take()
+            && publishing.claim.release()
+        {
+            tracing::info!(peer = %self.peer, stream = %publishing.key, "publish ended");
         }
     }
 
@@ -914,7 +876,6 @@ impl Connection {
         self.stop_publishing();
         if let Some(playing) = self.playing.take() {
             self.leave_stream(&playing);
-            self.shared.gate.sessions().remove(playing.session.id);
             tracing::info!(peer = %self.peer, stream = %playing.key, "player left");
         }
     }

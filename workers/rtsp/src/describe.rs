@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strom_media::frame::{Codec, Track};
 use strom_media::rtp::sdp::{self, MediaDescription};
-use strom_stream::{DropCounter, FrameReceiver, Reader, ReaderPlace, SharedFrame};
+use strom_stream::{FrameReceiver, Reader, ReaderPlace, SharedFrame};
 use tokio::time::Instant;
 
 /// Payload types of the dynamic range (RFC 3551), one per track.
@@ -29,7 +29,6 @@ pub struct Described {
     /// The player's place among the stream's readers (and the stream it reads).
     pub place: ReaderPlace,
     pub frames: FrameReceiver,
-    pub dropped: DropCounter,
     pub tracks: Vec<TrackPlan>,
     /// The first media frame, read while waiting for the configuration.
     pub first: Option<Arc<SharedFrame>>,
@@ -61,9 +60,7 @@ fn plan(frame: &SharedFrame) -> Option<TrackPlan> {
 /// reader gone again) when none came.
 pub async fn describe(reader: Reader<FrameReceiver>, wait: Duration) -> Option<Described> {
     let Reader {
-        mut frames,
-        dropped,
-        place,
+        mut frames, place, ..
     } = reader;
     let deadline = Instant::now() + wait;
     let mut video: Option<TrackPlan> = None;
@@ -91,7 +88,6 @@ pub async fn describe(reader: Reader<FrameReceiver>, wait: Duration) -> Option<D
     Some(Described {
         place,
         frames,
-        dropped,
         tracks,
         first,
     })

@@ -46,6 +46,7 @@ pub use cues::{Cue, CueError};
 pub use cursor::Cursor;
 pub use demand::{DemandWatch, Unwatched};
 pub use events::{HubEvent, HubEvents};
+pub use gate::sessions::{Caps, Meter, Session, SessionEntry, Sessions};
 pub use gate::{
     Access, AudioBurst, Credentials, Fanout, Gate, Gated, GatedService, Intent, Leave, Protocol,
     Queue, ReadMode, Reader, ReaderPlace, Reading, Refusal,

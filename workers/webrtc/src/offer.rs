@@ -12,7 +12,7 @@ use crate::shared::{Resource, Shared};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 use str0m::change::SdpOffer;
 use str0m::{Candidate, Rtc};
@@ -155,7 +155,8 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     let key = target.key.clone();
     let peer = request.peer;
     let id = shared.ids.next_id();
-    let (place, role, control_id, tracks) = if target.publish {
+    let kill = CancellationToken::new();
+    let (place, role, tracks) = if target.publish {
         let place = shared
             .admissions
             .take(&limits, peer, |_| Ok::<_, OfferError>(None))
@@ -205,11 +206,13 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             relayed_from: None,
             admitted_id: None,
         };
-        let publishing = shared.gate.publish(&admission, info)?;
+        let session = SessionEntry::publisher(id, "WebRTC", &admission, peer, kill.clone())
+            .with_user_agent(&request.user_agent);
+        let session = shared.gate.sessions().open(session);
+        let publishing = shared.gate.publish(&admission, info, session)?;
         (
             place,
             Role::Publish(Box::new(Publisher::new(publishing))),
-            admission.control_id,
             None,
         )
     } else {
@@ -227,7 +230,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             .take(&limits, peer, |held| {
                 shared
                     .gate
-                    .admit_reader(&access, |ppv| held(ppv))
+                    .admit_reader_counting(&access, |ppv| held(ppv))
                     .map(|reading| reading.ppv_id)
             })
             .map_err(|full| match full {
@@ -239,7 +242,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); stream = %key, %peer, "whep: no such live stream");
             return Err(OfferError::NotFound(format!("{key} is not live")));
         };
-        (place, Role::Play(feed), None, Some(tracks))
+        (place, Role::Play(feed), Some(tracks))
     };
     let ppv_id = place.ppv_id().map(str::to_owned);
     let mut rtc = Rtc::builder()
@@ -315,27 +318,28 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         crate::endpoint::WHEP
     };
     let location = format!("/{}/{}/{file}/{resource}", key.app, key.stream);
-    let entry = Arc::new(SessionEntry {
-        id,
-        protocol: "WebRTC",
-        publisher: target.publish,
-        listed: true,
-        control_id,
-        ppv_id,
-        app: key.app.clone(),
-        stream: key.stream.clone(),
-        client_ip: peer.to_string(),
-        user_agent: request.user_agent,
-        created: unix_now(),
-        last_access: AtomicI64::new(unix_now()),
-        bytes_sent: AtomicU64::new(0),
-        bytes_recv: AtomicU64::new(0),
-        kill: CancellationToken::new(),
-        dropped: (!target.publish).then(|| Arc::new(AtomicU64::new(0))),
-    });
+    // A publisher's session is its Publishing's; a viewer's is held by its session task.
+    let (entry, viewer_session) = match &role {
+        Role::Publish(publisher) => match publisher.session_entry() {
+            Some(entry) => (entry, None),
+            None => {
+                finish_refused(&role);
+                return Err(OfferError::Unavailable(
+                    "the publisher has no session".to_owned(),
+                ));
+            }
+        },
+        Role::Play(_) => {
+            let session = SessionEntry::new(id, "WebRTC", &key, peer, kill)
+                .with_ppv_id(ppv_id)
+                .with_user_agent(&request.user_agent);
+            let _ = session.dropped.set(Arc::new(AtomicU64::new(0)));
+            let session = shared.gate.sessions().open(session);
+            (Arc::clone(session.entry()), Some(session))
+        }
+    };
     let (inbox, inbox_rx) = mpsc::channel(INBOX_PACKETS);
     shared.routes.register(&ufrag, inbox);
-    shared.gate.sessions().insert(Arc::clone(&entry));
     locked(&shared.resources).insert(
         resource.clone(),
         Resource {
@@ -350,6 +354,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         ufrag,
         resource: resource.clone(),
         entry,
+        viewer_session,
         role,
         candidates: candidate_map,
         connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),

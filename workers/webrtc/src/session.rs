@@ -44,6 +44,9 @@ pub struct Session {
     /// The name in the session's URL.
     pub resource: String,
     pub entry: Arc<SessionEntry>,
+    /// A viewer's session in the registry, ended as the task ends (a publisher's is
+    /// held by its `Publishing`).
+    pub viewer_session: Option<strom_stream::Session>,
     pub role: Role,
     /// The candidate advertised for each local (TCP?, port, IPv6?): what str0m is told a
     /// packet arrived on.
@@ -176,7 +179,7 @@ impl Session {
                     match frame {
                         Ok(frame) => self.send(&mut sending, &frame),
                         Err(broadcast::error::RecvError::Lagged(lost)) => {
-                            if let Some(dropped) = &self.entry.dropped {
+                            if let Some(dropped) = self.entry.dropped.get() {
                                 dropped.fetch_add(lost, Ordering::Relaxed);
                             }
                             if !sending.waiting_keyframe {
@@ -207,7 +210,7 @@ impl Session {
         }
         shared.routes.unregister(&self.ufrag);
         strom_worker_runtime::sync::locked(&shared.resources).remove(&self.resource);
-        shared.gate.sessions().remove(self.entry.id);
+        drop(self.viewer_session);
         tracing::info!(
             session = self.entry.id,
             stream = %format!("{}/{}", self.entry.app, self.entry.stream),

@@ -64,9 +64,7 @@ impl Context {
                     tracing::info!(peer = %self.peer, %app, %stream, "DASH session refused: draining");
                     return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
                 }
-                let Ok(strom_stream::Reading { ppv_id, .. }) =
-                    self.signed(request, app, stream, Protocol::Dash)
-                else {
+                let Ok(reading) = self.signed(request, app, stream, Protocol::Dash) else {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 };
                 let user_agent = request
@@ -78,11 +76,9 @@ impl Context {
                     .gate
                     .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Dash);
                 // A signature without a pay-per-view id bound the client's address.
-                let bind_to_ip = protected && ppv_id.is_none();
-                let (peer, agent) = (self.peer.ip(), user_agent);
-                let viewer = self
-                    .viewers
-                    .open_as("DASH", app, stream, peer, agent, ppv_id, bind_to_ip);
+                let bind_to_ip = protected && reading.ppv_id.is_none();
+                let peer = self.peer.ip();
+                let viewer = (self.viewers).open("DASH", &reading, peer, user_agent, bind_to_ip);
                 if viewer.is_none() && protected {
                     return error(StatusCode::FORBIDDEN, "forbidden");
                 }

@@ -159,9 +159,7 @@ impl Context {
             tracing::info!(peer = %self.peer, %app, %stream, "DVR session refused: draining");
             return error(StatusCode::SERVICE_UNAVAILABLE, "draining");
         }
-        let Ok(strom_stream::Reading { ppv_id, .. }) =
-            self.signed(request, app, stream, Protocol::Hls)
-        else {
+        let Ok(reading) = self.signed(request, app, stream, Protocol::Hls) else {
             return error(StatusCode::FORBIDDEN, "forbidden");
         };
         let dir = self.dvr.archive_dir(rules, app, stream);
@@ -185,10 +183,9 @@ impl Context {
             .gate
             .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
         // A signature without a pay-per-view id bound the client's address.
-        let bind_to_ip = protected && ppv_id.is_none();
-        let viewer =
-            self.viewers
-                .open_signed(app, stream, self.peer.ip(), user_agent, ppv_id, bind_to_ip);
+        let bind_to_ip = protected && reading.ppv_id.is_none();
+        let peer = self.peer.ip();
+        let viewer = (self.viewers).open("HLS", &reading, peer, user_agent, bind_to_ip);
         if protected && viewer.is_none() {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }

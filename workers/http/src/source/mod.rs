@@ -21,14 +21,15 @@ use answer::Refusal;
 use body::Transfer;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strom_ipc::rules::Rules;
-use strom_ipc::status::SessionInfo;
 use strom_media::audio_stream::{AudioDeframer, AudioFormat};
 use strom_media::icy_request::{HeadError, MAX_HEAD, SourceRequest, parse_head};
-use strom_stream::{Access, Credentials, Gate, Intent, Protocol, PublisherInfo, StreamKey};
+use strom_stream::{
+    Access, Caps, Credentials, Gate, Intent, Protocol, PublisherInfo, SessionEntry, StreamKey,
+};
 use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::login_throttle::SOURCE_LOGINS;
 use strom_worker_runtime::sync::locked;
@@ -47,19 +48,15 @@ pub const MAX_SOURCES: usize = 1000;
 pub const MAX_SOURCES_PER_CLIENT: usize = 16;
 const READ_BUFFER: usize = 16 * 1024;
 
-/// A connected source.
+/// A connected source: its `ice-*` headers, for `icecast_stream_info`.
 #[derive(Debug)]
 pub struct ActiveSource {
     pub id: u64,
     pub key: StreamKey,
-    pub client: SocketAddr,
-    pub user_agent: String,
     pub info: IceInfo,
-    pub created: i64,
-    pub last_access: AtomicI64,
-    pub bytes_recv: AtomicU64,
-    /// Cancelled by `sessions/delete`.
-    pub stop: CancellationToken,
+    /// Its session in the gate's registry (held by its `Publishing`); cancelled by
+    /// `sessions/delete`.
+    pub session: Arc<SessionEntry>,
 }
 
 pub struct Sources {
@@ -178,7 +175,7 @@ impl Sources {
             stream = %source.key,
             session = source.id,
             reason = %end,
-            bytes = source.bytes_recv.load(Ordering::Relaxed),
+            bytes = source.session.bytes_recv.load(Ordering::Relaxed),
             skipped_bytes = pump.deframer.skipped_bytes(),
             "icecast source ended"
         );
@@ -223,15 +220,23 @@ impl Sources {
                 return Err(Refusal::Unauthorized);
             }
         };
-        let mut active = locked(&self.active);
-        let from_client = active
-            .values()
-            .filter(|s| s.client.ip() == client.ip())
-            .count();
-        if active.len() >= MAX_SOURCES || from_client >= MAX_SOURCES_PER_CLIENT {
-            return Err(Refusal::TooManySources);
-        }
         let id = self.ids.next_id();
+        let user_agent = request.header("user-agent").unwrap_or_default();
+        let session = SessionEntry::publisher(
+            id,
+            "ICECAST",
+            &admission,
+            client.ip(),
+            CancellationToken::new(),
+        )
+        .with_user_agent(user_agent);
+        let caps = Caps {
+            total: MAX_SOURCES,
+            per_client: MAX_SOURCES_PER_CLIENT,
+        };
+        let session =
+            (self.gate.sessions().open_capped(session, caps)).ok_or(Refusal::TooManySources)?;
+        let entry = Arc::clone(session.entry());
         let publishing = self
             .gate
             .publish(
@@ -246,21 +251,16 @@ impl Sources {
                     protocol: "ICECAST",
                     admitted_id: None,
                 },
+                session,
             )
             .map_err(|_| Refusal::MountInUse)?;
-        let now = unix_now();
         let source = Arc::new(ActiveSource {
             id,
             key,
-            client,
-            user_agent: info::clipped(request.header("user-agent").unwrap_or_default()),
             info: IceInfo::from_request(request),
-            created: now,
-            last_access: AtomicI64::new(now),
-            bytes_recv: AtomicU64::new(0),
-            stop: CancellationToken::new(),
+            session: entry,
         });
-        active.insert(id, Arc::clone(&source));
+        locked(&self.active).insert(id, Arc::clone(&source));
         Ok(Admitted {
             source,
             format,
@@ -275,38 +275,6 @@ impl Sources {
             .values()
             .find(|s| &s.key == key)
             .cloned()
-    }
-
-    /// Ends the sources among `ids`; returns the ids that were connected.
-    pub fn end(&self, ids: &[u64]) -> Vec<u64> {
-        let active = locked(&self.active);
-        ids.iter()
-            .filter_map(|id| {
-                active.get(id)?.stop.cancel();
-                Some(*id)
-            })
-            .collect()
-    }
-
-    /// The connected sources as sessions of type `ICECAST`.
-    pub fn list(&self) -> Vec<SessionInfo> {
-        locked(&self.active)
-            .values()
-            .map(|s| SessionInfo {
-                id: s.id,
-                app: s.key.app.clone(),
-                stream: s.key.stream.clone(),
-                protocol: "ICECAST".to_owned(),
-                bytes_recv: s.bytes_recv.load(Ordering::Relaxed),
-                bytes_sent: 0,
-                created: s.created,
-                last_access: s.last_access.load(Ordering::Relaxed),
-                client_ip: s.client.ip().to_string(),
-                user_agent: s.user_agent.clone(),
-                ppv_id: None,
-                dropped_frames: None,
-            })
-            .collect()
     }
 }
 
@@ -392,7 +360,7 @@ impl Pump {
         let mut buffer = vec![0u8; READ_BUFFER];
         loop {
             let read = tokio::select! {
-                () = source.stop.cancelled() => return "ended by request".to_owned(),
+                () = source.session.kill.cancelled() => return "ended by request".to_owned(),
                 () = shutdown.cancelled() => return "worker shutting down".to_owned(),
                 read = tokio::time::timeout(SOURCE_TIMEOUT, io.read(&mut buffer)) => read,
             };
@@ -422,10 +390,7 @@ impl Pump {
             return Ok(false);
         }
         counters.add_received(input.len() as u64);
-        source
-            .bytes_recv
-            .fetch_add(input.len() as u64, Ordering::Relaxed);
-        source.last_access.store(unix_now(), Ordering::Relaxed);
+        source.session.received(input.len());
         self.payload.clear();
         let ended = self
             .transfer

@@ -7,7 +7,7 @@
 //! worker's runtime removes the reader from the hub, which closes its queue.
 
 use bytes::BytesMut;
-use strom_stream::{DropCounter, FrameReceiver, Reader, ReaderPlace, TsFeed};
+use strom_stream::{FrameReceiver, Reader, ReaderPlace, TsFeed};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +16,6 @@ pub struct Follower {
     /// that it leaves before its queue closes).
     _place: ReaderPlace,
     frames: FrameReceiver,
-    dropped: DropCounter,
     feed: TsFeed,
     /// Ends the task that leaves the hub on `stop`, once the follower is gone.
     done: CancellationToken,
@@ -30,11 +29,7 @@ impl Follower {
         stop: &CancellationToken,
         runtime: &Handle,
     ) -> Self {
-        let Reader {
-            frames,
-            dropped,
-            place,
-        } = reader;
+        let Reader { frames, place, .. } = reader;
         let done = CancellationToken::new();
         let (leave, waker_done, stop) = (place.leave_handle(), done.clone(), stop.clone());
         runtime.spawn(async move {
@@ -46,15 +41,9 @@ impl Follower {
         Self {
             _place: place,
             frames,
-            dropped,
             feed: TsFeed::new(),
             done,
         }
-    }
-
-    /// The frames this reader lost by falling behind (whole GOPs).
-    pub fn dropped(&self) -> DropCounter {
-        std::sync::Arc::clone(&self.dropped)
     }
 
     /// Waits for the next frame that makes TS packets and appends them to `out`; `false`

@@ -21,14 +21,14 @@ use super::{SrtSender, source};
 use crate::shared::MpegTsShared;
 use crate::srt::accepting::accept_callers;
 use crate::srt::{SrtOptions, SrtSocket};
+use crate::srt_connections::SocketBytes;
 use bytes::BytesMut;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::rules::TsOutputSettings;
-use strom_stream::{Queue, Reading, StreamKey};
+use strom_stream::{Queue, Reading, SessionEntry, StreamKey};
 use strom_worker_runtime::InheritedUdpSocket;
-use strom_worker_runtime::clock::unix_now;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -95,11 +95,7 @@ pub fn listen(
             let access =
                 strom_stream::Access::new(strom_stream::Protocol::Srt, key.clone(), peer.ip())
                     .with_signature(signature);
-            let outputs = &shared.outputs;
-            let reading = match shared
-                .gate
-                .admit_reader(&access, |id| outputs.ppv_sessions(id))
-            {
+            let reading = match shared.gate.admit_reader(&access) {
                 Ok(reading) => reading,
                 Err(refusal) => {
                     tracing::warn!(output = %output.id, %peer, stream = %key, %refusal, "SRT viewer refused");
@@ -110,8 +106,7 @@ pub fn listen(
                 tracing::warn!(output = %output.id, %peer, limit, "SRT viewer refused: too many callers");
                 return;
             }
-            let ppv_id = reading.ppv_id.clone();
-            let sender = register(&shared, &output, key, socket, peer, &stop, ppv_id);
+            let sender = register(&shared, &output, key, socket, peer, &stop);
             tracing::info!(output = %output.id, %peer, stream = %sender.key, session = sender.session_id, "SRT viewer connected");
             // Without the watch a caller of a stream that is not live is never released.
             caller_watch::spawn(&runtime, shared.hub.clone(), Arc::clone(&sender), wait);
@@ -150,15 +145,7 @@ pub fn push(
         }) {
             Some((remote, Ok(socket))) => {
                 backoff = FIRST_BACKOFF;
-                let sender = register(
-                    &shared,
-                    &output,
-                    source(&output),
-                    socket,
-                    remote,
-                    &stop,
-                    None,
-                );
+                let sender = register(&shared, &output, source(&output), socket, remote, &stop);
                 tracing::info!(output = %output.id, %remote, stream = %sender.key, "SRT push connected");
                 send(&shared, &sender, &runtime, None);
                 tracing::info!(output = %output.id, %remote, "SRT push ended");
@@ -185,18 +172,14 @@ fn register(
     socket: SrtSocket,
     peer: SocketAddr,
     stop: &CancellationToken,
-    ppv_id: Option<String>,
 ) -> Arc<SrtSender> {
     let sender = Arc::new(SrtSender {
         session_id: shared.ids.next_id(),
         output: output.id.clone(),
         key,
         peer,
-        created: unix_now(),
         socket: Arc::new(socket),
         stop: stop.child_token(),
-        dropped: std::sync::OnceLock::new(),
-        ppv_id,
     });
     shared.outputs.add_srt(Arc::clone(&sender));
     sender
@@ -212,12 +195,24 @@ fn send(
     viewer: Option<&Reading>,
 ) {
     let edge_wait = viewer.is_some();
-    let reader = match viewer {
-        Some(reading) => shared.gate.read(reading, Queue, sender.session_id),
-        None => (shared.hub).own_reader(&sender.key, Queue, sender.session_id),
+    let (id, ip, kill) = (sender.session_id, sender.peer.ip(), sender.stop.clone());
+    let bytes = Arc::new(SocketBytes(Arc::clone(&sender.socket)));
+    // A viewer's session is its reader's; the operator's own output holds its own.
+    let (reader, _held) = match viewer {
+        Some(reading) => {
+            let session = SessionEntry::reader(id, "SRT", reading, ip, kill).metered(bytes);
+            let session = shared.gate.sessions().open(session);
+            (shared.gate.read(reading, Queue, session), None)
+        }
+        None => {
+            let session = SessionEntry::new(id, "SRT", &sender.key, ip, kill).metered(bytes);
+            let session = shared.gate.sessions().open(session);
+            let reader = (shared.hub).own_reader(&sender.key, Queue, id);
+            let _ = session.dropped.set(Arc::clone(&reader.dropped));
+            (reader, Some(session))
+        }
     };
     let mut follower = Follower::start(reader, &sender.stop, runtime);
-    let _ = sender.dropped.set(follower.dropped());
     let arrived = !edge_wait
         || shared.rules().edge_for(&sender.key.app).is_none()
         || wait_for_edge_stream(shared, sender);

@@ -1,5 +1,5 @@
-//! What the MPEG-TS outputs show the API: their SRT connections (sessions,
-//! `srt_sender_stats`, pay-per-view counts) and RIST stats. A leaf the worker's shared
+//! What the MPEG-TS outputs show the API: their SRT connections (`srt_sender_stats`,
+//! callers per output; their sessions are in the gate's registry) and RIST stats. A leaf the worker's shared
 //! state holds.
 
 use crate::rist::StatsSlot;
@@ -7,9 +7,7 @@ use crate::srt::SrtSocket;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use strom_ipc::status::SessionInfo;
 use strom_stream::StreamKey;
-use strom_worker_runtime::clock::unix_now;
 use strom_worker_runtime::sync::locked;
 use tokio_util::sync::CancellationToken;
 
@@ -19,14 +17,10 @@ pub struct SrtSender {
     pub output: String,
     pub key: StreamKey,
     pub peer: SocketAddr,
-    pub created: i64,
     pub socket: Arc<SrtSocket>,
-    /// Cancelled by `sessions/delete`.
+    /// Ends the connection: the output's end, or its session's (`sessions/delete`, the
+    /// deny list), whose kill token this is.
     pub stop: CancellationToken,
-    /// Frames the connection lost by falling behind, once it reads the stream.
-    pub dropped: std::sync::OnceLock<strom_stream::DropCounter>,
-    /// The pay-per-view id of a signed caller.
-    pub ppv_id: Option<String>,
 }
 
 /// What the outputs show the API.
@@ -79,68 +73,6 @@ impl OutputState {
         outputs
             .into_iter()
             .filter_map(|(id, slot)| slot.latest_named(&id))
-            .collect()
-    }
-
-    /// SRT output connections as API sessions (type `SRT`).
-    pub fn sessions(&self) -> Vec<SessionInfo> {
-        locked(&self.srt)
-            .values()
-            .map(|s| {
-                let stats = s.socket.stats().unwrap_or_default();
-                SessionInfo {
-                    id: s.session_id,
-                    app: s.key.app.clone(),
-                    stream: s.key.stream.clone(),
-                    protocol: "SRT".to_owned(),
-                    bytes_recv: stats.byte_recv_total,
-                    bytes_sent: stats.byte_sent_total,
-                    created: s.created,
-                    last_access: unix_now(),
-                    client_ip: s.peer.ip().to_string(),
-                    user_agent: String::new(),
-                    ppv_id: s.ppv_id.clone(),
-                    dropped_frames: s
-                        .dropped
-                        .get()
-                        .map(|d| d.load(std::sync::atomic::Ordering::Relaxed)),
-                }
-            })
-            .collect()
-    }
-
-    /// SRT viewers open under pay-per-view id `id` (its `ppv_max_sessions`).
-    pub fn ppv_sessions(&self, id: &str) -> usize {
-        locked(&self.srt)
-            .values()
-            .filter(|sender| sender.ppv_id.as_deref() == Some(id))
-            .count()
-    }
-
-    /// Ends the output connections of pay-per-view ids in `ids`; how many.
-    pub fn close_ppv(&self, ids: &[String]) -> usize {
-        let senders = locked(&self.srt);
-        let mut closed = 0;
-        for sender in senders.values() {
-            if sender.ppv_id.as_ref().is_some_and(|id| ids.contains(id)) {
-                sender.stop.cancel();
-                sender.socket.close();
-                closed += 1;
-            }
-        }
-        closed
-    }
-
-    /// Ends the output connections among `ids`; returns those that were open.
-    pub fn close(&self, ids: &[u64]) -> Vec<u64> {
-        let senders = locked(&self.srt);
-        ids.iter()
-            .filter_map(|id| {
-                let sender = senders.get(id)?;
-                sender.stop.cancel();
-                sender.socket.close();
-                Some(*id)
-            })
             .collect()
     }
 }

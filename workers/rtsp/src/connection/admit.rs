@@ -4,7 +4,9 @@
 
 use super::Connection;
 use crate::message::Request;
-use strom_stream::{Access, Intent, Protocol, Reading, StreamKey};
+use strom_stream::{
+    Access, FrameReceiver, Intent, Protocol, Queue, Reader, Reading, SessionEntry, StreamKey,
+};
 
 impl Connection {
     /// The gate's playback check of a player of `key`: its admission when it may read
@@ -23,14 +25,8 @@ impl Connection {
             Intent::Read,
             query,
         );
-        let players = self.shared.gate.sessions();
-        match self
-            .shared
-            .gate
-            .admit_reader(&access, |id| players.ppv_sessions(id))
-        {
+        match self.shared.gate.admit_reader(&access) {
             Ok(reading) => {
-                self.ppv_id.clone_from(&reading.ppv_id);
                 self.admitted = Some(reading.clone());
                 Some(reading)
             }
@@ -40,5 +36,17 @@ impl Connection {
                 None
             }
         }
+    }
+
+    /// The admitted player's reader of its stream, as a session of type RTSP that the
+    /// API lists once it plays ([`Connection::become_player`]); its id is the RTSP
+    /// session's.
+    pub(super) fn read_as_player(&self, reading: &Reading) -> Reader<FrameReceiver> {
+        let id = self.shared.ids.next_id();
+        let session = SessionEntry::reader(id, "RTSP", reading, self.peer.ip(), self.kill.clone())
+            .with_user_agent(&self.user_agent)
+            .unlisted();
+        let session = self.shared.gate.sessions().open(session);
+        self.shared.gate.read(reading, Queue, session)
     }
 }

@@ -22,13 +22,12 @@ use bytes::{Bytes, BytesMut};
 use record::Announced;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime};
 use strom_ipc::rtsp_rules::RtspLimits;
 use strom_media::rtp::rtcp;
 use strom_stream::gate::sessions::SessionEntry;
-use strom_stream::{FrameReceiver, Queue, Reading, SharedFrame, StreamKey};
-use strom_worker_runtime::clock::unix_now;
+use strom_stream::{FrameReceiver, Reading, SharedFrame, StreamKey};
 use strom_worker_runtime::counters::ConnectionGuard;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -133,7 +132,6 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         user_agent: String::new(),
         described: None,
         admitted: None,
-        ppv_id: None,
         session_id: None,
         tracks: Vec::new(),
         player: None,
@@ -204,7 +202,6 @@ struct Connection {
     mp2t: Option<mp2t::Mp2tTrack>,
     /// The stream the gate let this connection read, and the pay-per-view id it showed.
     admitted: Option<Reading>,
-    ppv_id: Option<String>,
 }
 
 impl Connection {
@@ -441,8 +438,8 @@ impl Connection {
             return;
         };
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
-        let reader_id = self.shared.ids.next_id();
-        let reader = self.shared.gate.read(&reading, Queue, reader_id);
+        let reader = self.read_as_player(&reading);
+        let reader_id = reader.place.id();
         let Some(described) = describe::describe(reader, wait).await else {
             tracing::info!(peer = %self.peer, stream = %key, "rtsp describe: no such live stream");
             return self.reply(404, request, &[], b"");
@@ -527,12 +524,19 @@ impl Connection {
         if let Some(slot) = self.tracks.get_mut(index) {
             *slot = Some(Track { sender, udp });
         }
-        if self.session_id.is_none() {
-            self.session_id = Some(self.shared.ids.next_id());
-        }
+        self.take_session_id();
         let mut headers = self.session_header();
         headers.push(("Transport", transport_reply));
         self.reply(200, request, &headers, b"");
+    }
+
+    /// The RTSP session's id from the first SETUP on: a player's is its reader's (the
+    /// API lists it under that id), a publisher's a new one.
+    pub(super) fn take_session_id(&mut self) {
+        if self.session_id.is_none() {
+            let reader = self.described.as_ref().map(|d| d.place.id());
+            self.session_id = Some(reader.unwrap_or_else(|| self.shared.ids.next_id()));
+        }
     }
 
     /// Two UDP sockets on the address the client reached, sending to its ports; what
@@ -598,26 +602,10 @@ impl Connection {
         let key = described.place.key().clone();
         let (_, placeholder) = tokio::sync::mpsc::channel(1);
         let frames = std::mem::replace(&mut described.frames, placeholder);
-        let entry = Arc::new(SessionEntry {
-            protocol: "RTSP",
-            id,
-            publisher: false,
-            listed: true,
-            control_id: None,
-            ppv_id: self.ppv_id.clone(),
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            client_ip: self.peer.ip().to_string(),
-            user_agent: self.user_agent.clone(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            kill: self.kill.clone(),
-            dropped: Some(Arc::clone(&described.dropped)),
-        });
-        self.shared.gate.sessions().insert(Arc::clone(&entry));
-        self.player = Some(entry);
+        if let Some(session) = described.place.session() {
+            session.set_listed();
+            self.player = Some(Arc::clone(session.entry()));
+        }
         self.start_frames = Some((frames, self.shared.hub.watch_live(&key)));
         tracing::info!(peer = %self.peer, stream = %key, session = id, what, "rtsp playing");
     }
@@ -768,7 +756,6 @@ impl Connection {
         // Dropping the claim releases the stream.
         self.announced = None;
         if let Some(player) = self.player.take() {
-            self.shared.gate.sessions().remove(player.id);
             tracing::info!(peer = %self.peer, session = player.id, "rtsp player left");
         }
     }

@@ -15,7 +15,7 @@ use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;
 use strom_media::frame::Track;
-use strom_stream::{FrameReceiver, Queue, Reader, SharedFrame, StreamKey, TsFeed};
+use strom_stream::{FrameReceiver, Reader, SharedFrame, StreamKey, TsFeed};
 use tokio::time::Instant;
 
 /// Configuration frames kept between SETUP and PLAY (a stream has one per track; a
@@ -89,7 +89,7 @@ impl Connection {
                 return;
             };
             let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
-            let reader = (self.shared.gate).read(&reading, Queue, self.shared.ids.next_id());
+            let reader = self.read_as_player(&reading);
             let Some((described, configs)) = join(reader, wait).await else {
                 tracing::info!(peer = %self.peer, stream = %key, "rtsp MPEG-TS setup: no such live stream");
                 return self.reply(404, request, &[], b"");
@@ -153,9 +153,7 @@ impl Connection {
         };
         track.transport = chosen;
         track.udp = udp;
-        if self.session_id.is_none() {
-            self.session_id = Some(self.shared.ids.next_id());
-        }
+        self.take_session_id();
         // No Content-Base: SAT>IP clients build their PLAY URL from it, and any URL
         // plays this connection's session.
         let mut headers = self.session_header();
@@ -313,9 +311,7 @@ async fn join(
     wait: Duration,
 ) -> Option<(Described, Vec<Arc<SharedFrame>>)> {
     let Reader {
-        mut frames,
-        dropped,
-        place,
+        mut frames, place, ..
     } = reader;
     let deadline = Instant::now() + wait;
     let mut configs: Vec<Arc<SharedFrame>> = Vec::new();
@@ -339,7 +335,6 @@ async fn join(
         Described {
             place,
             frames,
-            dropped,
             tracks: Vec::new(),
             first,
         },

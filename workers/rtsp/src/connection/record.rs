@@ -10,7 +10,7 @@ use crate::publish::TrackReceiver;
 use crate::transport;
 use bytes::Bytes;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use strom_media::rtp::announce::{self, AnnouncedTrack};
 use strom_stream::gate::Admission;
@@ -177,9 +177,7 @@ impl Connection {
         {
             *slot = Some((receiver, channel));
         }
-        if self.session_id.is_none() {
-            self.session_id = Some(self.shared.ids.next_id());
-        }
+        self.take_session_id();
         let mut headers = self.session_header();
         headers.push(("Transport", transport_reply));
         self.reply(200, request, &headers, b"");
@@ -256,35 +254,29 @@ impl Connection {
             protocol: "RTSP",
             admitted_id: None,
         };
-        let publishing = match self.shared.gate.publish(&announced.admission, info) {
+        let session = SessionEntry::publisher(
+            id,
+            "RTSP",
+            &announced.admission,
+            self.peer.ip(),
+            self.kill.clone(),
+        )
+        .with_user_agent(&self.user_agent);
+        let session = self.shared.gate.sessions().open(session);
+        let publishing = match self
+            .shared
+            .gate
+            .publish(&announced.admission, info, session)
+        {
             Ok(publishing) => publishing,
             Err(refusal) => {
                 tracing::warn!(peer = %self.peer, stream = %key, reason = %refusal, "rtsp publish refused");
                 return self.reply(455, request, &[], b"");
             }
         };
+        self.player = publishing.session().map(|s| Arc::clone(s.entry()));
         announced.publishing = Some(publishing);
         announced.started = Instant::now();
-        let entry = Arc::new(SessionEntry {
-            protocol: "RTSP",
-            id,
-            publisher: true,
-            listed: true,
-            control_id: announced.admission.control_id.clone(),
-            ppv_id: None,
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            client_ip: self.peer.ip().to_string(),
-            user_agent: self.user_agent.clone(),
-            created: unix_now(),
-            last_access: AtomicI64::new(unix_now()),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            kill: self.kill.clone(),
-            dropped: None,
-        });
-        self.shared.gate.sessions().insert(Arc::clone(&entry));
-        self.player = Some(entry);
         tracing::info!(peer = %self.peer, stream = %key, session = id, uri = %base_uri(&request.uri), "rtsp publishing");
         let session = self.session_header();
         self.reply(200, request, &session, b"");

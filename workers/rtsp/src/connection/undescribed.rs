@@ -7,7 +7,7 @@ use crate::describe;
 use crate::message::Request;
 use crate::transport;
 use std::time::Duration;
-use strom_stream::{Queue, StreamKey};
+use strom_stream::StreamKey;
 
 impl Connection {
     /// A SETUP of a track on a connection that has no stream yet.
@@ -30,7 +30,7 @@ impl Connection {
             return;
         };
         let wait = Duration::from_secs(u64::from(self.limits.player_wait_timeout_secs));
-        let reader = (self.shared.gate).read(&reading, Queue, self.shared.ids.next_id());
+        let reader = self.read_as_player(&reading);
         let Some(described) = describe::describe(reader, wait).await else {
             tracing::info!(peer = %self.peer, stream = %key, "rtsp setup: no such live stream");
             return self.reply(404, request, &[], b"");

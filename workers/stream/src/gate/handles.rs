@@ -21,6 +21,7 @@
 //!
 //! [`Reading`]: super::reader::Reading
 
+use super::sessions::Session;
 use crate::cursor::Cursor;
 use crate::hub::Hub;
 use crate::key::StreamKey;
@@ -82,7 +83,7 @@ impl Hub {
     /// [`Reader`] from [`crate::Gate::read`]. (Here rather than in `hub.rs`, so that the
     /// hub does not import its handles.)
     pub fn own_reader<M: ReadMode>(&self, key: &StreamKey, mode: M, id: u64) -> Reader<M::Frames> {
-        Reader::join(self, key, mode, id)
+        Reader::join(self, key, mode, id, None)
     }
 }
 
@@ -101,8 +102,12 @@ impl<F> Reader<F> {
         key: &StreamKey,
         mode: M,
         id: u64,
+        session: Option<Session>,
     ) -> Self {
         let (frames, dropped) = mode.join(hub, key, id);
+        if let Some(session) = &session {
+            let _ = session.dropped.set(std::sync::Arc::clone(&dropped));
+        }
         Self {
             frames,
             dropped,
@@ -112,18 +117,26 @@ impl<F> Reader<F> {
                     key: key.clone(),
                     id,
                 },
+                session,
             },
         }
     }
 }
 
 /// A reader's place among a stream's readers; dropping it leaves the stream (the first
-/// reader is demand for the stream, the last one leaving ends it).
+/// reader is demand for the stream, the last one leaving ends it) and ends the client's
+/// session.
 pub struct ReaderPlace {
     leave: Leave,
+    session: Option<Session>,
 }
 
 impl ReaderPlace {
+    /// The client's session (none for the operator's own readers).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
     /// The reader's id (its session id where it has a session).
     pub fn id(&self) -> u64 {
         self.leave.id
@@ -149,6 +162,7 @@ impl ReaderPlace {
 impl Drop for ReaderPlace {
     fn drop(&mut self) {
         self.leave.leave_now();
+        drop(self.session.take());
     }
 }
 

@@ -38,6 +38,7 @@ pub use handles::{AudioBurst, Fanout, Leave, Queue, ReadMode, Reader, ReaderPlac
 pub use ownership::{ClaimError, NameClaim, NameClaims};
 pub use reader::Reading;
 pub use service::{Gated, GatedService};
+pub use sessions::{Caps, Meter, Session, SessionEntry, Sessions};
 
 use crate::hub::{Hub, Publishing};
 use crate::publisher_info::PublisherInfo;
@@ -154,23 +155,33 @@ impl Gate {
 
     /// The guard of an admitted publisher (`admission` from [`Gate::admit_publisher`]),
     /// whose publish-control id publish control lists from then on; `Busy` when any
-    /// producer of any worker holds the name.
+    /// producer of any worker holds the name. The guard holds the client's `session`
+    /// (opened with [`sessions::SessionEntry::publisher`]), which ends with it.
     pub fn publish(
         &self,
         admission: &Admission,
         mut info: PublisherInfo,
+        session: Session,
     ) -> Result<Publishing, Refusal> {
         let admitted = &admission.admitted;
         info.admitted_id = Some(admission.control_id.clone().unwrap_or_default());
-        self.hub.claim(&admitted.key, info).map_err(|_| {
+        info.session_id = session.id;
+        let publishing = self.hub.claim(&admitted.key, info).map_err(|_| {
             tracing::warn!(stream = %admitted.key, peer = %admitted.peer, protocol = admitted.protocol.as_str(), "publish refused: the name is taken");
             Refusal::Busy(admitted.key.clone())
-        })
+        })?;
+        Ok(publishing.with_session(session))
     }
 
-    /// The [`Reader`] of an admitted reader (`reading` from [`Gate::admit_reader`]), as
-    /// reader `id` (its session id), in `mode`.
-    pub fn read<M: ReadMode>(&self, reading: &Reading, mode: M, id: u64) -> Reader<M::Frames> {
-        Reader::join(&self.hub, reading.key(), mode, id)
+    /// The [`Reader`] of an admitted reader (`reading` from [`Gate::admit_reader`]) in
+    /// `mode`; it reads as its `session` (opened with [`sessions::SessionEntry::reader`]),
+    /// which ends when the reader's place drops.
+    pub fn read<M: ReadMode>(
+        &self,
+        reading: &Reading,
+        mode: M,
+        session: Session,
+    ) -> Reader<M::Frames> {
+        Reader::join(&self.hub, reading.key(), mode, session.id, Some(session))
     }
 }

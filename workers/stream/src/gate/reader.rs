@@ -35,9 +35,15 @@ impl Gate {
             .is_some()
     }
 
-    /// Checks a reader of `access.key`. `open_sessions(id)` counts the sessions this
-    /// worker has open for a pay-per-view id (each worker knows its own viewers).
-    pub fn admit_reader(
+    /// Checks a reader of `access.key`; a pay-per-view id's open sessions are those in
+    /// this worker's registry.
+    pub fn admit_reader(&self, access: &Access) -> Result<Reading, Refusal> {
+        self.admit_reader_counting(access, |id| self.sessions().ppv_sessions(id))
+    }
+
+    /// [`Gate::admit_reader`], with a pay-per-view id's open sessions counted by
+    /// `open_sessions(id)`: WebRTC counts the offers still waiting for their stream too.
+    pub fn admit_reader_counting(
         &self,
         access: &Access,
         open_sessions: impl Fn(&str) -> usize,

@@ -4,8 +4,7 @@
 //! ([`super::sessions`]: lists, pages, deletes, the closing of denied ids' sessions), and
 //! records denied ids, before the worker sees any request, so a new worker cannot forget
 //! one (the rtsp worker once answered `scte35_out` with a 500 because it had no copy of
-//! the handler). A worker that still keeps sessions of its own
-//! ([`GatedService::own_sessions`]) is asked too, and the two answers are merged.
+//! the handler). No worker sees a session request.
 
 use super::Gate;
 use std::sync::Arc;
@@ -21,13 +20,6 @@ pub trait GatedService: WorkerService {
     fn answer_first(&self, request: &WorkerRequest) -> Option<WorkerReply> {
         let _ = request;
         None
-    }
-
-    /// Whether the worker keeps sessions outside the gate's registry (the delivery
-    /// worker's HLS/DASH and listener sessions, the ingest worker's SRT and RIST ones)
-    /// and answers session requests for them itself.
-    fn own_sessions(&self) -> bool {
-        false
     }
 }
 
@@ -50,53 +42,43 @@ impl<S: GatedService> WorkerService for Gated<S> {
         }
         let gate = self.0.gate();
         let registry = gate.sessions();
-        let own = self.0.own_sessions();
         match request {
-            WorkerRequest::ListSessions => {
-                let mut sessions = registry.list();
-                if own && let WorkerReply::Sessions(theirs) = self.0.handle(request).await {
-                    sessions.extend(theirs);
-                    sessions.sort_by_key(|s| s.id);
-                }
-                WorkerReply::Sessions(sessions)
-            }
-            WorkerRequest::ListSessionsPage { after_id, limit } => {
-                let ours = registry.page(after_id, limit);
-                if !own {
-                    return ours;
-                }
-                let theirs = self.0.handle(request).await;
-                strom_ipc::paging::merge_pages(ours, theirs, limit)
-            }
+            WorkerRequest::ListSessions => WorkerReply::Sessions(registry.list()),
+            WorkerRequest::ListSessionsPage { after_id, limit } => registry.page(after_id, limit),
             WorkerRequest::DeleteSessions(ids) => {
-                let mut found = registry.kill(&ids);
-                let mut protocols: Vec<&str> = (found.iter())
-                    .filter_map(|id| registry.get(*id).map(|entry| entry.protocol))
-                    .collect();
+                let found = registry.kill(&ids);
+                let mut protocols: Vec<&str> = found.iter().map(|e| e.protocol).collect();
                 protocols.sort_unstable();
                 protocols.dedup();
                 for protocol in protocols {
+                    let sessions: Vec<u64> = (found.iter())
+                        .filter(|e| e.protocol == protocol)
+                        .map(|e| e.id)
+                        .collect();
                     let protocol = protocol.to_ascii_lowercase();
-                    tracing::info!(sessions = ?found, "{protocol} sessions ended by request");
+                    tracing::info!(?sessions, "{protocol} sessions ended by request");
                 }
-                if own
-                    && let WorkerReply::SessionsDeleted(theirs) =
-                        self.0.handle(WorkerRequest::DeleteSessions(ids)).await
-                {
-                    found.extend(theirs);
-                }
-                WorkerReply::SessionsDeleted(found)
+                WorkerReply::SessionsDeleted(found.iter().map(|e| e.id).collect())
             }
             WorkerRequest::DenyPublishers(ids) => {
                 // The deny list is the gate's; the registry's sessions of these ids
-                // (publishers, pay-per-view viewers) close, and the worker closes those of
-                // its own.
+                // (publishers, pay-per-view viewers) close.
                 gate.deny(&ids);
-                let closed = registry.kill_publishers(&ids);
-                if closed > 0 {
-                    tracing::info!(?ids, disconnected = closed, "denied ids' sessions closed");
+                for entry in registry.kill_publishers(&ids) {
+                    let role = if entry.publisher {
+                        "publisher"
+                    } else {
+                        "player"
+                    };
+                    tracing::info!(
+                        session = entry.id,
+                        protocol = entry.protocol,
+                        peer = %entry.client_ip,
+                        stream = %format_args!("{}/{}", entry.app, entry.stream),
+                        "denied {role} disconnected"
+                    );
                 }
-                self.0.handle(WorkerRequest::DenyPublishers(ids)).await
+                WorkerReply::Done
             }
             request => self.0.handle(request).await,
         }

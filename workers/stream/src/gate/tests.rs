@@ -68,7 +68,14 @@ fn publish(
 ) -> Result<Publishing, Refusal> {
     let mut admission = gate.admit_publisher(access)?;
     admission.control_id = control_id.map(str::to_owned);
-    gate.publish(&admission, info)
+    let session = sessions::SessionEntry::publisher(
+        info.session_id,
+        "RTMP",
+        &admission,
+        PEER,
+        tokio_util::sync::CancellationToken::new(),
+    );
+    gate.publish(&admission, info, gate.sessions().open(session))
 }
 
 fn access(protocol: Protocol, app: &str, stream: &str) -> Access {
@@ -138,10 +145,7 @@ fn protected_playback_needs_a_signature_over_rtsp_too() {
     let gate = gate();
     for protocol in [Protocol::Rtsp, Protocol::Hls, Protocol::Rtmp, Protocol::Srt] {
         let bare = access(protocol, "paid", "x");
-        assert!(matches!(
-            gate.admit_reader(&bare, |_| 0),
-            Err(Refusal::Denied(_))
-        ));
+        assert!(matches!(gate.admit_reader(&bare), Err(Refusal::Denied(_))));
     }
     // Signed in 2020 and valid for two centuries: the gate reads the wall clock.
     let (time, minutes) = ("1/1/2020 12:00:00 AM", "100000000");
@@ -153,20 +157,20 @@ fn protected_playback_needs_a_signature_over_rtsp_too() {
         ))
     };
     let signed = access(Protocol::Rtsp, "paid", "x").with_signature(Some(signature));
-    let reading = gate.admit_reader(&signed, |_| 0).unwrap();
+    let reading = gate.admit_reader(&signed).unwrap();
     assert_eq!(reading.ppv_id.as_deref(), Some("ppv-1"));
     assert!(reading.protected);
     assert!(matches!(
-        gate.admit_reader(&signed, |_| 1),
+        gate.admit_reader_counting(&signed, |_| 1),
         Err(Refusal::Limit(_))
     ));
     gate.deny(&["ppv-1".into()]);
     assert!(matches!(
-        gate.admit_reader(&signed, |_| 0),
+        gate.admit_reader(&signed),
         Err(Refusal::Denied(_))
     ));
     let open = gate
-        .admit_reader(&access(Protocol::Rtsp, "live", "x"), |_| 0)
+        .admit_reader(&access(Protocol::Rtsp, "live", "x"))
         .unwrap();
     assert!(!open.protected);
 }
@@ -292,11 +296,27 @@ fn stream_and_publisher_lists_are_the_gates() {
 fn an_admitted_reader_reads_the_stream_it_was_admitted_to_and_leaves_when_dropped() {
     let gate = gate();
     let reading = gate
-        .admit_reader(&access(Protocol::Rtsp, "live", "open"), |_| 0)
+        .admit_reader(&access(Protocol::Rtsp, "live", "open"))
         .unwrap();
     assert_eq!(reading.key(), &StreamKey::new("live", "open"));
-    let reader = gate.read(&reading, Queue, 7);
-    let cursor = gate.read(&reading, Fanout, 8);
+    let session = |id| {
+        let entry = sessions::SessionEntry::reader(
+            id,
+            "RTSP",
+            &reading,
+            PEER,
+            tokio_util::sync::CancellationToken::new(),
+        );
+        gate.sessions().open(entry)
+    };
+    let reader = gate.read(&reading, Queue, session(7));
+    let cursor = gate.read(&reading, Fanout, session(8));
+    let listed: Vec<u64> = gate.sessions().list().iter().map(|s| s.id).collect();
+    assert_eq!(
+        listed,
+        [7, 8],
+        "a reader's session is listed while it reads"
+    );
     assert_eq!(reader.place.id(), 7);
     assert_eq!(gate.hub().reader_count(reading.key()), 2);
     let early = reader.place.leave_handle();
@@ -367,43 +387,134 @@ fn merged_session_pages_walk_every_session_of_registry_and_worker_once() {
 #[test]
 fn the_registry_lists_deletes_and_closes_denied_sessions() {
     use sessions::SessionEntry;
-    use std::sync::atomic::{AtomicI64, AtomicU64};
     let gate = gate();
-    let entry = |id: u64, publisher: bool, listed: bool, control: Option<&str>| {
-        Arc::new(SessionEntry {
+    let key = StreamKey::new("live", "s");
+    let entry = |id: u64| {
+        SessionEntry::new(
             id,
-            protocol: "RTMP",
-            publisher,
-            listed,
-            control_id: control.map(str::to_owned),
-            ppv_id: None,
-            app: "live".into(),
-            stream: "s".into(),
-            client_ip: "192.0.2.1".into(),
-            user_agent: String::new(),
-            created: 0,
-            last_access: AtomicI64::new(0),
-            bytes_sent: AtomicU64::new(0),
-            bytes_recv: AtomicU64::new(0),
-            kill: tokio_util::sync::CancellationToken::new(),
-            dropped: None,
-        })
+            "RTMP",
+            &key,
+            "192.0.2.1",
+            tokio_util::sync::CancellationToken::new(),
+        )
     };
-    let player = entry(1, false, true, None);
-    let publisher = entry(2, true, false, Some("cam-1"));
-    gate.sessions().insert(Arc::clone(&player));
-    gate.sessions().insert(Arc::clone(&publisher));
+    let reading = gate
+        .admit_reader(&access(Protocol::Rtmp, "live", "s"))
+        .unwrap();
+    let mut admission = gate
+        .admit_publisher(&access(Protocol::Rtmp, "live", "s"))
+        .unwrap();
+    admission.control_id = Some("cam-1".to_owned());
+    let player = gate.sessions().open(entry(1));
+    let publisher = SessionEntry::publisher(
+        2,
+        "RTMP",
+        &admission,
+        PEER,
+        tokio_util::sync::CancellationToken::new(),
+    );
+    let publisher = gate.sessions().open(publisher.unlisted());
+    let ppv = SessionEntry::reader(3, "RTMP", &reading, PEER, Default::default())
+        .with_ppv_id(Some("ppv-9".into()));
+    let ppv = gate.sessions().open(ppv);
     let listed: Vec<u64> = gate.sessions().list().iter().map(|s| s.id).collect();
-    assert_eq!(listed, [1], "an unlisted publisher stays out of the list");
     assert_eq!(
-        gate.sessions().kill(&[2, 1, 9]),
-        [1],
-        "nor can it be deleted by id"
+        listed,
+        [1, 3],
+        "an unlisted publisher stays out of the list"
     );
+    assert_eq!(gate.sessions().ppv_sessions("ppv-9"), 1);
+    let killed: Vec<u64> = gate
+        .sessions()
+        .kill(&[2, 1, 9])
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(killed, [1], "nor can it be deleted by id");
     assert!(player.kill.is_cancelled() && !publisher.kill.is_cancelled());
-    assert_eq!(gate.sessions().kill_publishers(&["cam-1".to_owned()]), 1);
+    let listed: Vec<u64> = gate.sessions().list().iter().map(|s| s.id).collect();
+    assert_eq!(listed, [3], "an ended session is no longer listed");
+    let denied = gate
+        .sessions()
+        .kill_publishers(&["cam-1".to_owned(), "ppv-9".to_owned()]);
+    assert_eq!(denied.len(), 2);
     assert!(
-        publisher.kill.is_cancelled(),
-        "a denied id's session closes"
+        publisher.kill.is_cancelled() && ppv.kill.is_cancelled(),
+        "a denied id's sessions close"
     );
+    assert_eq!(gate.sessions().ppv_sessions("ppv-9"), 0);
+    drop((player, publisher, ppv));
+    assert!(gate.sessions().get(1).is_none() && gate.sessions().get(2).is_none());
+}
+
+#[test]
+fn sessions_end_with_their_handles_and_caps_count_alike_sessions() {
+    use sessions::{Caps, SessionEntry};
+    let gate = gate();
+    let reading = gate
+        .admit_reader(&access(Protocol::Rtsp, "live", "h"))
+        .unwrap();
+    let open = |id| {
+        let entry = SessionEntry::reader(id, "RTSP", &reading, PEER, Default::default());
+        gate.sessions().open(entry)
+    };
+    let reader = gate.read(&reading, Queue, open(1));
+    assert_eq!(reader.place.session().map(|s| s.id), Some(1));
+    assert!(
+        reader
+            .place
+            .session()
+            .and_then(|s| s.dropped.get())
+            .is_some()
+    );
+    drop(reader);
+    assert!(
+        gate.sessions().get(1).is_none(),
+        "dropping the reader ends the session"
+    );
+    let admission = gate
+        .admit_publisher(&access(Protocol::Rtsp, "live", "h"))
+        .unwrap();
+    let session = SessionEntry::publisher(2, "RTSP", &admission, PEER, Default::default());
+    let publishing = gate
+        .publish(&admission, info(2), gate.sessions().open(session))
+        .unwrap();
+    assert!(gate.sessions().get(2).is_some());
+    // A refused publish ends its session at once.
+    let session = SessionEntry::publisher(3, "RTSP", &admission, PEER, Default::default());
+    assert!(
+        gate.publish(&admission, info(3), gate.sessions().open(session))
+            .is_err()
+    );
+    assert!(gate.sessions().get(3).is_none());
+    drop(publishing);
+    assert!(
+        gate.sessions().get(2).is_none(),
+        "dropping the publish ends the session"
+    );
+    let caps = Caps {
+        total: 3,
+        per_client: 2,
+    };
+    let capped = |id, ip: &str| {
+        let key = StreamKey::new("live", "h");
+        let entry = SessionEntry::new(id, "MPEGTS", &key, ip, Default::default());
+        gate.sessions().open_capped(entry, caps)
+    };
+    let a = capped(10, "10.0.0.1").unwrap();
+    let _b = capped(11, "10.0.0.1").unwrap();
+    assert!(capped(12, "10.0.0.1").is_none(), "per client");
+    let _c = capped(13, "10.0.0.2").unwrap();
+    assert!(capped(14, "10.0.0.3").is_none(), "in all");
+    // Another protocol's sessions count apart.
+    let other = SessionEntry::new(
+        15,
+        "HLS",
+        &StreamKey::new("live", "h"),
+        "10.0.0.1",
+        Default::default(),
+    );
+    assert!(gate.sessions().open_capped(other, caps).is_some());
+    drop(a);
+    assert!(capped(16, "10.0.0.1").is_some());
 }

@@ -3,9 +3,11 @@
 //! [`crate::Gate::publish`] and [`crate::Hub::own_publisher`] hand out a [`Publishing`]; the stream stays claimed exactly as
 //! long as the guard lives. Dropping it (a publisher that ends, errors or whose task
 //! panics) releases the stream and announces the release, so no stream is left claimed
-//! by a task that is gone.
+//! by a task that is gone. A client's publish also holds its session in the gate's
+//! registry, which ends when the guard drops.
 
 use crate::gate::ownership::NameClaim;
+use crate::gate::sessions::Session;
 use crate::hub::Hub;
 use crate::key::StreamKey;
 use crate::stream::Stream;
@@ -23,6 +25,9 @@ pub struct Publishing {
     /// The name held across the server's workers; let go right after the release.
     name: std::sync::Mutex<Option<NameClaim>>,
     released: AtomicBool,
+    /// The client's session, for a client's publish ([`crate::Gate::publish`]): it ends
+    /// with the publish.
+    session: Option<Session>,
 }
 
 impl Publishing {
@@ -40,7 +45,18 @@ impl Publishing {
             announced,
             name: std::sync::Mutex::new(name),
             released: AtomicBool::new(false),
+            session: None,
         }
+    }
+
+    pub(crate) fn with_session(mut self, session: Session) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The client's session (none for the operator's own producers).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
     }
 
     pub fn key(&self) -> &StreamKey {
