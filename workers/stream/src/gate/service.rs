@@ -75,7 +75,8 @@ impl<S: GatedService> WorkerService for Gated<S> {
                         protocol = entry.protocol,
                         peer = %entry.client_ip,
                         stream = %format_args!("{}/{}", entry.app, entry.stream),
-                        "denied {role} disconnected"
+                        "{} {role} denied: disconnected",
+                        entry.protocol
                     );
                 }
                 WorkerReply::Done
