@@ -132,6 +132,7 @@ pub fn listen(
             )
             .metered(Arc::new(SocketBytes(Arc::clone(&socket))));
             let session = shared.gate.sessions().open(session);
+            let entry = Arc::clone(session.entry());
             let publishing = match shared.gate.publish(&admission, info, session) {
                 Ok(publishing) => publishing,
                 Err(refusal) => {
@@ -139,14 +140,11 @@ pub fn listen(
                     return;
                 }
             };
-            let Some(session) = publishing.session().map(|s| Arc::clone(s.entry())) else {
-                return;
-            };
             let caller = Caller {
                 key,
                 socket,
                 peer,
-                session,
+                session: entry,
                 held: None,
                 publishing: Some(publishing),
             };

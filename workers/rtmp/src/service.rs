@@ -174,8 +174,6 @@ impl WorkerService for RtmpWorker {
         match request {
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::RepublishStats => WorkerReply::RepublishStats(self.republisher.stats()),
-            // The gate closed the registry's sessions of these ids.
-            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 tracing::info!("rules applied");
                 let rules: Arc<Rules> = Arc::from(rules);

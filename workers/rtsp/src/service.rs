@@ -135,8 +135,6 @@ impl WorkerService for RtspWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
-            // The gate closed the registry's sessions of these ids.
-            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 let rules: Arc<strom_ipc::rules::Rules> = Arc::from(rules);
                 self.shared.set_rules(Arc::clone(&rules));

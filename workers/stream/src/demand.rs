@@ -1,6 +1,6 @@
 //! Whether an on-demand producer (a pulled source) should stop: its stream has had no
-//! reader for the whole grace period. Shared by the RTMP and RTSP pulls, which wait on
-//! it beside their media.
+//! reader for the whole grace period. The pull supervisor races every pull against it
+//! (`pulls::attempt`), whatever the protocol.
 
 use crate::events::HubEvent;
 use crate::hub::Hub;

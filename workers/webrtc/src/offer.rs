@@ -156,7 +156,8 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     let peer = request.peer;
     let id = shared.ids.next_id();
     let kill = CancellationToken::new();
-    let (place, role, tracks) = if target.publish {
+    // A publisher's session entry (its Publishing holds the session).
+    let (place, role, tracks, published) = if target.publish {
         let place = shared
             .admissions
             .take(&limits, peer, |_| Ok::<_, OfferError>(None))
@@ -209,11 +210,13 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         let session = SessionEntry::publisher(id, "WebRTC", &admission, peer, kill.clone())
             .with_user_agent(&request.user_agent);
         let session = shared.gate.sessions().open(session);
+        let entry = Arc::clone(session.entry());
         let publishing = shared.gate.publish(&admission, info, session)?;
         (
             place,
             Role::Publish(Box::new(Publisher::new(publishing))),
             None,
+            Some(entry),
         )
     } else {
         let access = Access::from_query(
@@ -242,7 +245,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             strom_worker_runtime::limited_log!(info, 5, Duration::from_secs(10); stream = %key, %peer, "whep: no such live stream");
             return Err(OfferError::NotFound(format!("{key} is not live")));
         };
-        (place, Role::Play(feed), Some(tracks))
+        (place, Role::Play(feed), Some(tracks), None)
     };
     let ppv_id = place.ppv_id().map(str::to_owned);
     let mut rtc = Rtc::builder()
@@ -319,17 +322,9 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
     };
     let location = format!("/{}/{}/{file}/{resource}", key.app, key.stream);
     // A publisher's session is its Publishing's; a viewer's is held by its session task.
-    let (entry, viewer_session) = match &role {
-        Role::Publish(publisher) => match publisher.session_entry() {
-            Some(entry) => (entry, None),
-            None => {
-                finish_refused(&role);
-                return Err(OfferError::Unavailable(
-                    "the publisher has no session".to_owned(),
-                ));
-            }
-        },
-        Role::Play(_) => {
+    let (entry, viewer_session) = match published {
+        Some(entry) => (entry, None),
+        None => {
             let session = SessionEntry::new(id, "WebRTC", &key, peer, kill)
                 .with_ppv_id(ppv_id)
                 .with_user_agent(&request.user_agent);

@@ -163,13 +163,6 @@ impl Publisher {
     }
 
     /// The session ended: the name is free again.
-    /// The publisher's session in the registry.
-    pub fn session_entry(&self) -> Option<std::sync::Arc<strom_stream::SessionEntry>> {
-        self.publishing
-            .session()
-            .map(|s| std::sync::Arc::clone(s.entry()))
-    }
-
     pub fn finish(&mut self) {
         self.release_claim();
     }

@@ -163,8 +163,6 @@ impl WorkerService for WebRtcWorker {
     async fn handle(&self, request: WorkerRequest) -> WorkerReply {
         match request {
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
-            // The gate closed the registry's sessions of these ids.
-            WorkerRequest::DenyPublishers(_) => WorkerReply::Done,
             WorkerRequest::ApplyRules(rules) => {
                 self.shared.gate.set_rules(Arc::from(rules));
                 self.relays.reconcile();

@@ -263,6 +263,7 @@ impl Connection {
         )
         .with_user_agent(&self.user_agent);
         let session = self.shared.gate.sessions().open(session);
+        let entry = Arc::clone(session.entry());
         let publishing = match self
             .shared
             .gate
@@ -274,7 +275,7 @@ impl Connection {
                 return self.reply(455, request, &[], b"");
             }
         };
-        self.player = publishing.session().map(|s| Arc::clone(s.entry()));
+        self.player = Some(entry);
         announced.publishing = Some(publishing);
         announced.started = Instant::now();
         tracing::info!(peer = %self.peer, stream = %key, session = id, uri = %base_uri(&request.uri), "rtsp publishing");

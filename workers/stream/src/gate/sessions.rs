@@ -244,7 +244,62 @@ impl SessionEntry {
 #[derive(Debug, Default, Clone)]
 pub struct Sessions {
     /// By id: ids grow, so a page is a range and the table shrinks as sessions go.
-    entries: Arc<Mutex<BTreeMap<u64, Arc<SessionEntry>>>>,
+    table: Arc<Mutex<Table>>,
+}
+
+/// The entries, and how many there are of each kind (protocol and role) and of each kind
+/// per client, so that a capped open counts without walking every session (an HLS
+/// worker may hold hundreds of thousands).
+#[derive(Debug, Default)]
+struct Table {
+    entries: BTreeMap<u64, Arc<SessionEntry>>,
+    of_kind: BTreeMap<Kind, usize>,
+    of_client: BTreeMap<(Kind, String), usize>,
+}
+
+type Kind = (&'static str, bool);
+
+impl Table {
+    fn kind(entry: &SessionEntry) -> Kind {
+        (entry.protocol, entry.publisher)
+    }
+
+    fn insert(&mut self, entry: Arc<SessionEntry>) {
+        let kind = Self::kind(&entry);
+        *self.of_kind.entry(kind).or_default() += 1;
+        *(self.of_client)
+            .entry((kind, entry.client_ip.clone()))
+            .or_default() += 1;
+        if let Some(replaced) = self.entries.insert(entry.id, entry) {
+            self.uncount(&replaced);
+        }
+    }
+
+    /// Removes `entry` if it is the one registered under its id.
+    fn remove(&mut self, entry: &Arc<SessionEntry>) {
+        let registered = self.entries.get(&entry.id);
+        if registered.is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            self.entries.remove(&entry.id);
+            self.uncount(entry);
+        }
+    }
+
+    fn uncount(&mut self, entry: &SessionEntry) {
+        let kind = Self::kind(entry);
+        if let Some(count) = self.of_kind.get_mut(&kind) {
+            *count -= 1;
+            if *count == 0 {
+                self.of_kind.remove(&kind);
+            }
+        }
+        let client = (kind, entry.client_ip.clone());
+        if let Some(count) = self.of_client.get_mut(&client) {
+            *count -= 1;
+            if *count == 0 {
+                self.of_client.remove(&client);
+            }
+        }
+    }
 }
 
 /// Caps on the sessions of one protocol, checked under the registry's lock as the new
@@ -278,13 +333,7 @@ impl std::ops::Deref for Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let mut entries = locked(&self.registry.entries);
-        if entries
-            .get(&self.entry.id)
-            .is_some_and(|e| Arc::ptr_eq(e, &self.entry))
-        {
-            entries.remove(&self.entry.id);
-        }
+        locked(&self.registry.table).remove(&self.entry);
     }
 }
 
@@ -292,7 +341,7 @@ impl Sessions {
     /// Opens `entry`'s session.
     pub fn open(&self, entry: SessionEntry) -> Session {
         let entry = Arc::new(entry);
-        locked(&self.entries).insert(entry.id, Arc::clone(&entry));
+        locked(&self.table).insert(Arc::clone(&entry));
         Session {
             entry,
             registry: self.clone(),
@@ -303,20 +352,19 @@ impl Sessions {
     /// (player or publisher), or `caps.per_client` of them from its client, are open
     /// already; `None` then.
     pub fn open_capped(&self, entry: SessionEntry, caps: Caps) -> Option<Session> {
-        let mut entries = locked(&self.entries);
-        let (mut total, mut from_client) = (0, 0);
-        let alike =
-            |e: &&Arc<SessionEntry>| e.protocol == entry.protocol && e.publisher == entry.publisher;
-        for other in entries.values().filter(alike) {
-            total += 1;
-            from_client += usize::from(other.client_ip == entry.client_ip);
-        }
+        let mut table = locked(&self.table);
+        let kind = Table::kind(&entry);
+        let total = table.of_kind.get(&kind).copied().unwrap_or_default();
+        let from_client = (table.of_client)
+            .get(&(kind, entry.client_ip.clone()))
+            .copied()
+            .unwrap_or_default();
         if total >= caps.total || from_client >= caps.per_client {
             return None;
         }
         let entry = Arc::new(entry);
-        entries.insert(entry.id, Arc::clone(&entry));
-        drop(entries);
+        table.insert(Arc::clone(&entry));
+        drop(table);
         Some(Session {
             entry,
             registry: self.clone(),
@@ -325,7 +373,7 @@ impl Sessions {
 
     /// The sessions the API lists, by id.
     pub fn list(&self) -> Vec<SessionInfo> {
-        (locked(&self.entries).values())
+        (locked(&self.table).entries.values())
             .filter(|e| e.is_listed() && e.is_on())
             .map(|e| e.info())
             .collect()
@@ -333,22 +381,24 @@ impl Sessions {
 
     /// One page of [`Self::list`] (see `strom_ipc::paging`).
     pub fn page(&self, after_id: u64, limit: u32) -> strom_ipc::messages::WorkerReply {
-        let entries = locked(&self.entries);
-        let listed = (entries.range((Bound::Excluded(after_id), Bound::Unbounded)))
-            .filter(|(_, e)| e.is_listed() && e.is_on())
-            .take(limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize + 1)
-            .map(|(id, e)| (*id, e));
+        let table = locked(&self.table);
+        let listed = (table
+            .entries
+            .range((Bound::Excluded(after_id), Bound::Unbounded)))
+        .filter(|(_, e)| e.is_listed() && e.is_on())
+        .take(limit.clamp(1, strom_ipc::paging::MAX_PAGE_SESSIONS) as usize + 1)
+        .map(|(id, e)| (*id, e));
         strom_ipc::paging::sessions_page(listed, after_id, limit, |e| e.info())
     }
 
     /// The session `id`.
     pub fn get(&self, id: u64) -> Option<Arc<SessionEntry>> {
-        locked(&self.entries).get(&id).cloned()
+        locked(&self.table).entries.get(&id).cloned()
     }
 
     /// Players on under pay-per-view id `id`.
     pub fn ppv_sessions(&self, id: &str) -> usize {
-        (locked(&self.entries).values())
+        (locked(&self.table).entries.values())
             .filter(|e| e.ppv_id.as_deref() == Some(id) && e.is_on())
             .count()
     }
@@ -356,8 +406,8 @@ impl Sessions {
     /// Closes publishers whose publish-control id and players whose pay-per-view id is
     /// in `ids`; returns the entries closed.
     pub fn kill_publishers(&self, ids: &[String]) -> Vec<Arc<SessionEntry>> {
-        let entries = locked(&self.entries);
-        let closed: Vec<_> = (entries.values())
+        let table = locked(&self.table);
+        let closed: Vec<_> = (table.entries.values())
             .filter(|entry| {
                 let id = match entry.publisher {
                     true => &entry.control_id,
@@ -367,7 +417,7 @@ impl Sessions {
             })
             .cloned()
             .collect();
-        drop(entries);
+        drop(table);
         for entry in &closed {
             entry.kill.cancel();
         }
@@ -376,12 +426,12 @@ impl Sessions {
 
     /// Closes the listed sessions with these ids; returns the entries found.
     pub fn kill(&self, ids: &[u64]) -> Vec<Arc<SessionEntry>> {
-        let entries = locked(&self.entries);
+        let table = locked(&self.table);
         let found: Vec<_> = (ids.iter())
-            .filter_map(|id| entries.get(id).filter(|e| e.is_listed() && e.is_on()))
+            .filter_map(|id| table.entries.get(id).filter(|e| e.is_listed() && e.is_on()))
             .cloned()
             .collect();
-        drop(entries);
+        drop(table);
         for entry in &found {
             entry.kill.cancel();
         }
