@@ -34,6 +34,9 @@ pub struct WebRtcLimits {
     pub max_sdp_bytes: u32,
     /// A session whose ICE has not connected this long after its offer is closed.
     pub connect_timeout_secs: u32,
+    /// Send and receive buffer asked for on each shared ICE UDP socket, bytes (the kernel
+    /// caps it at `net.core.wmem_max` / `rmem_max`).
+    pub socket_buffer_bytes: u32,
 }
 
 impl Default for WebRtcLimits {
@@ -43,6 +46,9 @@ impl Default for WebRtcLimits {
             max_sessions_per_ip: 100,
             max_sdp_bytes: 32 * 1024,
             connect_timeout_secs: 15,
+            // About 0.4 s of 1,000 viewers' 650 kbit/s: a burst of every viewer's
+            // packets of one keyframe fits.
+            socket_buffer_bytes: 8 * 1024 * 1024,
         }
     }
 }

@@ -25,7 +25,9 @@ mod session;
 mod shared;
 #[doc(hidden)]
 pub mod signaling;
+mod socket_buffers;
 #[doc(hidden)]
 pub mod stun;
+mod udp_batch;
 
 pub use service::{WebRtcWorker, start};

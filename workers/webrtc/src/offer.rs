@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 use str0m::change::SdpOffer;
+use str0m::rtp::{Extension, ExtensionMap};
 use str0m::{Candidate, Rtc};
 use strom_stream::gate::sessions::SessionEntry;
 use strom_stream::{Access, Credentials, Intent, Protocol, PublisherInfo, Refusal};
@@ -248,12 +249,15 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         (place, Role::Play(feed), Some(tracks), None)
     };
     let ppv_id = place.ppv_id().map(str::to_owned);
-    let mut rtc = Rtc::builder()
+    let mut builder = Rtc::builder()
         .set_ice_lite(true)
         .clear_codecs()
         .enable_h264(true)
-        .enable_opus(true, false)
-        .build(Instant::now());
+        .enable_opus(true, false);
+    if !target.publish {
+        builder = builder.set_extension_map(viewer_extensions());
+    }
+    let mut rtc = builder.build(Instant::now());
     let mut candidate_map = HashMap::new();
     for (tcp, port, address) in candidates(shared, request.local) {
         let candidate = if tcp {
@@ -421,9 +425,52 @@ pub fn end(shared: &Shared, target: &Target, resource: &str) -> bool {
     true
 }
 
+/// The RTP header extensions a viewer's session offers: the media id, which BUNDLE needs,
+/// and stream ids. Not transport-wide congestion control nor abs-send-time: nothing here
+/// estimates a viewer's bandwidth, and their feedback (4-5% of the worker's CPU,
+/// BENCHMARKS.md) would only be read and thrown away. A publisher keeps str0m's standard
+/// set: the browser's own encoder adapts its bitrate from that feedback.
+fn viewer_extensions() -> ExtensionMap {
+    let mut extensions = ExtensionMap::empty();
+    extensions.set(4, Extension::RtpMid);
+    extensions.set(10, Extension::RtpStreamId);
+    extensions.set(11, Extension::RepairedRtpStreamId);
+    extensions
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_viewer_answers_without_transport_wide_feedback_and_a_publisher_with_it() {
+        #![allow(clippy::unwrap_used)]
+        use str0m::media::{Direction, MediaKind};
+        let offer = || {
+            let mut browser = Rtc::builder().build(Instant::now());
+            let mut change = browser.sdp_api();
+            change.add_media(MediaKind::Video, Direction::SendRecv, None, None, None);
+            change.apply().unwrap().0
+        };
+        let offered = offer().to_sdp_string();
+        assert!(offered.contains("transport-wide-cc"), "{offered}");
+        let answer = |viewer: bool| {
+            let mut builder = Rtc::builder()
+                .set_ice_lite(true)
+                .clear_codecs()
+                .enable_h264(true);
+            if viewer {
+                builder = builder.set_extension_map(viewer_extensions());
+            }
+            let mut server = builder.build(Instant::now());
+            server.sdp_api().accept_offer(offer()).unwrap().to_sdp_string()
+        };
+        let viewer = answer(true);
+        assert!(!viewer.contains("transport-wide-cc"), "{viewer}");
+        assert!(viewer.contains("urn:ietf:params:rtp-hdrext:sdes:mid"), "{viewer}");
+        let publisher = answer(false);
+        assert!(publisher.contains("transport-wide-cc"), "{publisher}");
+    }
 
     #[test]
     fn bearer_tokens_become_credentials() {

@@ -77,6 +77,8 @@ pub struct WebRtcWorker {
     relays: Arc<Relays>,
     udp: Mutex<CancellationToken>,
     udp_counters: Arc<UdpCounters>,
+    /// The shared ICE UDP sockets in use, whose buffers follow `socket_buffer_bytes`.
+    udp_sockets: Mutex<Vec<Arc<tokio::net::UdpSocket>>>,
     shutdown: CancellationToken,
 }
 
@@ -138,6 +140,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<WebRtcWorker>, String> {
         relays,
         udp: Mutex::new(context.shutdown.child_token()),
         udp_counters: Arc::new(UdpCounters::default()),
+        udp_sockets: Mutex::default(),
         shutdown: context.shutdown.clone(),
     });
     worker.replace_listeners(context.listeners);
@@ -164,6 +167,12 @@ impl WorkerService for WebRtcWorker {
         match request {
             WorkerRequest::ServerPlaylists => WorkerReply::ServerPlaylists(Vec::new()),
             WorkerRequest::ApplyRules(rules) => {
+                let buffer = rules.webrtc.limits.socket_buffer_bytes;
+                if buffer != self.shared.settings().limits.socket_buffer_bytes {
+                    for socket in locked(&self.udp_sockets).iter() {
+                        crate::socket_buffers::size(socket, buffer);
+                    }
+                }
                 self.shared.gate.set_rules(Arc::from(rules));
                 self.relays.reconcile();
                 WorkerReply::Done
@@ -203,10 +212,19 @@ impl WorkerService for WebRtcWorker {
             false,
             sockets.iter().filter_map(|s| s.socket.local_addr().ok()),
         );
-        for lent in sockets {
-            tracing::info!(address = ?lent.socket.local_addr().ok(), "webrtc ice port (udp)");
+        let buffer = self.shared.settings().limits.socket_buffer_bytes;
+        let sockets: Vec<Arc<tokio::net::UdpSocket>> = sockets
+            .into_iter()
+            .map(|lent| Arc::new(lent.socket))
+            .collect();
+        for socket in &sockets {
+            crate::socket_buffers::size(socket, buffer);
+        }
+        *locked(&self.udp_sockets) = sockets.clone();
+        for socket in sockets {
+            tracing::info!(address = ?socket.local_addr().ok(), "webrtc ice port (udp)");
             tokio::spawn(crate::ice_udp::receive(
-                Arc::new(lent.socket),
+                socket,
                 Arc::clone(&self.shared.routes),
                 Arc::clone(&self.udp_counters),
                 stop.clone(),

@@ -8,6 +8,7 @@ use crate::feed::{Feed, FeedFrame};
 use crate::publish::Publisher;
 use crate::routing::{Inbound, ReplyPath};
 use crate::shared::Shared;
+use crate::udp_batch::UdpBatch;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,6 +29,12 @@ const PEER_SILENCE: Duration = Duration::from_secs(15);
 /// A connected publisher that sends no media this long loses its stream, as silent
 /// RTMP, SRT and Icecast publishers do.
 const PUBLISHER_SILENCE: Duration = Duration::from_secs(10);
+/// A viewer's retransmission cache per track: the packets of the last [`RTX_CACHE_AGE`],
+/// at most [`RTX_CACHE_PACKETS`] (str0m keeps 3 s by default).
+const RTX_CACHE_AGE: Duration = Duration::from_secs(1);
+const RTX_CACHE_PACKETS: usize = 1000;
+/// str0m's default: queued resends are dropped past 15% of what is sent.
+const RTX_RATIO_CAP: Option<f32> = Some(0.15);
 
 /// What the session does with the stream.
 pub enum Role {
@@ -275,6 +282,8 @@ impl Session {
         connected: &mut bool,
         heard: &mut Heard,
     ) -> Result<Instant, String> {
+        // Whatever this drain sends over UDP leaves in one system call when it ends.
+        let mut batch = UdpBatch::default();
         loop {
             let output = self
                 .rtc
@@ -292,7 +301,7 @@ impl Session {
                     self.counters.add_sent(len);
                     match path {
                         ReplyPath::Udp(socket) => {
-                            let _ = socket.try_send_to(&transmit.contents, transmit.destination);
+                            batch.push(socket, transmit.contents.into(), transmit.destination);
                         }
                         ReplyPath::Tcp(queue) => {
                             let packet: Vec<u8> = transmit.contents.into();
@@ -362,6 +371,11 @@ impl Session {
                 .filter(|p| p.spec().codec == want)
                 .max_by_key(|p| p.spec().format.packetization_mode == Some(1))
                 .map(|p| p.pt());
+            // Retransmissions answer NACKs of the last second only: a viewer's copy of
+            // older packets is memory that no repair can use any more.
+            if let Some(stream) = self.rtc.direct_api().stream_tx_by_mid(mid, None) {
+                stream.set_rtx_cache(RTX_CACHE_PACKETS, RTX_CACHE_AGE, RTX_RATIO_CAP);
+            }
             match (kind, pt) {
                 (MediaKind::Video, Some(pt)) if sending.video.is_none() => {
                     sending.video = Some((mid, pt))

@@ -33,6 +33,7 @@ struct RawWebRtcLimits {
     max_sessions_per_ip: Option<u32>,
     max_sdp_bytes: Option<u32>,
     connect_timeout_secs: Option<u32>,
+    socket_buffer_bytes: Option<u32>,
 }
 
 impl RawWebRtcSettings {
@@ -114,6 +115,12 @@ impl RawWebRtcLimits {
                 defaults.connect_timeout_secs,
                 1..=300,
             )?,
+            socket_buffer_bytes: limit(
+                "socket_buffer_bytes",
+                self.socket_buffer_bytes,
+                defaults.socket_buffer_bytes,
+                65_536..=1024 * 1024 * 1024,
+            )?,
         })
     }
 }
@@ -151,6 +158,13 @@ mod tests {
             error.to_string().contains("limits.max_sdp_bytes"),
             "{error}"
         );
+        let error = parse(r#"{"limits": {"socket_buffer_bytes": 1024}}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("limits.socket_buffer_bytes"),
+            "{error}"
+        );
+        let sized = parse(r#"{"limits": {"socket_buffer_bytes": 1048576}}"#).unwrap();
+        assert_eq!(sized.limits.socket_buffer_bytes, 1_048_576);
         assert!(parse(r#"{"port": 1}"#).is_err(), "unknown keys are errors");
         let error = parse(r#"{"udp": false, "tcp": false}"#).unwrap_err();
         assert!(error.to_string().contains("udp"), "{error}");
