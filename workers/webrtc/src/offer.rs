@@ -463,11 +463,18 @@ mod tests {
                 builder = builder.set_extension_map(viewer_extensions());
             }
             let mut server = builder.build(Instant::now());
-            server.sdp_api().accept_offer(offer()).unwrap().to_sdp_string()
+            server
+                .sdp_api()
+                .accept_offer(offer())
+                .unwrap()
+                .to_sdp_string()
         };
         let viewer = answer(true);
         assert!(!viewer.contains("transport-wide-cc"), "{viewer}");
-        assert!(viewer.contains("urn:ietf:params:rtp-hdrext:sdes:mid"), "{viewer}");
+        assert!(
+            viewer.contains("urn:ietf:params:rtp-hdrext:sdes:mid"),
+            "{viewer}"
+        );
         let publisher = answer(false);
         assert!(publisher.contains("transport-wide-cc"), "{publisher}");
     }
