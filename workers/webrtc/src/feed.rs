@@ -1,7 +1,9 @@
 //! One played stream as WebRTC sends it, made once per stream and shared by all its
-//! viewers: H.264 access units in Annex B form with the parameter sets in front of every
-//! keyframe (str0m packetizes Annex B), and the audio as Opus (AAC transcoded here, once,
-//! not per viewer).
+//! viewers: every frame already cut into RTP payloads (H.264 single NAL units and FU-A
+//! fragments per RFC 6184, with the parameter sets in front of every keyframe; one Opus
+//! frame per packet), and the audio as Opus (AAC transcoded here, once, not per viewer).
+//! A viewer's session only puts its own RTP header on each shared payload and encrypts
+//! it; its retransmission cache holds the same shared payloads.
 //!
 //! The feed reads the stream from the worker's hub like any reader (so a stream of
 //! another worker is relayed in, and an absent one starts its on-demand or edge pull),
@@ -14,9 +16,9 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strom_media::annexb;
 use strom_media::avc::AvcDecoderConfig;
 use strom_media::frame::{Codec, Frame, Track};
+use strom_media::rtp::{RtpPayload, packetize_h264};
 use strom_stream::{Hub, Queue, Reader, StreamKey};
 use strom_worker_runtime::SessionIds;
 use strom_worker_runtime::sync::locked;
@@ -37,6 +39,11 @@ const GONE_LINGER: Duration = Duration::from_secs(10);
 /// the stream to start, so a feed is not closed under a waiting offer).
 const IDLE_LINGER: Duration = Duration::from_secs(10);
 
+/// RTP payload bytes per packet: with the RTP header (12), the viewer's MID extension
+/// (up to 12) and the SRTP tag (at most 16), a packet stays within str0m's 1150-byte
+/// datagram target, which leaves room for TURN and VPN headers on a 1500-byte path.
+pub const MAX_RTP_PAYLOAD: usize = 1100;
+
 /// One frame as viewers send it.
 #[derive(Debug)]
 pub struct FeedFrame {
@@ -44,7 +51,14 @@ pub struct FeedFrame {
     pub keyframe: bool,
     /// Presentation time, 90 kHz.
     pub pts: i64,
-    pub data: Arc<[u8]>,
+    /// The frame's RTP payloads in order; a video frame's last one carries the marker.
+    pub payloads: Vec<Arc<[u8]>>,
+}
+
+impl FeedFrame {
+    fn bytes(&self) -> usize {
+        self.payloads.iter().map(|p| p.len()).sum()
+    }
 }
 
 /// What the feed knows about the stream's tracks.
@@ -229,13 +243,14 @@ impl Gop {
         if self.overflowed {
             return;
         }
-        if self.frames.len() >= MAX_GOP_FRAMES || self.bytes + frame.data.len() > MAX_GOP_BYTES {
+        let bytes = frame.bytes();
+        if self.frames.len() >= MAX_GOP_FRAMES || self.bytes + bytes > MAX_GOP_BYTES {
             self.frames.clear();
             self.bytes = 0;
             self.overflowed = true;
             return;
         }
-        self.bytes += frame.data.len();
+        self.bytes += bytes;
         self.frames.push(Arc::clone(frame));
     }
 }
@@ -243,8 +258,8 @@ impl Gop {
 /// Frames of the stream in WebRTC's forms.
 #[derive(Default)]
 struct Converter {
-    /// SPS and PPS in Annex B form, put in front of every keyframe.
-    parameter_sets: Vec<u8>,
+    /// SPS and PPS NAL units, sent in front of every keyframe.
+    parameter_sets: Vec<Bytes>,
     nal_length_size: u8,
     video: bool,
     audio: Option<AacToOpus>,
@@ -281,7 +296,7 @@ impl Converter {
                     video: false,
                     keyframe: false,
                     pts: frame.pts,
-                    data: Arc::from(&frame.payload[..]),
+                    payloads: vec![Arc::from(&frame.payload[..])],
                 }]
             }
             (Track::Video | Track::Audio, codec) if !self.warned => {
@@ -297,8 +312,7 @@ impl Converter {
         if frame.config {
             match AvcDecoderConfig::parse(&frame.payload) {
                 Ok(config) => {
-                    self.parameter_sets.clear();
-                    config.write_annexb_parameter_sets(&mut self.parameter_sets);
+                    self.parameter_sets = config.sps.iter().chain(&config.pps).cloned().collect();
                     self.nal_length_size = config.nal_length_size;
                     self.video = true;
                 }
@@ -309,20 +323,30 @@ impl Converter {
         if !self.video {
             return None;
         }
-        let mut data = Vec::with_capacity(frame.payload.len() + self.parameter_sets.len() + 64);
-        if frame.keyframe {
-            data.extend_from_slice(&self.parameter_sets);
-        }
-        if let Err(error) = annexb::to_annexb(&frame.payload, self.nal_length_size, &mut data) {
-            tracing::debug!(stream = %key, %error, "H.264 frame not sent");
-            return None;
-        }
+        let parameter_sets: &[Bytes] = if frame.keyframe {
+            &self.parameter_sets
+        } else {
+            &[]
+        };
+        let payloads = match packetize_h264(
+            &frame.payload,
+            self.nal_length_size,
+            parameter_sets,
+            MAX_RTP_PAYLOAD,
+        ) {
+            Ok(payloads) if !payloads.is_empty() => payloads,
+            Ok(_) => return None,
+            Err(error) => {
+                tracing::debug!(stream = %key, %error, "H.264 frame not sent");
+                return None;
+            }
+        };
         self.started = true;
         Some(FeedFrame {
             video: true,
             keyframe: frame.keyframe,
             pts: frame.pts,
-            data: Arc::from(data),
+            payloads: payloads.iter().map(payload_bytes).collect(),
         })
     }
 
@@ -351,7 +375,7 @@ impl Converter {
                         video: false,
                         keyframe: false,
                         pts: packet.pts,
-                        data: bytes_to_arc(packet.data),
+                        payloads: vec![Arc::from(&packet.data[..])],
                     })
                     .collect()
             }
@@ -363,6 +387,11 @@ impl Converter {
     }
 }
 
-fn bytes_to_arc(data: Bytes) -> Arc<[u8]> {
-    Arc::from(&data[..])
+/// One payload as the bytes every viewer's packets share: its prefix (an FU header) and
+/// its slice of the frame, copied together once per stream.
+fn payload_bytes(payload: &RtpPayload) -> Arc<[u8]> {
+    let mut bytes = Vec::with_capacity(payload.len());
+    bytes.extend_from_slice(payload.prefix.as_slice());
+    bytes.extend_from_slice(&payload.body);
+    Arc::from(bytes)
 }

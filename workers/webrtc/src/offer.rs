@@ -255,7 +255,11 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         .enable_h264(true)
         .enable_opus(true, false);
     if !target.publish {
-        builder = builder.set_extension_map(viewer_extensions());
+        // A viewer is sent RTP packets built from the feed's payloads, cut once per
+        // stream (feed.rs), not frames that str0m would packetize for every viewer.
+        builder = builder
+            .set_extension_map(viewer_extensions())
+            .set_rtp_mode(true);
     }
     let mut rtc = builder.build(Instant::now());
     let mut candidate_map = HashMap::new();

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use str0m::format::Codec as RtcCodec;
-use str0m::media::{MediaKind, MediaTime, Mid, Pt};
+use str0m::media::{MediaKind, Mid, Pt};
 use str0m::net::{Protocol, Receive};
+use str0m::rtp::{RtpWrite, SeqNo};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
 use strom_stream::gate::sessions::SessionEntry;
 use tokio::sync::{broadcast, mpsc};
@@ -63,11 +64,43 @@ pub struct Session {
     pub counters: Arc<strom_worker_runtime::WorkerCounters>,
 }
 
+/// One track a viewer sends, in RTP mode: the shared payloads go out under the
+/// viewer's own sequence numbers and timestamps (random starts, RFC 3550 5.1).
+#[derive(Debug)]
+struct SendTrack {
+    mid: Mid,
+    pt: Pt,
+    /// The payload type's RTP clock (90 kHz video, 48 kHz Opus).
+    clock_rate: u64,
+    sequence: SeqNo,
+    time_offset: u32,
+}
+
+impl SendTrack {
+    fn new(mid: Mid, pt: Pt, clock_rate: u32) -> Self {
+        Self {
+            mid,
+            pt,
+            clock_rate: u64::from(clock_rate),
+            // Below 2^15 so that the first packets carry no rollover counter the
+            // viewer would need to be told about.
+            sequence: SeqNo::from(u64::from(rand::random::<u16>() >> 1)),
+            time_offset: rand::random(),
+        }
+    }
+
+    /// The RTP timestamp of `ticks` (90 kHz since the viewer's start).
+    fn rtp_time(&self, ticks: u64) -> u32 {
+        let scaled = ticks.saturating_mul(self.clock_rate) / 90_000;
+        self.time_offset.wrapping_add(scaled as u32)
+    }
+}
+
 /// A viewer's sending state.
 #[derive(Default)]
 struct Sending {
-    video: Option<(Mid, Pt)>,
-    audio: Option<(Mid, Pt)>,
+    video: Option<SendTrack>,
+    audio: Option<SendTrack>,
     frames: Option<broadcast::Receiver<Arc<FeedFrame>>>,
     /// Lost frames (fell behind the feed): video resumes at the next keyframe.
     waiting_keyframe: bool,
@@ -362,26 +395,30 @@ impl Session {
                 MediaKind::Video => RtcCodec::H264,
                 MediaKind::Audio => RtcCodec::Opus,
             };
-            let Some(writer) = self.rtc.writer(mid) else {
+            let Some(media) = self.rtc.media(mid) else {
                 continue;
             };
+            let remote = media.remote_pts();
             // Packetization mode 1 (FU-A) first: single-NAL mode cannot carry large frames.
-            let pt = writer
-                .payload_params()
-                .filter(|p| p.spec().codec == want)
+            let params = self
+                .rtc
+                .codec_config()
+                .params()
+                .iter()
+                .filter(|p| remote.contains(&p.pt()) && p.spec().codec == want)
                 .max_by_key(|p| p.spec().format.packetization_mode == Some(1))
-                .map(|p| p.pt());
-            // Retransmissions answer NACKs of the last second only: a viewer's copy of
-            // older packets is memory that no repair can use any more.
+                .map(|p| (p.pt(), p.spec().clock_rate.get()));
+            // Retransmissions answer NACKs of the last second only: older packets are
+            // memory that no repair can use any more.
             if let Some(stream) = self.rtc.direct_api().stream_tx_by_mid(mid, None) {
                 stream.set_rtx_cache(RTX_CACHE_PACKETS, RTX_CACHE_AGE, RTX_RATIO_CAP);
             }
-            match (kind, pt) {
-                (MediaKind::Video, Some(pt)) if sending.video.is_none() => {
-                    sending.video = Some((mid, pt))
+            match (kind, params) {
+                (MediaKind::Video, Some((pt, clock))) if sending.video.is_none() => {
+                    sending.video = Some(SendTrack::new(mid, pt, clock))
                 }
-                (MediaKind::Audio, Some(pt)) if sending.audio.is_none() => {
-                    sending.audio = Some((mid, pt))
+                (MediaKind::Audio, Some((pt, clock))) if sending.audio.is_none() => {
+                    sending.audio = Some(SendTrack::new(mid, pt, clock))
                 }
                 _ => {}
             }
@@ -395,15 +432,9 @@ impl Session {
         }
     }
 
+    /// Writes a frame's shared payloads as this viewer's RTP packets; they leave at the
+    /// next drain.
     fn send(&mut self, sending: &mut Sending, frame: &FeedFrame) {
-        let target = if frame.video {
-            sending.video
-        } else {
-            sending.audio
-        };
-        let Some((mid, pt)) = target else {
-            return;
-        };
         if frame.video && sending.waiting_keyframe {
             if !frame.keyframe {
                 return;
@@ -415,17 +446,37 @@ impl Session {
             return;
         }
         let base = *sending.base_pts.get_or_insert(frame.pts);
-        // A second of headroom: audio may start a little before the first keyframe.
-        let ticks = (frame.pts - base + 90_000).max(0) as u64;
-        let Some(writer) = self.rtc.writer(mid) else {
+        let track = if frame.video {
+            sending.video.as_mut()
+        } else {
+            sending.audio.as_mut()
+        };
+        let Some(track) = track else {
             return;
         };
-        if let Err(error) = writer.write(
-            pt,
-            Instant::now(),
-            MediaTime::from_90khz(ticks),
-            Arc::clone(&frame.data),
-        ) {
+        // A second of headroom: audio may start a little before the first keyframe.
+        let ticks = (frame.pts - base + 90_000).max(0) as u64;
+        let time = track.rtp_time(ticks);
+        let now = Instant::now();
+        let mut api = self.rtc.direct_api();
+        let Some(stream) = api.stream_tx_by_mid(track.mid, None) else {
+            return;
+        };
+        let last = frame.payloads.len().saturating_sub(1);
+        for (index, payload) in frame.payloads.iter().enumerate() {
+            let packet = RtpWrite::new(
+                track.pt,
+                track.sequence.inc(),
+                time,
+                now,
+                Arc::clone(payload),
+            )
+            .marker(frame.video && index == last)
+            .nackable(true);
+            stream.write_rtp(packet);
+        }
+        // str0m releases written packets once time has moved past their writing.
+        if let Err(error) = self.rtc.handle_input(Input::Timeout(now)) {
             tracing::debug!(session = self.entry.id, %error, "webrtc frame not sent");
         }
     }
