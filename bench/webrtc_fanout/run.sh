@@ -40,7 +40,11 @@
 #
 #   bash bench/webrtc_fanout/run.sh [--webrtc-steps 50,100,...] [--janus-steps ...]
 #                                   [--rtmp-steps 800,...] [--measure-secs N] [--no-build]
-#                                   [--keep] [--no-audio] [--no-janus]
+#                                   [--keep] [--no-audio] [--no-janus] [--loss PCT]
+#
+# --loss PCT: every WebRTC viewer (strom's and Janus's) drops PCT% of the datagrams it
+# receives, at random, before its WebRTC stack sees them (NACK and retransmission repair
+# it); the step tables then say what loss costs the server.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -69,6 +73,7 @@ BUILD=1
 NICE=$( (($(id -u) == 0)) && echo -10 || true)
 KEEP=0
 AUDIO=1
+LOSS=0
 QUIET_WAIT=30
 RETRIES=1
 
@@ -76,7 +81,7 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; cat
 options: --webrtc-steps LIST ($WEBRTC_STEPS)  --janus-steps LIST ($JANUS_STEPS)  --rtmp-steps LIST ($RTMP_STEPS)
          --measure-secs N ($MEASURE)  --no-janus
          --warmup-secs N ($WARMUP)  --ramp-secs N ($RAMP_SECS)  --cpu-limit PCT ($CPU_LIMIT)  --gen-limit PCT ($GEN_LIMIT)
-         --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --no-audio (WebRTC viewers offer video only)
+         --quiet-wait SECS ($QUIET_WAIT)  --retries N ($RETRIES)  --no-audio (WebRTC viewers offer video only)  --loss PCT ($LOSS)
          --nice N (the bench's priority; default -10 as root, 0 skips)  --no-build  --keep (keep the temp dir with logs and JSON)
 EOF
 }
@@ -95,6 +100,7 @@ while (($#)); do
         --quiet-wait) QUIET_WAIT=$2; shift ;;
         --retries) RETRIES=$2; shift ;;
         --no-audio) AUDIO=0 ;;
+        --loss) LOSS=$2; shift ;;
         --no-build) BUILD=0 ;;
         --nice) NICE=$2; shift ;;
         --keep) KEEP=1 ;;
@@ -220,6 +226,7 @@ measure() {
             gen_cmd=("$WEBRTC_GEN" --url "http://127.0.0.1:$HTTP_PORT/live/bench/whep.stream" --viewers "$step")
             ((AUDIO)) || gen_cmd+=(--no-audio)
         fi
+        [[ $LOSS == 0 ]] || gen_cmd+=(--loss "$LOSS")
         [[ -n ${EXPECTED[$proto]:-} ]] && gen_cmd+=(--expected-kbps "${EXPECTED[$proto]}" --expected-fps "${EXPECTED_FPS[$proto]}")
     else
         rate=$(awk -v n="$step" -v r="$RTMP_RAMP" -v s="$RAMP_SECS" 'BEGIN { print (n / s > r) ? n / s : r }')

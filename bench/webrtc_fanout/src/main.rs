@@ -33,6 +33,16 @@
 //! is `--expected-kbps` / `--expected-fps` × window when given, otherwise the median
 //! connected viewer's.
 //!
+//! Loss and slow viewers (issue 43). With `--loss PCT` every viewer but the first
+//! `--clean-viewers` drops that share of the datagrams it receives, at random, once it is
+//! connected, before str0m sees them (as a lossy last mile would): str0m asks for the
+//! missing packets again (NACK) and the report's `lossy` group says how many frames
+//! those viewers still decoded against the `clean` ones. With `--stall-viewers N` the
+//! last N viewers stop reading their socket (given a small receive buffer, so that it
+//! fills and the kernel drops) for `--stall-secs` from one second into the window, then
+//! read again: the `stalled` group counts their frames after the stall, and the `clean`
+//! group shows what the stall cost everyone else.
+//!
 //! Nothing read from the network is unwrapped: a failed viewer ends with its error
 //! counted in `errors`.
 
@@ -102,6 +112,39 @@ struct Args {
     /// viewer while the generator's core is busy.
     #[arg(long, default_value_t = 1 << 20)]
     rcvbuf_bytes: u32,
+    /// Percent of the received datagrams each lossy viewer drops (0 to 50).
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// The first this many viewers lose nothing (the reference for the lossy ones).
+    #[arg(long, default_value_t = 0)]
+    clean_viewers: usize,
+    /// The last this many viewers stop reading their socket for a while.
+    #[arg(long, default_value_t = 0)]
+    stall_viewers: usize,
+    /// How long a stalled viewer does not read, from one second into the window.
+    #[arg(long, default_value_t = 3)]
+    stall_secs: u64,
+}
+
+/// What a viewer does to the datagrams it receives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Behaviour {
+    /// Reads everything.
+    Clean,
+    /// Drops this fraction of the datagrams at random.
+    Lossy(f64),
+    /// Reads nothing between these instants.
+    Stalled(Instant, Instant),
+}
+
+impl Behaviour {
+    fn group(self) -> &'static str {
+        match self {
+            Behaviour::Clean => "clean",
+            Behaviour::Lossy(_) => "lossy",
+            Behaviour::Stalled(..) => "stalled",
+        }
+    }
 }
 
 /// Where the WHEP endpoint is.
@@ -147,6 +190,7 @@ struct Options {
     audio: bool,
     local_ip: IpAddr,
     rcvbuf_bytes: u32,
+    behaviour: Behaviour,
 }
 
 #[derive(Default)]
@@ -170,6 +214,12 @@ struct Stats {
     offsets: Vec<i64>,
     error: Option<String>,
     deleted: bool,
+    /// Datagrams this viewer dropped on purpose (`--loss`).
+    dropped: u64,
+    /// A stalled viewer's video frames after its stall, in the window.
+    video_after_stall: u64,
+    stall_end: Option<Instant>,
+    group: &'static str,
 }
 
 fn unix_us() -> i64 {
@@ -303,7 +353,14 @@ fn set_rcvbuf(socket: &UdpSocket, bytes: u32) -> Result<()> {
 
 async fn viewer(target: Arc<Target>, at: Instant, window: Window, options: Options) -> Stats {
     sleep_until(at).await;
-    let mut stats = Stats::default();
+    let mut stats = Stats {
+        group: options.behaviour.group(),
+        stall_end: match options.behaviour {
+            Behaviour::Stalled(_, until) => Some(until),
+            _ => None,
+        },
+        ..Stats::default()
+    };
     let mut location = None;
     let played = play(&target, window, options, &mut stats, &mut location);
     match timeout_at(window.hangup, played).await {
@@ -405,7 +462,12 @@ async fn play(
     let socket = UdpSocket::bind((options.local_ip, 0))
         .await
         .context("bind")?;
-    set_rcvbuf(&socket, options.rcvbuf_bytes)?;
+    let rcvbuf = match options.behaviour {
+        // Small enough to fill within the stall (the kernel doubles it).
+        Behaviour::Stalled(..) => 32 * 1024,
+        _ => options.rcvbuf_bytes,
+    };
+    set_rcvbuf(&socket, rcvbuf)?;
     let local = socket.local_addr()?;
     let mut rtc = Rtc::builder().build(std::time::Instant::now());
     rtc.add_local_candidate(Candidate::host(local, "udp").context("candidate")?);
@@ -441,10 +503,33 @@ async fn play(
             }
         };
         timer.as_mut().reset(Instant::from_std(next));
+        let stalled_until = match options.behaviour {
+            Behaviour::Stalled(from, until) if (from..until).contains(&Instant::now()) => {
+                Some(until)
+            }
+            _ => None,
+        };
+        if let Some(until) = stalled_until {
+            // Not reading: the socket's buffer fills and the kernel drops the rest.
+            tokio::select! {
+                () = sleep_until(until) => {}
+                () = &mut timer => {
+                    rtc.handle_input(Input::Timeout(std::time::Instant::now())).context("rtc")?;
+                }
+            }
+            continue;
+        }
         tokio::select! {
             received = socket.recv_from(&mut buf) => {
                 let (n, source): (usize, SocketAddr) = received.context("receive")?;
                 let now = Instant::now();
+                if let Behaviour::Lossy(share) = options.behaviour
+                    && stats.connected
+                    && rand::random::<f64>() < share
+                {
+                    stats.dropped += 1;
+                    continue;
+                }
                 if now >= window.start && now < window.end {
                     stats.bytes_window += n as u64;
                     stats.packets_window += 1;
@@ -528,6 +613,9 @@ fn event_of(event: Event, window: Window, posted: Instant, stats: &mut Stats) ->
             if now >= window.start && now < window.end {
                 if video {
                     stats.video_window += 1;
+                    if stats.stall_end.is_some_and(|end| now >= end) {
+                        stats.video_after_stall += 1;
+                    }
                     stats.gaps_window += u64::from(!data.contiguous);
                     let media_us = i64::try_from(data.time.as_micros()).unwrap_or(i64::MAX);
                     stats.offsets.push(unix_us() - media_us);
@@ -574,6 +662,12 @@ async fn main() -> Result<()> {
     if args.viewers == 0 || args.ramp_per_sec <= 0.0 || args.measure_secs == 0 {
         bail!("--viewers, --ramp-per-sec and --measure-secs must be positive");
     }
+    if !(0.0..=50.0).contains(&args.loss) {
+        bail!("--loss is a percentage from 0 to 50");
+    }
+    if args.clean_viewers + args.stall_viewers > args.viewers {
+        bail!("--clean-viewers and --stall-viewers add up to more than --viewers");
+    }
     let tick_hz = tick_hz();
     let me = [std::process::id()];
     let softirq_pid = args.ksoftirqd_core.and_then(ksoftirqd_pid);
@@ -583,6 +677,7 @@ async fn main() -> Result<()> {
         audio: !args.no_audio,
         local_ip: args.local_ip,
         rcvbuf_bytes: args.rcvbuf_bytes,
+        behaviour: Behaviour::Clean,
     };
 
     let t0 = Instant::now();
@@ -595,9 +690,25 @@ async fn main() -> Result<()> {
         end,
         hangup: end + Duration::from_millis(500),
     };
+    let stall_from = start + Duration::from_secs(1);
+    let stall = Behaviour::Stalled(
+        stall_from,
+        stall_from + Duration::from_secs(args.stall_secs),
+    );
     let tasks: Vec<_> = (0..args.viewers)
         .map(|i| {
             let at = t0 + Duration::from_secs_f64(i as f64 / args.ramp_per_sec);
+            let behaviour = if i >= args.viewers - args.stall_viewers {
+                stall
+            } else if i >= args.clean_viewers && args.loss > 0.0 {
+                Behaviour::Lossy(args.loss / 100.0)
+            } else {
+                Behaviour::Clean
+            };
+            let options = Options {
+                behaviour,
+                ..options
+            };
             tokio::spawn(viewer(target.clone(), at, window, options))
         })
         .collect();
@@ -683,7 +794,37 @@ async fn main() -> Result<()> {
     let sampled = !args.server_pid.is_empty() && s2.procs > 0;
     let per_viewer = |v: f64| (!connected.is_empty()).then(|| v / connected.len() as f64);
     let per_viewer_sampled = |v: f64| if sampled { per_viewer(v) } else { None };
-    let report = json!({
+    // Per behaviour: how many viewers, their video frames and gaps in the window, the
+    // delay p99 of their frames; the stalled viewers' frames after the stall.
+    let mut groups = serde_json::Map::new();
+    for name in ["clean", "lossy", "stalled"] {
+        let members: Vec<&Stats> = viewers.iter().filter(|v| v.group == name).collect();
+        if members.is_empty() {
+            continue;
+        }
+        let frames = sorted(members.iter().map(|v| v.video_window).collect());
+        let mut group_delays = Vec::new();
+        for v in &members {
+            if let Some(min) = v.offsets.iter().min() {
+                group_delays.extend(v.offsets.iter().map(|o| (o - min) as u64));
+            }
+        }
+        group_delays.sort_unstable();
+        groups.insert(
+            name.to_owned(),
+            json!({
+                "viewers": members.len(),
+                "connected": members.iter().filter(|v| v.connected).count(),
+                "min_video_frames": frames.first().copied().unwrap_or(0),
+                "max_video_frames": frames.last().copied().unwrap_or(0),
+                "video_gaps": members.iter().map(|v| v.gaps_window).sum::<u64>(),
+                "datagrams_dropped": members.iter().map(|v| v.dropped).sum::<u64>(),
+                "min_video_after_stall": members.iter().map(|v| v.video_after_stall).min(),
+                "delay_p99_ms": percentile(&group_delays, 0.99),
+            }),
+        );
+    }
+    let mut report = json!({
         "players": args.viewers,
         "players_connected": connected.len(),
         "players_with_media": viewers.iter().filter(|v| v.video_total + v.audio_total > 0).count(),
@@ -726,6 +867,7 @@ async fn main() -> Result<()> {
         "gen_cpu_pct": round1(g2.ticks.saturating_sub(g1.ticks) as f64 / tick_hz / secs * 100.0),
         "errors": errors,
     });
+    report["groups"] = serde_json::Value::Object(groups);
     println!("{report}");
     Ok(())
 }

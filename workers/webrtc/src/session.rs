@@ -102,10 +102,17 @@ struct Sending {
     video: Option<SendTrack>,
     audio: Option<SendTrack>,
     frames: Option<broadcast::Receiver<Arc<FeedFrame>>>,
-    /// Lost frames (fell behind the feed): video resumes at the next keyframe.
+    /// Lost frames (fell behind the feed, or the way to the viewer had no room): video
+    /// resumes at the next keyframe.
     waiting_keyframe: bool,
+    /// Packets the viewer's way (its UDP socket or ICE-TCP queue) had no room for since
+    /// the last drain looked.
+    refused_packets: usize,
     base_pts: Option<i64>,
     keyframe_requests: u64,
+    /// Video frames written, for the closing log (and: skipped frames count as dropped
+    /// only once the viewer has had a picture).
+    frames_sent: u64,
 }
 
 /// When the peer was last heard from, and (a publisher) when its media last came.
@@ -176,6 +183,9 @@ impl Session {
                 Ok(timeout) => timeout,
                 Err(reason) => break reason,
             };
+            if sending.refused_packets > 0 {
+                self.fell_behind(&mut sending, "the way to the viewer is full");
+            }
             if connected && !was_connected {
                 // Silence counts from the connection: ICE and DTLS took their time.
                 heard = Heard::now();
@@ -219,13 +229,8 @@ impl Session {
                     match frame {
                         Ok(frame) => self.send(&mut sending, &frame),
                         Err(broadcast::error::RecvError::Lagged(lost)) => {
-                            if let Some(dropped) = self.entry.dropped.get() {
-                                dropped.fetch_add(lost, Ordering::Relaxed);
-                            }
-                            if !sending.waiting_keyframe {
-                                tracing::info!(session = self.entry.id, lost, "webrtc viewer fell behind: resuming at the next keyframe");
-                            }
-                            sending.waiting_keyframe = sending.video.is_some();
+                            self.count_dropped(lost);
+                            self.fell_behind(&mut sending, "it fell behind the stream");
                         }
                         Err(broadcast::error::RecvError::Closed) => break "the stream ended".to_owned(),
                     }
@@ -259,6 +264,7 @@ impl Session {
             bytes_sent = self.entry.bytes_sent.load(Ordering::Relaxed),
             bytes_received = self.entry.bytes_recv.load(Ordering::Relaxed),
             keyframe_requests = sending.keyframe_requests,
+            video_frames = sending.frames_sent,
             %reason,
             "webrtc session closed"
         );
@@ -323,7 +329,11 @@ impl Session {
                 .poll_output()
                 .map_err(|e| format!("webrtc error: {e}"))?;
             match output {
-                Output::Timeout(at) => return Ok(at),
+                Output::Timeout(at) => {
+                    batch.flush();
+                    sending.refused_packets += batch.refused();
+                    return Ok(at);
+                }
                 Output::Transmit(transmit) => {
                     let tcp = transmit.proto == Protocol::Tcp;
                     let Some(path) = paths.get(&(tcp, transmit.destination)) else {
@@ -338,7 +348,9 @@ impl Session {
                         }
                         ReplyPath::Tcp(queue) => {
                             let packet: Vec<u8> = transmit.contents.into();
-                            let _ = queue.try_send(Bytes::from(packet));
+                            if queue.try_send(Bytes::from(packet)).is_err() {
+                                sending.refused_packets += 1;
+                            }
                         }
                     }
                 }
@@ -382,6 +394,31 @@ impl Session {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Frames this viewer was not sent, in its session (`dropped_frames`).
+    fn count_dropped(&self, frames: u64) {
+        if let Some(dropped) = self.entry.dropped.get() {
+            dropped.fetch_add(frames, Ordering::Relaxed);
+        }
+    }
+
+    /// The viewer lost packets on the way or frames of the feed: its video skips to the
+    /// next keyframe (a picture with holes would freeze or smear until then anyway) and
+    /// the frames skipped count as dropped. Logged once per episode.
+    fn fell_behind(&self, sending: &mut Sending, why: &str) {
+        let refused = std::mem::take(&mut sending.refused_packets);
+        if sending.video.is_none() {
+            return;
+        }
+        if !sending.waiting_keyframe {
+            tracing::info!(
+                session = self.entry.id,
+                refused,
+                "webrtc viewer: {why}; resuming at the next keyframe"
+            );
+        }
+        sending.waiting_keyframe = true;
     }
 
     fn start_sending(
@@ -437,6 +474,9 @@ impl Session {
     fn send(&mut self, sending: &mut Sending, frame: &FeedFrame) {
         if frame.video && sending.waiting_keyframe {
             if !frame.keyframe {
+                if sending.frames_sent > 0 {
+                    self.count_dropped(1);
+                }
                 return;
             }
             sending.waiting_keyframe = false;
@@ -474,6 +514,9 @@ impl Session {
             .marker(frame.video && index == last)
             .nackable(true);
             stream.write_rtp(packet);
+        }
+        if frame.video {
+            sending.frames_sent += 1;
         }
         // str0m releases written packets once time has moved past their writing.
         if let Err(error) = self.rtc.handle_input(Input::Timeout(now)) {

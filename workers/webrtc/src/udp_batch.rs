@@ -3,7 +3,8 @@
 //! datagrams instead of one `sendto` each (a system call per datagram was 28% of the
 //! worker's CPU, BENCHMARKS.md). Where the kernel has no `sendmmsg` the batch falls back to
 //! a `sendto` per datagram, logged once. A datagram the socket has no room for is dropped,
-//! as a full socket buffer drops it; the next drain goes on.
+//! as a full socket buffer drops it, and counted ([`UdpBatch::refused`]) so that the
+//! session can skip to the next keyframe; the next drain goes on.
 
 use std::io::{ErrorKind, IoSlice};
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ static BATCHING: AtomicBool = AtomicBool::new(true);
 pub struct UdpBatch {
     socket: Option<Arc<UdpSocket>>,
     datagrams: Vec<(Vec<u8>, SocketAddr)>,
+    refused: usize,
 }
 
 impl UdpBatch {
@@ -48,9 +50,15 @@ impl UdpBatch {
     /// Sends what is waiting.
     pub fn flush(&mut self) {
         if let Some(socket) = self.socket.take() {
-            send_all(&socket, &self.datagrams);
+            let sent = send_all(&socket, &self.datagrams);
+            self.refused += self.datagrams.len() - sent;
             self.datagrams.clear();
         }
+    }
+
+    /// Datagrams flushed so far that the socket had no room for.
+    pub fn refused(&self) -> usize {
+        self.refused
     }
 }
 
@@ -60,20 +68,26 @@ impl Drop for UdpBatch {
     }
 }
 
-fn send_all(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) {
+/// Sends `datagrams`; how many of them were not refused for lack of room (an
+/// unreachable address counts as sent: the datagram is gone either way, and the
+/// socket was not full).
+fn send_all(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) -> usize {
     let mut sent = 0;
     while sent < datagrams.len() {
         let rest = &datagrams[sent..];
         if rest.len() == 1 || !BATCHING.load(Ordering::Relaxed) {
             for (datagram, to) in rest {
-                let _ = socket.try_send_to(datagram, *to);
+                match socket.try_send_to(datagram, *to) {
+                    Err(error) if error.kind() == ErrorKind::WouldBlock => return sent,
+                    _ => sent += 1,
+                }
             }
-            return;
+            return sent;
         }
         match socket.try_io(Interest::WRITABLE, || send_some(socket, rest)) {
             Ok(count) => sent += count.max(1),
             // No room: the rest is dropped, as `try_send_to` drops it.
-            Err(error) if error.kind() == ErrorKind::WouldBlock => return,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return sent,
             Err(error) if error.raw_os_error() == Some(nix::libc::ENOSYS) => {
                 if BATCHING.swap(false, Ordering::Relaxed) {
                     tracing::warn!("webrtc: the kernel has no sendmmsg; one sendto per datagram");
@@ -83,6 +97,7 @@ fn send_all(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) {
             Err(_) => sent += 1,
         }
     }
+    sent
 }
 
 /// One `sendmmsg` of the first [`MAX_BATCH`] of `datagrams`; how many went out.
@@ -156,6 +171,11 @@ mod tests {
         batch.push(&sender, b"lost".to_vec(), "[::1]:9".parse().unwrap());
         batch.push(&sender, b"kept".to_vec(), to);
         batch.flush();
+        assert_eq!(
+            batch.refused(),
+            0,
+            "an unreachable address is no full socket"
+        );
         let mut buffer = [0u8; 16];
         let (len, _) = receiver.recv_from(&mut buffer).await.unwrap();
         assert_eq!(&buffer[..len], b"kept");
