@@ -12,6 +12,8 @@
 //! at the next keyframe; the feed and the publisher never wait for it.
 
 use crate::audio::AacToOpus;
+use crate::core::Core;
+use crate::fanout::Fanout;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,7 +27,8 @@ use strom_worker_runtime::sync::locked;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-/// Frames the broadcast holds for its slowest viewer (a few seconds of video and audio).
+/// Frames the broadcast holds for its slowest fan-out shard (a few seconds of video and
+/// audio).
 const BROADCAST_FRAMES: usize = 1024;
 /// Frames kept since the last keyframe at most; a longer GOP is not kept whole (its
 /// viewers start at the next keyframe instead).
@@ -47,6 +50,9 @@ pub const MAX_RTP_PAYLOAD: usize = 1100;
 /// One frame as viewers send it.
 #[derive(Debug)]
 pub struct FeedFrame {
+    /// The frame's number in the feed (from 0), so that a joining viewer's shard
+    /// starts right after the GOP the viewer was sent.
+    pub seq: u64,
     pub video: bool,
     pub keyframe: bool,
     /// Presentation time, 90 kHz.
@@ -75,6 +81,7 @@ pub struct Tracks {
 pub struct Feed {
     key: StreamKey,
     sender: broadcast::Sender<Arc<FeedFrame>>,
+    fanout: Fanout,
     gop: Mutex<Gop>,
     tracks: watch::Receiver<Tracks>,
     stop: CancellationToken,
@@ -83,20 +90,21 @@ pub struct Feed {
 #[derive(Default)]
 struct Gop {
     frames: Vec<Arc<FeedFrame>>,
+    /// The number the next frame gets.
+    next_seq: u64,
     bytes: usize,
     /// The GOP outgrew the bounds: nothing kept until the next keyframe.
     overflowed: bool,
 }
 
 impl Feed {
-    /// The frames since the last keyframe (empty before the first) and the broadcast
-    /// from the frame after them on.
-    pub fn join(&self) -> (Vec<Arc<FeedFrame>>, broadcast::Receiver<Arc<FeedFrame>>) {
+    /// Adds a connected viewer to the stream's fan-out; the frames since the last
+    /// keyframe (empty before the first), which the caller sends it first, holding its
+    /// core's lock so that its shard's frames come after them.
+    pub fn attach(&self, id: u64, core: &Arc<Mutex<Core>>) -> Vec<Arc<FeedFrame>> {
         let gop = locked(&self.gop);
-        (
-            gop.frames.clone(),
-            broadcast::Sender::subscribe(&self.sender),
-        )
+        self.fanout.join(id, core, gop.next_seq);
+        gop.frames.clone()
     }
 
     /// Waits up to `wait` for the stream's first media frame; the tracks then.
@@ -147,12 +155,14 @@ impl Feeds {
         }
         let (sender, _) = broadcast::channel(BROADCAST_FRAMES);
         let (tracks_tx, tracks) = watch::channel(Tracks::default());
+        let stop = self.stop.child_token();
         let feed = Arc::new(Feed {
             key: key.clone(),
+            fanout: Fanout::start(&sender, &stop, key),
             sender,
             gop: Mutex::new(Gop::default()),
             tracks,
-            stop: self.stop.child_token(),
+            stop,
         });
         feeds.insert(key.clone(), Arc::clone(&feed));
         let feeds_of = Arc::clone(self);
@@ -196,8 +206,8 @@ async fn run(hub: &Hub, feed: &Arc<Feed>, reader_id: u64, tracks: watch::Sender<
         let frame = tokio::select! {
             () = feed.stop.cancelled() => return,
             _ = check.tick() => {
-                // Sessions hold the feed from their offer on (they subscribe to the
-                // broadcast only once connected); the registry and this task hold it too.
+                // Sessions hold the feed from their offer on (they join its fan-out only
+                // once connected); the registry and this task hold it too.
                 if Arc::strong_count(feed) > 2 {
                     idle_since = None;
                 } else if idle_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= IDLE_LINGER {
@@ -218,9 +228,11 @@ async fn run(hub: &Hub, feed: &Arc<Feed>, reader_id: u64, tracks: watch::Sender<
         let Some(frame) = frame else {
             return;
         };
-        for out in converter.convert(&frame.frame, &feed.key) {
-            let out = Arc::new(out);
+        for mut out in converter.convert(&frame.frame, &feed.key) {
             let mut gop = locked(&feed.gop);
+            out.seq = gop.next_seq;
+            gop.next_seq += 1;
+            let out = Arc::new(out);
             gop.keep(&out);
             let _ = feed.sender.send(out);
         }
@@ -293,6 +305,7 @@ impl Converter {
                 self.opus_channels.get_or_insert(2);
                 self.started = true;
                 vec![FeedFrame {
+                    seq: 0,
                     video: false,
                     keyframe: false,
                     pts: frame.pts,
@@ -343,6 +356,7 @@ impl Converter {
         };
         self.started = true;
         Some(FeedFrame {
+            seq: 0,
             video: true,
             keyframe: frame.keyframe,
             pts: frame.pts,
@@ -372,6 +386,7 @@ impl Converter {
                 packets
                     .into_iter()
                     .map(|packet| FeedFrame {
+                        seq: 0,
                         video: false,
                         keyframe: false,
                         pts: packet.pts,

@@ -6,14 +6,17 @@
 //! every session share the ICE port the supervisor lends: UDP ([`ice_udp`]) and ICE-TCP
 //! ([`ice_tcp`]) beside it, each packet routed to its session by address or by the ufrag
 //! of its first binding request ([`routing`]). A session ([`session`]) is a str0m `Rtc`
-//! on its own task: a viewer sends the stream's [`feed`] (H.264 passed through, AAC
-//! transcoded to Opus once per stream, [`audio`]), a publisher's media goes into the hub
-//! ([`publish`], Opus transcoded to AAC) like any other producer's.
+//! behind a lock ([`core`]) driven by its own task (packets, timers): a viewer is sent
+//! the stream's [`feed`] (cut into RTP payloads once per stream, AAC transcoded to Opus
+//! once per stream, [`audio`]) by the stream's [`fanout`] shards, a publisher's media goes
+//! into the hub ([`publish`], Opus transcoded to AAC) like any other producer's.
 
 mod admission;
 pub mod audio;
+mod core;
 #[doc(hidden)]
 pub mod endpoint;
+mod fanout;
 mod feed;
 mod ice_tcp;
 mod ice_udp;

@@ -3,6 +3,7 @@
 //! server's ICE candidates, and ending a session by its resource.
 
 use crate::admission::Full;
+use crate::core::Core;
 use crate::endpoint::Target;
 use crate::feed::Tracks;
 use crate::publish::Publisher;
@@ -351,17 +352,26 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
             session: id,
         },
     );
-    let session = Session {
+    let (feed, publisher) = match role {
+        Role::Play(feed) => (Some(feed), None),
+        Role::Publish(publisher) => (None, Some(publisher)),
+    };
+    let core = Core::new(
         rtc,
+        publisher,
+        Arc::clone(&entry),
+        Arc::clone(&shared.counters),
+    );
+    let session = Session {
+        core: Arc::new(std::sync::Mutex::new(core)),
+        feed,
         place,
         ufrag,
         resource: resource.clone(),
         entry,
         viewer_session,
-        role,
         candidates: candidate_map,
         connect_timeout: Duration::from_secs(u64::from(limits.connect_timeout_secs)),
-        counters: Arc::clone(&shared.counters),
     };
     tracing::info!(session = id, stream = %key, %peer, publisher = target.publish, "webrtc session offered");
     tokio::spawn(session.run(Arc::clone(shared), inbox_rx));

@@ -56,9 +56,9 @@ impl UdpBatch {
         }
     }
 
-    /// Datagrams flushed so far that the socket had no room for.
-    pub fn refused(&self) -> usize {
-        self.refused
+    /// Datagrams flushed since the last call that the socket had no room for.
+    pub fn take_refused(&mut self) -> usize {
+        std::mem::take(&mut self.refused)
     }
 }
 
@@ -172,7 +172,7 @@ mod tests {
         batch.push(&sender, b"kept".to_vec(), to);
         batch.flush();
         assert_eq!(
-            batch.refused(),
+            batch.take_refused(),
             0,
             "an unreachable address is no full socket"
         );

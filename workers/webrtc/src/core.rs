@@ -1,0 +1,458 @@
+//! A session's state behind its lock: its str0m `Rtc`, where replies to its peer go, and
+//! for a viewer what it sends. Two drivers take the lock: the session's own task (the
+//! peer's packets, str0m's timers, the connection's lifecycle) and, for a connected
+//! viewer, its stream's fan-out shard (fanout.rs), which writes every frame to all of
+//! its viewers in one pass, so a viewer costs no task wake-up per frame and its
+//! datagrams leave in the shard's batch, one `sendmmsg` for many viewers.
+//!
+//! Whatever a drain finds that ends the session (ICE disconnected, a str0m error) is
+//! kept in [`Core::ended`] and the session task is woken to end it.
+
+use crate::feed::FeedFrame;
+use crate::publish::Publisher;
+use crate::routing::{Inbound, ReplyPath};
+use crate::udp_batch::UdpBatch;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use str0m::format::Codec as RtcCodec;
+use str0m::media::{MediaKind, Mid, Pt};
+use str0m::net::{Protocol, Receive};
+use str0m::rtp::{RtpWrite, SeqNo};
+use str0m::{Event, IceConnectionState, Input, Output, Rtc};
+use strom_stream::gate::sessions::SessionEntry;
+use tokio::sync::Notify;
+
+/// A connected peer that sends nothing (no consent check, no RTCP, no media) this long
+/// is gone (ICE consent freshness, RFC 7675: browsers check every 5 s or so).
+const PEER_SILENCE: Duration = Duration::from_secs(15);
+/// A connected publisher that sends no media this long loses its stream, as silent
+/// RTMP, SRT and Icecast publishers do.
+const PUBLISHER_SILENCE: Duration = Duration::from_secs(10);
+/// A viewer's retransmission cache per track: the packets of the last [`RTX_CACHE_AGE`],
+/// at most [`RTX_CACHE_PACKETS`] (str0m keeps 3 s by default). The packets' payloads
+/// are the stream's shared ones: the cache holds references, not copies.
+const RTX_CACHE_AGE: Duration = Duration::from_secs(1);
+const RTX_CACHE_PACKETS: usize = 1000;
+/// str0m's default: queued resends are dropped past 15% of what is sent.
+const RTX_RATIO_CAP: Option<f32> = Some(0.15);
+/// Reply paths a session keeps at most (a peer's candidate pairs over UDP and TCP).
+const MAX_PATHS: usize = 16;
+
+/// One track a viewer sends, in RTP mode: the shared payloads go out under the
+/// viewer's own sequence numbers and timestamps (random starts, RFC 3550 5.1).
+#[derive(Debug)]
+struct SendTrack {
+    mid: Mid,
+    pt: Pt,
+    /// The payload type's RTP clock (90 kHz video, 48 kHz Opus).
+    clock_rate: u64,
+    sequence: SeqNo,
+    time_offset: u32,
+}
+
+impl SendTrack {
+    fn new(mid: Mid, pt: Pt, clock_rate: u32) -> Self {
+        Self {
+            mid,
+            pt,
+            clock_rate: u64::from(clock_rate),
+            // Below 2^15 so that the first packets carry no rollover counter the
+            // viewer would need to be told about.
+            sequence: SeqNo::from(u64::from(rand::random::<u16>() >> 1)),
+            time_offset: rand::random(),
+        }
+    }
+
+    /// The RTP timestamp of `ticks` (90 kHz since the viewer's start).
+    fn rtp_time(&self, ticks: u64) -> u32 {
+        let scaled = ticks.saturating_mul(self.clock_rate) / 90_000;
+        self.time_offset.wrapping_add(scaled as u32)
+    }
+}
+
+/// A viewer's sending state.
+#[derive(Default)]
+struct Sending {
+    video: Option<SendTrack>,
+    audio: Option<SendTrack>,
+    /// Lost frames (fell behind the feed, or the way to the viewer had no room): video
+    /// resumes at the next keyframe.
+    waiting_keyframe: bool,
+    base_pts: Option<i64>,
+    keyframe_requests: u64,
+    /// Video frames written (skipped frames count as dropped only once the viewer has
+    /// had a picture).
+    frames_sent: u64,
+}
+
+/// When the peer was last heard from, and (a publisher) when its media last came.
+struct Heard {
+    anything: tokio::time::Instant,
+    media: tokio::time::Instant,
+}
+
+impl Heard {
+    fn now() -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            anything: now,
+            media: now,
+        }
+    }
+}
+
+/// Where a drain's datagrams go: UDP ones into `batch` (sent by whoever drains, when
+/// it is done), ICE-TCP ones into their connection's bounded queue.
+pub struct Core {
+    pub rtc: Rtc,
+    /// A publisher's way into the hub (`None`: a viewer).
+    pub publisher: Option<Box<Publisher>>,
+    pub entry: Arc<SessionEntry>,
+    counters: Arc<strom_worker_runtime::WorkerCounters>,
+    paths: HashMap<(bool, SocketAddr), ReplyPath>,
+    sending: Sending,
+    medias: Vec<(Mid, MediaKind)>,
+    pub connected: bool,
+    heard: Heard,
+    /// Why the session ends, found by a drain; the session task ends it.
+    pub ended: Option<String>,
+    /// The viewer is in its stream's fan-out.
+    pub attached: bool,
+    /// The session task gave up its core: the fan-out forgets it.
+    pub closed: bool,
+    /// The str0m deadline the session task sleeps until: a drain that finds an earlier
+    /// one wakes the task.
+    pub armed: Option<Instant>,
+    /// Wakes the session task (an earlier deadline, or the end).
+    pub wake: Arc<Notify>,
+}
+
+impl Core {
+    pub fn new(
+        rtc: Rtc,
+        publisher: Option<Box<Publisher>>,
+        entry: Arc<SessionEntry>,
+        counters: Arc<strom_worker_runtime::WorkerCounters>,
+    ) -> Self {
+        Self {
+            rtc,
+            publisher,
+            entry,
+            counters,
+            paths: HashMap::new(),
+            sending: Sending::default(),
+            medias: Vec::new(),
+            connected: false,
+            heard: Heard::now(),
+            ended: None,
+            attached: false,
+            closed: false,
+            armed: None,
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    fn is_publisher(&self) -> bool {
+        self.publisher.is_some()
+    }
+
+    /// A viewer that is connected and knows its media, not yet in its stream's fan-out.
+    pub fn ready_to_attach(&self) -> bool {
+        !self.is_publisher() && self.connected && !self.attached && !self.medias.is_empty()
+    }
+
+    /// Silence counts from the connection: ICE and DTLS took their time.
+    pub fn just_connected(&mut self) {
+        self.heard = Heard::now();
+    }
+
+    /// Why a connected session whose peer went quiet ends now, if it does; else when
+    /// to look again.
+    pub fn silence(&self) -> Result<tokio::time::Instant, String> {
+        let now = tokio::time::Instant::now();
+        let peer_gone = self.heard.anything + PEER_SILENCE;
+        if now >= peer_gone {
+            return Err(format!(
+                "the peer went silent ({} s without ICE consent or media)",
+                PEER_SILENCE.as_secs()
+            ));
+        }
+        if !self.is_publisher() {
+            return Ok(peer_gone);
+        }
+        let no_media = self.heard.media + PUBLISHER_SILENCE;
+        if now >= no_media {
+            return Err(format!(
+                "the publisher sent no media for {} s",
+                PUBLISHER_SILENCE.as_secs()
+            ));
+        }
+        Ok(peer_gone.min(no_media))
+    }
+
+    /// Hands a packet to str0m (`destination`: the candidate it arrived on); whether it
+    /// was one of the peer's (it authenticated).
+    pub fn receive(&mut self, inbound: Inbound, destination: SocketAddr) -> bool {
+        let proto = if inbound.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        };
+        let len = inbound.data.len() as u64;
+        self.entry.bytes_recv.fetch_add(len, Ordering::Relaxed);
+        self.counters.add_received(len);
+        self.entry.touch();
+        let Ok(receive) = Receive::new(proto, inbound.source, destination, &inbound.data) else {
+            return false;
+        };
+        let path = (inbound.tcp, inbound.source);
+        if self.paths.len() < MAX_PATHS || self.paths.contains_key(&path) {
+            self.paths.insert(path, inbound.reply.clone());
+        }
+        match self
+            .rtc
+            .handle_input(Input::Receive(Instant::now(), receive))
+        {
+            Ok(()) => {
+                self.heard.anything = tokio::time::Instant::now();
+                true
+            }
+            Err(error) => {
+                tracing::debug!(session = self.entry.id, %error, "webrtc packet refused");
+                false
+            }
+        }
+    }
+
+    /// str0m's timers are due.
+    pub fn timeout(&mut self) {
+        if let Err(error) = self.rtc.handle_input(Input::Timeout(Instant::now())) {
+            self.end(format!("webrtc error: {error}"));
+        }
+    }
+
+    /// Sends what str0m has to send (UDP into `batch`) and handles its events; the time
+    /// of its next timer (`None` once the session has ended).
+    pub fn drain(&mut self, batch: &mut UdpBatch) -> Option<Instant> {
+        if self.ended.is_some() {
+            return None;
+        }
+        let mut refused = 0usize;
+        let next = loop {
+            let output = match self.rtc.poll_output() {
+                Ok(output) => output,
+                Err(error) => {
+                    self.end(format!("webrtc error: {error}"));
+                    break None;
+                }
+            };
+            match output {
+                Output::Timeout(at) => break Some(at),
+                Output::Transmit(transmit) => {
+                    let tcp = transmit.proto == Protocol::Tcp;
+                    let Some(path) = self.paths.get(&(tcp, transmit.destination)) else {
+                        continue;
+                    };
+                    let len = transmit.contents.len() as u64;
+                    self.entry.bytes_sent.fetch_add(len, Ordering::Relaxed);
+                    self.counters.add_sent(len);
+                    match path {
+                        ReplyPath::Udp(socket) => {
+                            batch.push(socket, transmit.contents.into(), transmit.destination);
+                        }
+                        ReplyPath::Tcp(queue) => {
+                            let packet: Vec<u8> = transmit.contents.into();
+                            if queue.try_send(Bytes::from(packet)).is_err() {
+                                refused += 1;
+                            }
+                        }
+                    }
+                }
+                Output::Event(event) => self.event(event),
+            }
+        };
+        if refused > 0 {
+            self.fell_behind("its ICE-TCP connection is full", refused);
+        }
+        next
+    }
+
+    /// After a drain by someone else (the fan-out): wakes the session task if str0m
+    /// now wants it sooner than it sleeps, or the session has ended.
+    pub fn wake_if_sooner(&self, next: Option<Instant>) {
+        let sooner = match (next, self.armed) {
+            (None, _) => true,
+            (Some(next), Some(armed)) => next < armed,
+            (Some(_), None) => false,
+        };
+        if sooner {
+            self.wake.notify_one();
+        }
+    }
+
+    fn end(&mut self, reason: String) {
+        if self.ended.is_none() {
+            self.ended = Some(reason);
+        }
+        self.wake.notify_one();
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::IceConnectionStateChange(IceConnectionState::Disconnected) => {
+                self.end("the peer went away (ICE disconnected)".to_owned());
+            }
+            Event::Connected => {
+                self.connected = true;
+                tracing::info!(session = self.entry.id, peer = %self.entry.client_ip, "webrtc session connected");
+            }
+            Event::MediaAdded(added) => self.medias.push((added.mid, added.kind)),
+            Event::MediaData(data) => {
+                self.heard.media = tokio::time::Instant::now();
+                if let Some(publisher) = &mut self.publisher {
+                    let wants_keyframe = publisher.receive(&data);
+                    if wants_keyframe && let Some(mut writer) = self.rtc.writer(data.mid) {
+                        let _ =
+                            writer.request_keyframe(None, str0m::media::KeyframeRequestKind::Pli);
+                    }
+                }
+            }
+            Event::KeyframeRequest(_) => {
+                // Video passes through: the viewer recovers at the publisher's next
+                // keyframe (NACK repairs plain loss); counted for the closing log.
+                self.sending.keyframe_requests += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Frames this viewer was not sent, in its session (`dropped_frames`).
+    pub fn count_dropped(&self, frames: u64) {
+        if let Some(dropped) = self.entry.dropped.get() {
+            dropped.fetch_add(frames, Ordering::Relaxed);
+        }
+    }
+
+    /// The viewer lost packets on the way or frames of the feed: its video skips to the
+    /// next keyframe (a picture with holes would freeze or smear until then anyway) and
+    /// the frames skipped count as dropped. Logged once per episode.
+    pub fn fell_behind(&mut self, why: &str, lost: usize) {
+        if self.sending.video.is_none() {
+            return;
+        }
+        if !self.sending.waiting_keyframe {
+            tracing::info!(
+                session = self.entry.id,
+                lost,
+                "webrtc viewer: {why}; resuming at the next keyframe"
+            );
+        }
+        self.sending.waiting_keyframe = true;
+    }
+
+    /// Picks each negotiated track's payload type and sets its retransmission cache;
+    /// video then waits for a keyframe.
+    pub fn prepare_tracks(&mut self) {
+        for &(mid, kind) in &self.medias {
+            let want = match kind {
+                MediaKind::Video => RtcCodec::H264,
+                MediaKind::Audio => RtcCodec::Opus,
+            };
+            let Some(media) = self.rtc.media(mid) else {
+                continue;
+            };
+            let remote = media.remote_pts();
+            // Packetization mode 1 (FU-A) first: single-NAL mode cannot carry large frames.
+            let params = self
+                .rtc
+                .codec_config()
+                .params()
+                .iter()
+                .filter(|p| remote.contains(&p.pt()) && p.spec().codec == want)
+                .max_by_key(|p| p.spec().format.packetization_mode == Some(1))
+                .map(|p| (p.pt(), p.spec().clock_rate.get()));
+            if let Some(stream) = self.rtc.direct_api().stream_tx_by_mid(mid, None) {
+                stream.set_rtx_cache(RTX_CACHE_PACKETS, RTX_CACHE_AGE, RTX_RATIO_CAP);
+            }
+            match (kind, params) {
+                (MediaKind::Video, Some((pt, clock))) if self.sending.video.is_none() => {
+                    self.sending.video = Some(SendTrack::new(mid, pt, clock))
+                }
+                (MediaKind::Audio, Some((pt, clock))) if self.sending.audio.is_none() => {
+                    self.sending.audio = Some(SendTrack::new(mid, pt, clock))
+                }
+                _ => {}
+            }
+        }
+        tracing::debug!(session = self.entry.id, medias = ?self.medias, video = ?self.sending.video, audio = ?self.sending.audio, "webrtc viewer sends");
+        self.sending.waiting_keyframe = self.sending.video.is_some();
+        self.attached = true;
+    }
+
+    /// Writes a frame's shared payloads as this viewer's RTP packets; they leave at the
+    /// next drain.
+    pub fn send(&mut self, frame: &FeedFrame) {
+        let sending = &mut self.sending;
+        if frame.video && sending.waiting_keyframe {
+            if !frame.keyframe {
+                if sending.frames_sent > 0
+                    && let Some(dropped) = self.entry.dropped.get()
+                {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+            sending.waiting_keyframe = false;
+        }
+        if sending.video.is_some() && sending.waiting_keyframe {
+            // Audio waits for the picture too, so both start together.
+            return;
+        }
+        let base = *sending.base_pts.get_or_insert(frame.pts);
+        let track = if frame.video {
+            sending.video.as_mut()
+        } else {
+            sending.audio.as_mut()
+        };
+        let Some(track) = track else {
+            return;
+        };
+        // A second of headroom: audio may start a little before the first keyframe.
+        let ticks = (frame.pts - base + 90_000).max(0) as u64;
+        let time = track.rtp_time(ticks);
+        let now = Instant::now();
+        let mut api = self.rtc.direct_api();
+        let Some(stream) = api.stream_tx_by_mid(track.mid, None) else {
+            return;
+        };
+        let last = frame.payloads.len().saturating_sub(1);
+        for (index, payload) in frame.payloads.iter().enumerate() {
+            let packet = RtpWrite::new(
+                track.pt,
+                track.sequence.inc(),
+                time,
+                now,
+                Arc::clone(payload),
+            )
+            .marker(frame.video && index == last)
+            .nackable(true);
+            stream.write_rtp(packet);
+        }
+        if frame.video {
+            sending.frames_sent += 1;
+        }
+        // str0m releases written packets once time has moved past their writing.
+        if let Err(error) = self.rtc.handle_input(Input::Timeout(now)) {
+            self.end(format!("webrtc error: {error}"));
+        }
+    }
+
+    /// For the closing log: keyframe requests and video frames sent.
+    pub fn tally(&self) -> (u64, u64) {
+        (self.sending.keyframe_requests, self.sending.frames_sent)
+    }
+}
