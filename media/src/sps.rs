@@ -134,6 +134,25 @@ impl SpsInfo {
     pub fn codec_string(&self) -> String {
         codec_string::avc1(self.profile_idc, self.constraint_flags, self.level_idc)
     }
+
+    /// What in this stream many browsers, phones and TVs cannot decode (their hardware
+    /// decoders take 8-bit 4:2:0, High profile at most), if anything: 4:4:4 or 4:2:2
+    /// chroma, or more than 8 bits per sample. libx264 encodes 4:4:4 when its input is
+    /// RGB or 4:4:4 (ffmpeg's `testsrc`), unless told `-pix_fmt yuv420p`.
+    pub fn browser_trouble(&self) -> Option<String> {
+        let chroma = match self.chroma_format_idc {
+            2 => Some("4:2:2 chroma"),
+            3 => Some("4:4:4 chroma"),
+            _ => None,
+        };
+        let depth = self.bit_depth_luma.max(self.bit_depth_chroma);
+        match (chroma, depth > 8) {
+            (None, false) => None,
+            (Some(chroma), false) => Some(chroma.to_owned()),
+            (None, true) => Some(format!("{depth}-bit samples")),
+            (Some(chroma), true) => Some(format!("{chroma} at {depth} bits")),
+        }
+    }
 }
 
 /// `value` as a u8 if it is at most `max`.
@@ -266,6 +285,26 @@ mod tests {
             (3, 10, false)
         );
         assert_eq!((sps.width, sps.height), (1920 - 8, 1088 - 2 * 5));
+        assert_eq!(
+            sps.browser_trouble().as_deref(),
+            Some("4:4:4 chroma at 10 bits")
+        );
+    }
+
+    #[test]
+    fn only_8_bit_4_2_0_is_no_trouble_for_browsers() {
+        let mut sps = SpsInfo::parse(&hex(SPS_HIGH_720P)).unwrap();
+        assert_eq!(sps.browser_trouble(), None);
+        sps.chroma_format_idc = 3;
+        assert_eq!(sps.browser_trouble().as_deref(), Some("4:4:4 chroma"));
+        sps.chroma_format_idc = 2;
+        assert_eq!(sps.browser_trouble().as_deref(), Some("4:2:2 chroma"));
+        sps.chroma_format_idc = 1;
+        sps.bit_depth_luma = 10;
+        assert_eq!(sps.browser_trouble().as_deref(), Some("10-bit samples"));
+        sps.bit_depth_luma = 8;
+        sps.chroma_format_idc = 0;
+        assert_eq!(sps.browser_trouble(), None, "monochrome decodes as 4:2:0");
     }
 
     #[test]

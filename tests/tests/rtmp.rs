@@ -458,3 +458,40 @@ fn a_silent_publisher_is_closed_and_connections_are_capped() {
     assert!(server.log().contains("connection limit reached"));
     drop(open);
 }
+
+/// ffmpeg's `testsrc` through libx264 without `-pix_fmt` is H.264 4:4:4 (High 4:4:4
+/// Predictive), which many browsers, phones and TVs cannot decode: the publish is
+/// accepted, and the log says once for that stream what is wrong and which ffmpeg option
+/// fixes it. A 4:2:0 stream beside it gets no such line.
+#[test]
+fn a_stream_browsers_cannot_decode_is_named_once_with_the_fix() {
+    let server = start_with_rules("");
+    let url = rtmp_url(&server, "live/rgb");
+    let _rgb = common::media::ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=25 \
+         -c:v libx264 -preset ultrafast -g 25 -t 60 -f flv {url}"
+    ));
+    let _yuv = publish(&rtmp_url(&server, "live/yuv"));
+    wait_live(&server, "live", "rgb", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    wait_live(&server, "live", "yuv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    let warned = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("-pix_fmt yuv420p") && l.contains("4:4:4 chroma"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let lines = wait_for(LIVE, "the 4:4:4 warning", || {
+        Some(warned(&server.log())).filter(|l| !l.is_empty())
+    })
+    .unwrap_or_else(|| panic!("no warning for live/rgb:\n{}", server.log()));
+    assert!(lines[0].contains("live/rgb"), "{lines:?}");
+    // Let more keyframes (each with its SPS) pass: still one line.
+    std::thread::sleep(Duration::from_secs(3));
+    let log = server.log();
+    assert_eq!(warned(&log).len(), 1, "{:?}", warned(&log));
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("-pix_fmt") && l.contains("live/yuv")),
+        "a 4:2:0 stream was warned about:\n{log}"
+    );
+}

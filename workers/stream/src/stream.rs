@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strom_media::frame::{Codec, Frame, Track};
+use strom_media::sample::VideoConfig;
 use strom_media::track_info::{self, TrackInfo};
 use strom_worker_runtime::sync::locked;
 use tokio::sync::{mpsc, watch};
@@ -212,7 +213,7 @@ impl Stream {
         container: Option<Bytes>,
     ) -> bool {
         let generation = state.generation;
-        let learned = state.learn(&frame);
+        let learned = state.learn(&frame, &self.key);
         let frame = Arc::new(match container {
             Some(container) => SharedFrame::with_container(frame, generation, container),
             None => SharedFrame::new(frame, generation),
@@ -413,14 +414,38 @@ impl Stream {
     }
 }
 
+/// Warns (once per new video configuration of a publisher) when the stream's H.264 is
+/// a form many browsers, phones and TVs cannot decode, naming the ffmpeg option that
+/// fixes it: strom passes video through, so its viewers get what the encoder sent.
+fn warn_if_browsers_cannot_decode(key: &StreamKey, info: &strom_media::track_info::VideoInfo) {
+    let Some(VideoConfig::H264 { config, .. }) = &info.decoder else {
+        return;
+    };
+    let Some(trouble) = config.sps_info().ok().and_then(|sps| sps.browser_trouble()) else {
+        return;
+    };
+    tracing::warn!(
+        stream = %key,
+        codec = %info.codec_string,
+        "H.264 with {trouble}: many browsers, phones and TVs cannot decode it; encode 8-bit 4:2:0 (ffmpeg: -pix_fmt yuv420p)"
+    );
+}
+
 impl StreamState {
     /// Records what `frame` teaches about the codecs; `true` when that changed them.
-    fn learn(&mut self, frame: &Frame) -> bool {
+    fn learn(&mut self, frame: &Frame, key: &StreamKey) -> bool {
         let codecs = &mut self.codecs;
         let mut changed = false;
         match track_info::learn(frame) {
             Some(TrackInfo::Video(info)) => {
                 if codecs.vcodec != info.codec_string {
+                    let published_here = self
+                        .publisher
+                        .as_ref()
+                        .is_some_and(|p| p.relayed_from.is_none());
+                    if published_here {
+                        warn_if_browsers_cannot_decode(key, &info);
+                    }
                     codecs.vcodec = info.codec_string.into_owned();
                     changed = true;
                 }
