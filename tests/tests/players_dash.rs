@@ -23,10 +23,18 @@ const FRAMES: usize = 3 * 2 * 25 + 1;
 /// A server delivering HLS and DASH in 2 s segments, with `live/p` published and its
 /// manifest listing a segment; the manifest's URL.
 fn start_published() -> (Server, common::media::Proc, String) {
+    start_published_with(2, 1)
+}
+
+/// [`start_published`] with `segment_secs` segments, once the manifest lists `segments`.
+fn start_published_with(
+    segment_secs: u32,
+    segments: usize,
+) -> (Server, common::media::Proc, String) {
     let mut server = Server::prepare("");
     std::fs::write(
         server.path("rules.conf"),
-        common::delivery_rules(server.ports.rtmp, &["HLS", "DASH"], 2).to_string(),
+        common::delivery_rules(server.ports.rtmp, &["HLS", "DASH"], segment_secs).to_string(),
     )
     .unwrap();
     server.spawn();
@@ -39,12 +47,69 @@ fn start_published() -> (Server, common::media::Proc, String) {
             .args(["-sf", "--max-time", "5", &url])
             .output()
             .ok()?;
-        String::from_utf8_lossy(&out.stdout)
-            .contains("<S ")
-            .then_some(())
+        // The video's timeline: one `<S` per segment (its audio lists as many).
+        let listed = String::from_utf8_lossy(&out.stdout).matches("<S ").count() / 2;
+        (listed >= segments).then_some(())
     })
     .unwrap_or_else(|| panic!("no manifest; log:\n{}", server.log()));
     (server, publisher, url)
+}
+
+/// At the shipped 6 s segments, with the manifest three segments long (VLC joins behind
+/// the newest): VLC plays on, and each DASH representation's fragments are numbered
+/// without gaps. The muxed fMP4 segment numbers its video and audio fragments one after
+/// the other (HLS reads both); served as they were, a representation counted 1, 3, 5 and
+/// VLC logged a "Fragment sequence discontinuity" and rebased its clock on every segment.
+/// Played by wall clock, not `--run-time`: VLC's run time is input time, which for a
+/// live window starts at the window's first segment, not where VLC joined (that is what
+/// made VLC seem to stop after 3 s at 6 s segments).
+#[test]
+fn vlc_plays_live_dash_at_six_second_segments_with_unbroken_fragment_numbers() {
+    let (server, _publisher, url) = start_published_with(6, 3);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = home.path().join("out.ts");
+    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let mut vlc = run_cvlc(home.path(), &["-vv", &url, "--sout", &sout]);
+    // 20 s of wall clock: VLC is expected to be still playing.
+    let exit = vlc.wait_exit(Duration::from_secs(20));
+    let stderr = vlc.stop_and_stderr();
+    assert!(
+        exit.is_none(),
+        "VLC stopped: {stderr}\nlog:\n{}",
+        server.log()
+    );
+    // VLC expects the first fragment to be numbered 0, whatever the stream: one line at
+    // the start is VLC's, any further one a gap in a representation's numbers.
+    let gaps: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("Fragment sequence discontinuity"))
+        .collect();
+    assert!(
+        gaps.len() <= 2,
+        "fragment numbers with gaps (video and audio may each log their first): {gaps:?}"
+    );
+    let frames: usize = ffprobe(&[
+        "-v",
+        "error",
+        "-count_frames",
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "stream=nb_read_frames",
+        "-of",
+        "csv=p=0",
+        out.to_str().unwrap(),
+    ])
+    .lines()
+    .find_map(|l| l.trim().trim_end_matches(',').parse().ok())
+    .unwrap_or(0);
+    // Over 6 s of the 25 fps source in 20 s of playing: generous for a busy machine.
+    assert!(
+        frames > 6 * 25,
+        "VLC played {frames} frames: {stderr}\nlog:\n{}",
+        server.log()
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use strom_ipc::names;
 use strom_worker_runtime::sync::locked;
 
+mod dash_fragment;
 mod dash_listing;
 mod disk;
 mod exercise;

@@ -13,6 +13,9 @@ pub struct Segment {
     pub entry: SegmentMeta,
     pub ts: Bytes,
     pub m4s: Bytes,
+    /// Each track's DASH fragment (video, audio), renumbered, made at its first request
+    /// ([`super::dash_fragment`]).
+    pub dash: [std::sync::OnceLock<Bytes>; 2],
 }
 
 /// What the playlists need to know about a segment (persisted as JSON).

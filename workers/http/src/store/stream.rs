@@ -158,6 +158,7 @@ impl HlsStream {
             entry,
             ts: ts.clone(),
             m4s: m4s.clone(),
+            dash: Default::default(),
         });
         state.rendered = Default::default();
         let mut expired = Vec::new();
@@ -392,12 +393,7 @@ impl HlsStream {
             .segments
             .iter()
             .find(|s| s.entry.sequence == sequence)?;
-        let parts = segment.entry.dash?;
-        let track = if audio { parts.audio } else { parts.video }?;
-        let start = track.offset as usize;
-        let end = start.checked_add(track.len as usize)?;
-        // An index read from disk may name any range.
-        (end <= segment.m4s.len()).then(|| segment.m4s.slice(start..end))
+        super::dash_fragment::dash_fragment(segment, audio)
     }
 
     /// One track's init segment (DASH).
@@ -526,6 +522,7 @@ impl HlsStream {
                 entry: entry.clone(),
                 ts,
                 m4s,
+                dash: Default::default(),
             });
         }
         state.meta = meta;

@@ -227,6 +227,7 @@ fn indexes_with_out_of_range_sequence_numbers_are_not_restored() {
             },
             ts: Bytes::new(),
             m4s: Bytes::new(),
+            dash: Default::default(),
         });
     }
     assert!(render_media(&state, false).contains("DISCONTINUITY-SEQUENCE:18446744073709551615"));
