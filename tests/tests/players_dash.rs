@@ -89,21 +89,7 @@ fn vlc_plays_live_dash_at_six_second_segments_with_unbroken_fragment_numbers() {
         gaps.len() <= 2,
         "fragment numbers with gaps (video and audio may each log their first): {gaps:?}"
     );
-    let frames: usize = ffprobe(&[
-        "-v",
-        "error",
-        "-count_frames",
-        "-select_streams",
-        "v:0",
-        "-show_entries",
-        "stream=nb_read_frames",
-        "-of",
-        "csv=p=0",
-        out.to_str().unwrap(),
-    ])
-    .lines()
-    .find_map(|l| l.trim().trim_end_matches(',').parse().ok())
-    .unwrap_or(0);
+    let frames = video_frames(&out);
     // Over 6 s of the 25 fps source in 20 s of playing: generous for a busy machine.
     assert!(
         frames > 6 * 25,
@@ -133,7 +119,17 @@ fn vlc_plays_live_dash_on() {
         server.log()
     );
     // Decoded by ffprobe: frames of over three segments.
-    let frames: usize = ffprobe(&[
+    let frames = video_frames(&out);
+    assert!(
+        frames >= FRAMES,
+        "VLC played {frames} frames: {stderr}\nlog:\n{}",
+        server.log()
+    );
+}
+
+/// The video frames ffprobe decodes in the file at `path` (0 when it reads none).
+fn video_frames(path: &std::path::Path) -> usize {
+    ffprobe(&[
         "-v",
         "error",
         "-count_frames",
@@ -143,16 +139,11 @@ fn vlc_plays_live_dash_on() {
         "stream=nb_read_frames",
         "-of",
         "csv=p=0",
-        out.to_str().unwrap(),
+        path.to_str().unwrap(),
     ])
     .lines()
     .find_map(|l| l.trim().trim_end_matches(',').parse().ok())
-    .unwrap_or(0);
-    assert!(
-        frames >= FRAMES,
-        "VLC played {frames} frames: {stderr}\nlog:\n{}",
-        server.log()
-    );
+    .unwrap_or(0)
 }
 
 /// `pts: H:MM:SS.NNNNNNNNN` of a fakesink's `last-message` line, in seconds.
