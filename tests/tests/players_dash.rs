@@ -2,7 +2,9 @@
 //! stream and go on decoding it over more than three segments. VLC stopped after two
 //! segments once; GStreamer 1.22's dashdemux decoded nothing while
 //! `availabilityStartTime` was 1970 (it joins a live timeline at about twice the time
-//! since `availabilityStartTime`). No latency bound: only that frames come, and keep
+//! since `availabilityStartTime`). At the shipped 6 s segments (issue 45), VLC plays DASH
+//! on with each representation's fragments numbered without gaps, and remuxes HLS fMP4
+//! (how VLC records or restreams). No latency bound: only that frames come, and keep
 //! coming. (dash.js and Shaka: tests/tests/browser.rs; ffmpeg: tests/tests/dash.rs.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -123,6 +125,35 @@ fn vlc_plays_live_dash_on() {
     assert!(
         frames >= FRAMES,
         "VLC played {frames} frames: {stderr}\nlog:\n{}",
+        server.log()
+    );
+}
+
+/// VLC remuxing HLS fMP4 to MPEG-TS (`--sout '#std{...mux=ts...}'`) at the shipped 6 s
+/// segments, joining a stream three segments old: it writes the stream for as long as it
+/// runs. With `--run-time 20` it had written nothing and exited at once: VLC's run time
+/// is input time, and the fMP4 timestamps of a stream joined late are already past 20 s
+/// (ffmpeg's own fMP4 HLS joined late also ends VLC within a second).
+#[test]
+fn vlc_remuxes_hls_fmp4_at_six_second_segments() {
+    let (server, _publisher, manifest) = start_published_with(6, 3);
+    let url = manifest.replace("manifest.mpd", "playlist_fmp4.m3u8");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = home.path().join("out.ts");
+    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let mut vlc = run_cvlc(home.path(), &[&url, "--sout", &sout]);
+    let exit = vlc.wait_exit(Duration::from_secs(15));
+    let stderr = vlc.stop_and_stderr();
+    assert!(
+        exit.is_none(),
+        "VLC stopped: {stderr}\nlog:\n{}",
+        server.log()
+    );
+    let frames = video_frames(&out);
+    assert!(
+        frames > 5 * 25,
+        "VLC remuxed {frames} frames: {stderr}\nlog:\n{}",
         server.log()
     );
 }
