@@ -8,7 +8,7 @@
 //! Whatever a drain finds that ends the session (ICE disconnected, a str0m error) is
 //! kept in [`Core::ended`] and the session task is woken to end it.
 
-use crate::feed::FeedFrame;
+use crate::feed_frame::FeedFrame;
 use crate::publish::Publisher;
 use crate::routing::{Inbound, ReplyPath};
 use crate::udp_batch::UdpBatch;

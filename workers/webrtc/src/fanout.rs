@@ -12,7 +12,7 @@
 //! for all its viewers, who resume at the next keyframe.
 
 use crate::core::Core;
-use crate::feed::FeedFrame;
+use crate::feed_frame::FeedFrame;
 use crate::udp_batch::UdpBatch;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;

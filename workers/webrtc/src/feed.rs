@@ -14,6 +14,7 @@
 use crate::audio::AacToOpus;
 use crate::core::Core;
 use crate::fanout::Fanout;
+use crate::feed_frame::{FeedFrame, MAX_RTP_PAYLOAD};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,31 +42,6 @@ const GONE_LINGER: Duration = Duration::from_secs(10);
 /// A feed with no viewers this long leaves the stream (longer than an offer waits for
 /// the stream to start, so a feed is not closed under a waiting offer).
 const IDLE_LINGER: Duration = Duration::from_secs(10);
-
-/// RTP payload bytes per packet: with the RTP header (12), the viewer's MID extension
-/// (up to 12) and the SRTP tag (at most 16), a packet stays within str0m's 1150-byte
-/// datagram target, which leaves room for TURN and VPN headers on a 1500-byte path.
-pub const MAX_RTP_PAYLOAD: usize = 1100;
-
-/// One frame as viewers send it.
-#[derive(Debug)]
-pub struct FeedFrame {
-    /// The frame's number in the feed (from 0), so that a joining viewer's shard
-    /// starts right after the GOP the viewer was sent.
-    pub seq: u64,
-    pub video: bool,
-    pub keyframe: bool,
-    /// Presentation time, 90 kHz.
-    pub pts: i64,
-    /// The frame's RTP payloads in order; a video frame's last one carries the marker.
-    pub payloads: Vec<Arc<[u8]>>,
-}
-
-impl FeedFrame {
-    fn bytes(&self) -> usize {
-        self.payloads.iter().map(|p| p.len()).sum()
-    }
-}
 
 /// What the feed knows about the stream's tracks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

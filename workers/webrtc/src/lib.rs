@@ -18,6 +18,7 @@ mod core;
 pub mod endpoint;
 mod fanout;
 mod feed;
+mod feed_frame;
 mod ice_tcp;
 mod ice_udp;
 mod offer;
