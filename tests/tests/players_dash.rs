@@ -68,10 +68,7 @@ fn start_published_with(
 #[test]
 fn vlc_plays_live_dash_at_six_second_segments_with_unbroken_fragment_numbers() {
     let (server, _publisher, url) = start_published_with(6, 3);
-    let home = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = home.path().join("out.ts");
-    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let (home, out, sout) = vlc_recording();
     let mut vlc = run_cvlc(home.path(), &["-vv", &url, "--sout", &sout]);
     // 20 s of wall clock: VLC is expected to be still playing.
     let exit = vlc.wait_exit(Duration::from_secs(20));
@@ -103,11 +100,7 @@ fn vlc_plays_live_dash_at_six_second_segments_with_unbroken_fragment_numbers() {
 #[test]
 fn vlc_plays_live_dash_on() {
     let (server, _publisher, url) = start_published();
-    let home = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = home.path().join("out.ts");
-    // Recorded as VLC's demuxer hands it on: what it played, without a display.
-    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let (home, out, sout) = vlc_recording();
     let mut vlc = run_cvlc(
         home.path(),
         &["--play-and-exit", "--run-time", "20", &url, "--sout", &sout],
@@ -138,10 +131,7 @@ fn vlc_plays_live_dash_on() {
 fn vlc_remuxes_hls_fmp4_at_six_second_segments() {
     let (server, _publisher, manifest) = start_published_with(6, 3);
     let url = manifest.replace("manifest.mpd", "playlist_fmp4.m3u8");
-    let home = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = home.path().join("out.ts");
-    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    let (home, out, sout) = vlc_recording();
     let mut vlc = run_cvlc(home.path(), &[&url, "--sout", &sout]);
     let exit = vlc.wait_exit(Duration::from_secs(15));
     let stderr = vlc.stop_and_stderr();
@@ -156,6 +146,17 @@ fn vlc_remuxes_hls_fmp4_at_six_second_segments() {
         "VLC remuxed {frames} frames: {stderr}\nlog:\n{}",
         server.log()
     );
+}
+
+/// A home for VLC (writable by the user it runs as), the file it records to, and the
+/// `--sout` that records there as VLC's demuxer hands the stream on: what it played,
+/// without a display.
+fn vlc_recording() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = home.path().join("out.ts");
+    let sout = format!("#std{{access=file,mux=ts,dst={}}}", out.display());
+    (home, out, sout)
 }
 
 /// The video frames ffprobe decodes in the file at `path` (0 when it reads none).

@@ -396,18 +396,16 @@ impl Core {
     /// Writes a frame's shared payloads as this viewer's RTP packets; they leave at the
     /// next drain.
     pub fn send(&mut self, frame: &FeedFrame) {
-        let sending = &mut self.sending;
-        if frame.video && sending.waiting_keyframe {
+        if frame.video && self.sending.waiting_keyframe {
             if !frame.keyframe {
-                if sending.frames_sent > 0
-                    && let Some(dropped) = self.entry.dropped.get()
-                {
-                    dropped.fetch_add(1, Ordering::Relaxed);
+                if self.sending.frames_sent > 0 {
+                    self.count_dropped(1);
                 }
                 return;
             }
-            sending.waiting_keyframe = false;
+            self.sending.waiting_keyframe = false;
         }
+        let sending = &mut self.sending;
         if sending.video.is_some() && sending.waiting_keyframe {
             // Audio waits for the picture too, so both start together.
             return;
