@@ -221,7 +221,13 @@ pub enum StatsDirection {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Scte35Cue {
     /// Leave the programme for an ad break; `duration_secs` schedules the return.
-    Out { duration_secs: Option<u32> },
+    /// `time_signal`: sent as a time_signal with a Provider Placement Opportunity
+    /// segmentation descriptor instead of a splice_insert.
+    Out {
+        duration_secs: Option<u32>,
+        #[serde(default)]
+        time_signal: bool,
+    },
     /// Return to the programme.
     In,
 }

@@ -29,6 +29,7 @@
 //! - [`codec_string`] names codecs the way playlists and the management API do.
 
 pub mod aac;
+pub mod ad_break;
 pub mod annexb;
 pub mod annexb_h264;
 pub mod audio_stream;

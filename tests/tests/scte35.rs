@@ -8,7 +8,9 @@
 //! Unknown and unconfigured streams are refused. The same marker is a DASH `EventStream`
 //! event (SCTE 214) in the MPD, and the DVR archive keeps it: its playlists carry the
 //! DATERANGE, its TS segment the `scte_35` stream, and both outlive a `kill -9` of the
-//! dvr worker (the marker is in the archive's index on disk).
+//! dvr worker (the marker is in the archive's index on disk). An out asked for as a
+//! `time_signal` (segmentation descriptor 0x34, its end 0x35) is carried the same way,
+//! and as an `emsg` box in the live and DVR fMP4 segments (threefive reads each).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -110,9 +112,22 @@ fn threefive_decode(section: &str) -> (bool, f64) {
 /// threefive's reading of a section: (splice_command_type, out_of_network, break
 /// duration seconds).
 fn threefive_command(section: &str) -> (u8, bool, f64) {
-    let script = format!(
-        "import threefive\nc = threefive.Cue('{section}')\nc.decode()\nprint(c.command.command_type, c.command.out_of_network_indicator, c.command.break_duration)"
+    let text = threefive_print(
+        section,
+        "c.command.command_type, c.command.out_of_network_indicator, c.command.break_duration",
     );
+    let mut words = text.split_whitespace();
+    (
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(0xff),
+        words.next() == Some("True"),
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(-1.0),
+    )
+}
+
+/// What threefive prints for `fields` (Python expressions of the decoded cue `c`).
+fn threefive_print(section: &str, fields: &str) -> String {
+    let script =
+        format!("import threefive\nc = threefive.Cue('{section}')\nc.decode()\nprint({fields})");
     let output = Command::new(threefive_python())
         .args(["-c", &script])
         .output()
@@ -122,13 +137,7 @@ fn threefive_command(section: &str) -> (u8, bool, f64) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let mut words = text.split_whitespace();
-    (
-        words.next().and_then(|w| w.parse().ok()).unwrap_or(0xff),
-        words.next() == Some("True"),
-        words.next().and_then(|w| w.parse().ok()).unwrap_or(-1.0),
-    )
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 fn attribute<'a>(line: &'a str, name: &str) -> &'a str {
@@ -402,9 +411,9 @@ fn out_range(playlist: &str) -> (String, String) {
     (lines[at].to_owned(), (*uri).to_owned())
 }
 
-#[test]
-fn markers_are_dash_events_and_stay_in_the_dvr_archive() {
-    use base64::Engine;
+/// A server with HLS, DASH and the DVR at 2 s segments and SCTE-35 on `live`, and an
+/// RTMP publisher of `live/<stream>` whose first segment is live and archived.
+fn publish_recorded(stream: &str) -> (Server, Proc) {
     let server = Server::start("");
     server.apply_rules(&format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
@@ -413,10 +422,17 @@ fn markers_are_dash_events_and_stay_in_the_dvr_archive() {
  "AdInsertion": [{{"app": "live", "time_sync": "scte35"}}]}}"#,
         server.ports.rtmp
     ));
-    let _publisher = publish(&rtmp_url(&server, "live/kept"));
-    wait_live(&server, "live", "kept", LIVE).unwrap();
-    wait_tag(&server, "live", "kept", "#EXTINF", LIVE);
-    dvr_playlist(&server, "kept", "#EXTINF", LIVE);
+    let publisher = publish(&rtmp_url(&server, &format!("live/{stream}")));
+    wait_live(&server, "live", stream, LIVE).unwrap();
+    wait_tag(&server, "live", stream, "#EXTINF", LIVE);
+    dvr_playlist(&server, stream, "#EXTINF", LIVE);
+    (server, publisher)
+}
+
+#[test]
+fn markers_are_dash_events_and_stay_in_the_dvr_archive() {
+    use base64::Engine;
+    let (server, _publisher) = publish_recorded("kept");
     let (status, body) = post(
         &server,
         "/manage/advertizer/scte35_out/live/kept?duration=6",
@@ -530,4 +546,198 @@ fn markers_are_dash_events_and_stay_in_the_dvr_archive() {
     );
     assert_eq!(out_range(&after), (range, uri));
     assert!(after.contains(&in_line), "{after}");
+}
+
+/// threefive's reading of a time_signal (hex or base64): (splice_command_type, its
+/// first segmentation descriptor's type id, its segmentation duration in seconds).
+fn threefive_signal(section: &str) -> (u8, u8, f64) {
+    let text = threefive_print(
+        section,
+        "c.command.command_type, c.descriptors[0].segmentation_type_id, c.descriptors[0].segmentation_duration",
+    );
+    let mut words = text.split_whitespace();
+    (
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(0xff),
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(0xff),
+        words.next().and_then(|w| w.parse().ok()).unwrap_or(-1.0),
+    )
+}
+
+/// The bytes at `path` on the server's HTTP port.
+fn http_bytes(server: &Server, path: &str) -> Vec<u8> {
+    let output = Command::new("curl")
+        .args(["-sf", "--max-time", "10"])
+        .arg(format!("http://127.0.0.1:{}/{path}", server.ports.http))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "GET {path} failed");
+    output.stdout
+}
+
+/// The `message_data` of every top-level version 1 `emsg` box of `segment` with the
+/// SCTE-35 scheme (SCTE 214-3), with the box's `event_duration`.
+fn scte35_emsgs(segment: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at + 8 <= segment.len() {
+        let size = u32::from_be_bytes(segment[at..at + 4].try_into().unwrap()) as usize;
+        if size < 8 || at + size > segment.len() {
+            break;
+        }
+        let body = &segment[at..at + size];
+        if &body[4..8] == b"emsg" && body[8] == 1 {
+            let duration = u32::from_be_bytes(body[24..28].try_into().unwrap());
+            let strings = &body[32..];
+            let scheme_end = strings.iter().position(|b| *b == 0).unwrap();
+            let value_end = scheme_end
+                + 1
+                + strings[scheme_end + 1..]
+                    .iter()
+                    .position(|b| *b == 0)
+                    .unwrap();
+            if &strings[..scheme_end] == b"urn:scte:scte35:2013:bin" {
+                found.push((duration, strings[value_end + 1..].to_vec()));
+            }
+        }
+        at += size;
+    }
+    found
+}
+
+/// The media playlist that `master` (a path under `live/<stream>/`) lists first, once it
+/// has a line containing `needle`.
+fn media_playlist(server: &Server, stream: &str, master: &str, needle: &str) -> String {
+    let fetch = || {
+        let master = http_text(server, &format!("live/{stream}/{master}"))?;
+        let uri = master
+            .lines()
+            .find(|l| !l.starts_with('#') && !l.is_empty())?;
+        http_text(server, &format!("live/{stream}/{uri}"))
+    };
+    wait_for(Duration::from_secs(30), needle, || {
+        fetch().filter(|p| p.contains(needle))
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no {needle} in {master}: {:?}\nlog:\n{}",
+            fetch(),
+            server.log()
+        )
+    })
+}
+
+/// An out asked for as a `time_signal` (the form most ad-decision systems send) is
+/// carried like a splice_insert: DATERANGE `SCTE35-OUT`/`SCTE35-IN` in live and DVR
+/// HLS, a DASH event, and an `emsg` box in the live and the DVR fMP4 segment; threefive
+/// reads each as a time_signal with a Provider Placement Opportunity descriptor.
+#[test]
+fn time_signal_breaks_reach_every_hls_dash_and_fmp4_form_live_and_in_the_dvr() {
+    use base64::Engine;
+    let (server, _publisher) = publish_recorded("signal");
+    let (status, body) = post(
+        &server,
+        "/manage/advertizer/scte35_out/live/signal?command=splice",
+    );
+    assert_eq!(status, 400, "an unknown command: {body}");
+    let (status, body) = post(
+        &server,
+        "/manage/advertizer/scte35_out/live/signal?duration=6&command=time_signal",
+    );
+    assert_eq!(status, 200, "{body}");
+
+    // Live HLS (MPEG-TS): the DATERANGE on a segment that starts with a keyframe and
+    // carries the section on a SCTE-35 PID.
+    let playlist = wait_tag(
+        &server,
+        "live",
+        "signal",
+        "SCTE35-OUT=",
+        Duration::from_secs(20),
+    );
+    let (range, uri) = out_range(&playlist);
+    assert!(range.contains("PLANNED-DURATION=6.000"), "{range}");
+    let hex = attribute(&range, "SCTE35-OUT");
+    let section = scte35::from_hex(hex).unwrap();
+    assert_eq!(threefive_signal(hex), (6, 0x34, 6.0), "threefive on {hex}");
+    let (streams, keyframe_first) = probe_segment(&server, "live", "signal", &uri);
+    assert!(streams.contains("scte_35"), "{streams}");
+    assert!(
+        keyframe_first,
+        "the splice's segment starts with a keyframe"
+    );
+
+    // Live HLS (fMP4): the same DATERANGE, and its segment opens with the section in
+    // an `emsg` lasting the break.
+    let fmp4 = media_playlist(&server, "signal", "playlist_fmp4.m3u8", "SCTE35-OUT=");
+    let (fmp4_range, fmp4_uri) = out_range(&fmp4);
+    assert_eq!(attribute(&fmp4_range, "SCTE35-OUT"), hex);
+    let segment = http_bytes(&server, &format!("live/signal/{fmp4_uri}"));
+    assert_eq!(
+        scte35_emsgs(&segment),
+        [(6 * 90_000, section.clone())],
+        "the live fMP4 segment's emsg"
+    );
+
+    // DASH: an event with the break's duration, the section in base64.
+    let mpd = wait_for(Duration::from_secs(15), "an MPD Event", || {
+        http_text(&server, "live/signal/manifest.mpd").filter(|m| m.contains("<Event "))
+    })
+    .unwrap_or_else(|| panic!("no Event in the MPD\nlog:\n{}", server.log()));
+    let event = &mpd[mpd.find("<Event ").unwrap()..];
+    assert_eq!(
+        xml_attribute(event, "duration"),
+        Some(6 * 90_000),
+        "{event}"
+    );
+    let binary = event
+        .split("<Binary>")
+        .nth(1)
+        .and_then(|b| b.split("</Binary>").next())
+        .unwrap();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(binary)
+            .unwrap(),
+        section
+    );
+    assert_eq!(
+        threefive_signal(binary),
+        (6, 0x34, 6.0),
+        "threefive on the MPD"
+    );
+
+    // The auto-return: an end signal (Provider Placement Opportunity End) with the ID.
+    let closed = wait_tag(
+        &server,
+        "live",
+        "signal",
+        "SCTE35-IN=",
+        Duration::from_secs(30),
+    );
+    let in_line = closed.lines().find(|l| l.contains("SCTE35-IN=")).unwrap();
+    assert_eq!(
+        attribute(in_line, "ID"),
+        attribute(&range, "ID"),
+        "{closed}"
+    );
+    let (command, type_id, _) = threefive_signal(attribute(in_line, "SCTE35-IN"));
+    assert_eq!((command, type_id), (6, 0x35), "{in_line}");
+
+    // DVR: the archive's TS and fMP4 playlists have the DATERANGE, and its fMP4 segment
+    // the emsg.
+    let archived = dvr_playlist(&server, "signal", "SCTE35-OUT=", Duration::from_secs(20));
+    assert_eq!(attribute(&out_range(&archived).0, "SCTE35-OUT"), hex);
+    let archived = media_playlist(&server, "signal", "playlist_fmp4_dvr.m3u8", "SCTE35-OUT=");
+    let (dvr_range, dvr_uri) = out_range(&archived);
+    assert_eq!(attribute(&dvr_range, "SCTE35-OUT"), hex);
+    let segment = http_bytes(&server, &format!("live/signal/{dvr_uri}"));
+    assert_eq!(
+        scte35_emsgs(&segment),
+        [(6 * 90_000, section)],
+        "the DVR fMP4 segment's emsg"
+    );
+    assert!(
+        segment.windows(4).any(|w| w == b"moof"),
+        "the emsg comes before the fragment"
+    );
 }

@@ -15,9 +15,12 @@
 //! - [`CueStyle::SplicePoint`]: `#EXT-X-SPLICEPOINT-SCTE35:<base64 section>` at the out
 //!   and at the in.
 //!
-//! Other commands (time_signal, splice_null) pass through TS but make no tags.
+//! A `time_signal` whose segmentation descriptor starts or ends an ad break is a break
+//! edge just like a `splice_insert` ([`crate::ad_break`]); other commands and
+//! segmentation types (programme, chapter, splice_null) pass through TS but make no tags.
 
 use super::datetime::iso8601_utc;
+use crate::ad_break::{self, BreakSignal};
 use crate::scte35::{self, SpliceInfo};
 use base64::Engine;
 
@@ -37,17 +40,16 @@ pub enum CueStyle {
 
 #[derive(Debug, Clone)]
 struct Marker {
-    info: SpliceInfo,
+    signal: BreakSignal,
     section: Vec<u8>,
 }
 
 #[derive(Debug, Clone)]
 struct OpenBreak {
-    event_id: u32,
+    /// The out that opened it (its id, form and planned duration).
+    signal: BreakSignal,
     start_dts: i64,
     start_ms: i64,
-    /// The planned duration in 90 kHz ticks.
-    duration: Option<u64>,
 }
 
 /// The breaks of one stream's timeline.
@@ -72,17 +74,19 @@ impl CueTracker {
     /// Takes a marker's section; `true` when it splices (the segmenter should cut at the
     /// next place a segment may start). Sections that do not parse are ignored.
     pub fn marker(&mut self, section: &[u8]) -> bool {
-        let Ok(info) = SpliceInfo::parse(section) else {
+        let Some(signal) = SpliceInfo::parse(section)
+            .ok()
+            .and_then(|info| ad_break::break_signal(&info))
+        else {
             return false;
         };
-        let splices = info.splice_insert().is_some_and(|insert| !insert.cancel);
-        if splices && self.awaiting.len() < MAX_MARKERS_PER_SEGMENT {
+        if self.awaiting.len() < MAX_MARKERS_PER_SEGMENT {
             self.awaiting.push(Marker {
-                info,
+                signal,
                 section: section.to_vec(),
             });
         }
-        splices
+        true
     }
 
     /// A new segment started: the markers seen so far belong to its start.
@@ -103,20 +107,16 @@ impl CueTracker {
         let markers = std::mem::take(&mut self.current);
         let mut closed = false;
         for marker in &markers {
-            let Some(insert) = marker.info.splice_insert() else {
-                continue;
-            };
-            if insert.out_of_network {
+            if marker.signal.out {
                 // A new out while a break is open closes the old one first.
                 if self.open.is_some() {
                     self.close(start_dts, start_ms, None, &mut tags);
                 }
-                let duration = insert.break_duration.map(|d| d.duration);
+                let duration = marker.signal.duration;
                 self.open = Some(OpenBreak {
-                    event_id: insert.event_id,
+                    signal: marker.signal,
                     start_dts,
                     start_ms,
-                    duration,
                 });
                 tags.push(self.out_tag(marker, start_ms, duration));
                 closed = false;
@@ -132,7 +132,7 @@ impl CueTracker {
     }
 
     fn out_tag(&self, marker: &Marker, start_ms: i64, duration: Option<u64>) -> String {
-        let event_id = marker.info.splice_insert().map_or(0, |i| i.event_id);
+        let event_id = marker.signal.event_id;
         let seconds = duration.map(|d| d as f64 / TICKS);
         match self.style {
             CueStyle::DateRange => {
@@ -162,13 +162,13 @@ impl CueTracker {
         };
         // Saturating: a producer's times may jump anywhere in i64.
         let elapsed = start_dts.saturating_sub(open.start_dts).max(0) as u64;
-        if open.duration.is_some_and(|d| elapsed >= d) {
+        if open.signal.duration.is_some_and(|d| elapsed >= d) {
             self.close(start_dts, start_ms, None, tags);
             return;
         }
         if self.style == CueStyle::Cue {
             let elapsed = elapsed as f64 / TICKS;
-            tags.push(match open.duration {
+            tags.push(match open.signal.duration {
                 Some(d) => format!("#EXT-X-CUE-OUT-CONT:{elapsed:.3}/{:.3}", d as f64 / TICKS),
                 None => format!("#EXT-X-CUE-OUT-CONT:{elapsed:.3}"),
             });
@@ -189,13 +189,12 @@ impl CueTracker {
         };
         let section = match marker {
             Some(marker) => marker.section.clone(),
-            None => SpliceInfo::insert(open.event_id, false, u64::try_from(start_dts).ok(), None)
-                .encode(),
+            None => ad_break::closing_section(&open.signal, u64::try_from(start_dts).ok()),
         };
         tags.push(match self.style {
             CueStyle::DateRange => format!(
                 "#EXT-X-DATERANGE:ID=\"{}\",START-DATE=\"{}\",END-DATE=\"{}\",DURATION={:.3},SCTE35-IN={}",
-                range_id(open.event_id, open.start_ms),
+                range_id(open.signal.event_id, open.start_ms),
                 iso8601_utc(open.start_ms),
                 iso8601_utc(start_ms),
                 start_dts.saturating_sub(open.start_dts).max(0) as f64 / TICKS,
@@ -273,6 +272,34 @@ mod tests {
         assert!(tags[0].contains(",DURATION=10.000,SCTE35-IN=0xFC"));
         cues.segment_started();
         assert!(cues.tags_for(segment(7).0, segment(7).1).is_empty());
+    }
+
+    #[test]
+    fn time_signal_breaks_make_the_same_dateranges() {
+        use crate::ad_break::time_signal;
+        let mut cues = CueTracker::new(CueStyle::DateRange);
+        let opening = time_signal(77, 0x34, Some(0), Some(30 * 90_000)).encode();
+        assert!(cues.marker(&opening));
+        cues.segment_started();
+        let tags = cues.tags_for(segment(1).0, segment(1).1);
+        assert_eq!(tags.len(), 1, "{tags:?}");
+        assert!(tags[0].contains("ID=\"splice-77-1795000002000\""));
+        assert!(tags[0].contains(&format!(
+            ",PLANNED-DURATION=30.000,SCTE35-OUT={}",
+            scte35::to_hex(&opening)
+        )));
+        cues.segment_started();
+        assert!(cues.tags_for(segment(2).0, segment(2).1).is_empty());
+        // The end signal closes it early, carried as it came.
+        let closing = time_signal(77, 0x35, Some(0), None).encode();
+        assert!(cues.marker(&closing));
+        cues.segment_started();
+        let tags = cues.tags_for(segment(3).0, segment(3).1);
+        assert_eq!(tags.len(), 1, "{tags:?}");
+        assert!(tags[0].contains(",DURATION=4.000,"));
+        assert!(tags[0].ends_with(&format!("SCTE35-IN={}", scte35::to_hex(&closing))));
+        // A programme start is no break: no cut, no tag.
+        assert!(!cues.marker(&time_signal(78, 0x10, Some(0), None).encode()));
     }
 
     #[test]

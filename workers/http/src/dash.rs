@@ -278,8 +278,7 @@ fn events(rendition: &Rendition, run: &Run, timeline: &Representation, audio: bo
         };
         let break_ticks = SpliceInfo::parse(&bytes)
             .ok()
-            .and_then(|info| info.splice_insert()?.break_duration)
-            .map(|d| d.duration);
+            .and_then(|info| strom_media::ad_break::break_signal(&info)?.duration);
         events.push(Event {
             presentation_time: rescale(track.start, track.timescale, timescale),
             duration: break_ticks.map(|d| rescale(d, 90_000, timescale)),
@@ -483,13 +482,20 @@ mod tests {
         )
         .encode();
         let back = SpliceInfo::insert(7, false, Some(0), None).encode();
+        let signal =
+            strom_media::ad_break::time_signal(8, 0x30, Some(0), Some(15 * 90_000)).encode();
         let encode = |s: &[u8]| base64::engine::general_purpose::STANDARD.encode(s);
         let mut with_markers = listing(vec![
             (4, 1, parts(0, 1_000_000)),
             (5, 1, parts(1, 1_000_000)),
             (6, 1, parts(2, 1_000_000)),
         ]);
-        with_markers.scte35 = vec![(5, encode(&out)), (5, encode(&back)), (9, encode(&out))];
+        with_markers.scte35 = vec![
+            (5, encode(&out)),
+            (5, encode(&back)),
+            (6, encode(&signal)),
+            (9, encode(&out)),
+        ];
         let xml = manifest(
             &[Rendition {
                 listing: with_markers,
@@ -509,8 +515,13 @@ mod tests {
             xml.contains("<Event presentationTime=\"1080000\" id=\"21\">"),
             "{xml}"
         );
+        // A time_signal's segmentation duration is its event's duration.
+        assert!(
+            xml.contains("<Event presentationTime=\"1260000\" duration=\"1350000\" id=\"24\">"),
+            "{xml}"
+        );
         // Segment 9 is not listed: its marker is not in the manifest.
-        assert_eq!(xml.matches("<Event ").count(), 2, "{xml}");
+        assert_eq!(xml.matches("<Event ").count(), 3, "{xml}");
         // The EventStream comes before the adaptation sets (the MPD schema's order).
         assert!(xml.find("<EventStream").unwrap() < xml.find("<AdaptationSet").unwrap());
     }

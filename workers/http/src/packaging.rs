@@ -605,6 +605,14 @@ async fn finish(
         let id = first_id.wrapping_add(n as u32);
         strom_media::fmp4::emsg::write_id3_emsg(*pts, id, tag, &mut m4s);
     }
+    // SCTE-35 markers (SCTE 214-3) at the segment's start, where the splice is; their
+    // ids after the titles' (a segment has fewer than 32 titles and 4 markers).
+    strom_media::fmp4::emsg::write_scte35_emsgs(
+        &markers,
+        cut.start,
+        first_id.wrapping_add(32),
+        &mut m4s,
+    );
     // One fragment per track (video, then audio): HLS plays the segment whole, DASH
     // serves each track's fragment as that track's segment.
     let mut parts = [None, None];

@@ -7,9 +7,12 @@
 //! that keyframe's PTS as the splice time: the splice is frame accurate, and an HLS
 //! packager cuts the segment right there. An out cue gets a new event id and, with a
 //! duration, a break duration with auto-return; an in cue repeats the id of the open
-//! break.
+//! break. An out may be asked for as a `time_signal` (a Provider Placement Opportunity
+//! Start segmentation descriptor, its duration the segmentation duration); the in
+//! that closes such a break is the matching end signal.
 
 use bytes::Bytes;
+use strom_media::ad_break;
 use strom_media::frame::{Codec, Frame, SourceForm, Track};
 use strom_media::scte35::{BreakDuration, SpliceInfo};
 
@@ -29,7 +32,17 @@ pub fn event_of(section: &[u8]) -> strom_ipc::status::Scte35Event {
                 .break_duration
                 .map(|d| d.duration as f64 / TICKS as f64),
         ),
-        Some(SpliceCommand::TimeSignal(_)) => ("time_signal", None, None),
+        Some(SpliceCommand::TimeSignal(_)) => {
+            let edge = parsed
+                .as_ref()
+                .and_then(strom_media::ad_break::break_signal);
+            (
+                "time_signal",
+                edge.map(|e| e.event_id),
+                edge.and_then(|e| e.duration)
+                    .map(|d| d as f64 / TICKS as f64),
+            )
+        }
         Some(SpliceCommand::Null) => ("splice_null", None, None),
         Some(_) => ("other", None, None),
         None => ("unparsable", None, None),
@@ -51,7 +64,10 @@ const TICKS: u64 = 90_000;
 /// the IPC crate's types in the stream's state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cue {
-    Out { duration_secs: Option<u32> },
+    Out {
+        duration_secs: Option<u32>,
+        time_signal: bool,
+    },
     In,
 }
 
@@ -69,8 +85,8 @@ pub enum CueError {
 pub struct Cues {
     pending: Vec<Cue>,
     next_event_id: u32,
-    /// The event id of the last out cue, until its in.
-    open_break: Option<u32>,
+    /// The event id of the last out cue, and whether it was a time_signal, until its in.
+    open_break: Option<(u32, bool)>,
 }
 
 impl Cues {
@@ -98,20 +114,39 @@ impl Cues {
             .into_iter()
             .map(|cue| {
                 let info = match cue {
-                    Cue::Out { duration_secs } => {
+                    Cue::Out {
+                        duration_secs,
+                        time_signal,
+                    } => {
                         self.next_event_id = self.next_event_id.wrapping_add(1);
                         let id = self.next_event_id;
-                        self.open_break = Some(id);
-                        let break_duration = duration_secs.map(|secs| BreakDuration {
-                            auto_return: true,
-                            duration: u64::from(secs) * TICKS,
-                        });
-                        SpliceInfo::insert(id, true, splice_time, break_duration)
+                        self.open_break = Some((id, time_signal));
+                        let ticks = duration_secs.map(|secs| u64::from(secs) * TICKS);
+                        if time_signal {
+                            ad_break::time_signal(
+                                id,
+                                ad_break::PLACEMENT_OPPORTUNITY_START,
+                                splice_time,
+                                ticks,
+                            )
+                        } else {
+                            let break_duration = ticks.map(|duration| BreakDuration {
+                                auto_return: true,
+                                duration,
+                            });
+                            SpliceInfo::insert(id, true, splice_time, break_duration)
+                        }
                     }
-                    Cue::In => {
-                        let id = self.open_break.take().unwrap_or(self.next_event_id);
-                        SpliceInfo::insert(id, false, splice_time, None)
-                    }
+                    Cue::In => match self.open_break.take() {
+                        Some((id, true)) => ad_break::time_signal(
+                            id,
+                            ad_break::PLACEMENT_OPPORTUNITY_START + 1,
+                            splice_time,
+                            None,
+                        ),
+                        Some((id, false)) => SpliceInfo::insert(id, false, splice_time, None),
+                        None => SpliceInfo::insert(self.next_event_id, false, splice_time, None),
+                    },
                 };
                 Frame {
                     track: Track::Data,
@@ -148,7 +183,13 @@ pub fn answer(
         );
     }
     let cue = match cue {
-        Scte35Cue::Out { duration_secs } => Cue::Out { duration_secs },
+        Scte35Cue::Out {
+            duration_secs,
+            time_signal,
+        } => Cue::Out {
+            duration_secs,
+            time_signal,
+        },
         Scte35Cue::In => Cue::In,
     };
     let key = crate::StreamKey::new(app, stream);
@@ -187,6 +228,7 @@ mod tests {
         let mut cues = Cues::default();
         cues.request(Cue::Out {
             duration_secs: Some(10),
+            time_signal: false,
         })
         .unwrap();
         assert!(cues.markers_before(&video(false, 9000), true).is_empty());
@@ -217,5 +259,33 @@ mod tests {
             cues.request(Cue::In).unwrap();
         }
         assert_eq!(cues.request(Cue::In), Err(CueError::TooMany));
+    }
+
+    #[test]
+    fn a_time_signal_out_is_closed_by_its_end_signal() {
+        use strom_media::ad_break::break_signal;
+        let mut cues = Cues::default();
+        cues.request(Cue::Out {
+            duration_secs: Some(30),
+            time_signal: true,
+        })
+        .unwrap();
+        let out = cues.markers_before(&video(true, 12_000), true);
+        let out = SpliceInfo::parse(&out[0].payload).unwrap();
+        assert_eq!(
+            out.command,
+            strom_media::scte35::SpliceCommand::TimeSignal(Some(12_000))
+        );
+        let opened = break_signal(&out).unwrap();
+        assert!(opened.out);
+        assert_eq!(opened.duration, Some(30 * TICKS));
+        assert_eq!(opened.segmentation_type, Some(0x34));
+        cues.request(Cue::In).unwrap();
+        let back = cues.markers_before(&video(true, 99_000), true);
+        let closed = break_signal(&SpliceInfo::parse(&back[0].payload).unwrap()).unwrap();
+        assert_eq!(
+            (closed.out, closed.event_id, closed.segmentation_type),
+            (false, opened.event_id, Some(0x35))
+        );
     }
 }

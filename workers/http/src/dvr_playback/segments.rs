@@ -124,10 +124,19 @@ pub fn mux(
                 let last = samples.iter().rev().find(|s| s.kind == TrackKind::Video);
                 last.is_some_and(|s| s.dts < *dts)
             });
+        // A segment that starts a break carries its sections as `emsg` boxes (SCTE
+        // 214-3) before the `moof`, as the live fMP4 segment did.
+        let markers: Vec<&[u8]> = entry.scte35.iter().map(|m| &m[..]).collect();
+        let first_id = ((entry.seq & u64::from(u32::MAX)) as u32)
+            .wrapping_mul(64)
+            .wrapping_add(32);
+        let start = entry.start_dts.saturating_add(offset);
+        strom_media::fmp4::emsg::write_scte35_emsgs(&markers, start, first_id, &mut out);
+        let moof_at = out.len();
         Fragmenter::new()
             .fragment(&tracks, &samples, next_video, None, &mut out)
             .map_err(|e| MuxError::Mux(e.to_string()))?;
-        number_fragment(&mut out, entry.seq);
+        number_fragment(out.get_mut(moof_at..).unwrap_or_default(), entry.seq);
     }
     Ok(Bytes::from(out))
 }

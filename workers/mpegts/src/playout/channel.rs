@@ -325,6 +325,7 @@ impl Channel {
                                 duration_secs: marker
                                     .duration_ms
                                     .map(|ms| ms.div_ceil(1000) as u32),
+                                time_signal: false,
                             }
                         } else {
                             Cue::In
