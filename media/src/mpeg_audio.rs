@@ -13,6 +13,82 @@ pub struct MpegAudioHeader {
     pub samples: u32,
 }
 
+/// What an MPEG audio stream's frames share, the configuration of its track: version,
+/// layer, sample rate and channels (not the bit rate, which may change every frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpegAudioConfig {
+    /// The header's version bits: 3 MPEG-1, 2 MPEG-2, 0 MPEG-2.5.
+    pub version: u8,
+    /// 1, 2 or 3.
+    pub layer: u8,
+    pub sample_rate: u32,
+    /// 1 (mono) or 2.
+    pub channels: u8,
+}
+
+impl MpegAudioConfig {
+    /// How HLS `CODECS` names MP3 (Apple's HLS authoring spec, hls.js).
+    pub const CODEC_STRING: &'static str = "mp4a.40.34";
+
+    /// The configuration of the frame whose header starts `data`; `None` without a
+    /// sync word or with a reserved version, layer or sample rate.
+    pub fn of_frame(data: &[u8]) -> Option<Self> {
+        let &[b0, b1, b2, b3] = data.first_chunk::<4>()?;
+        if b0 != 0xff || b1 & 0xe0 != 0xe0 {
+            return None;
+        }
+        let version = (b1 >> 3) & 0x03;
+        let layer_bits = (b1 >> 1) & 0x03;
+        let rate_index = usize::from((b2 >> 2) & 0x03);
+        if version == 1 || layer_bits == 0 || rate_index == 3 {
+            return None;
+        }
+        let base_rate = [44_100, 48_000, 32_000][rate_index];
+        Some(Self {
+            version,
+            layer: 4 - layer_bits,
+            sample_rate: match version {
+                3 => base_rate,
+                2 => base_rate / 2,
+                _ => base_rate / 4,
+            },
+            // channel_mode 3 is single channel.
+            channels: if b3 >> 6 == 3 { 1 } else { 2 },
+        })
+    }
+
+    /// The track's configuration record (what a segment file keeps for it): a frame
+    /// header reduced to the fields [`Self::of_frame`] reads, bit rate and padding zero.
+    pub fn record(&self) -> [u8; 4] {
+        let rate_index = match self.sample_rate * [4, 0, 2, 1][usize::from(self.version & 3)] {
+            48_000 => 1,
+            32_000 => 2,
+            _ => 0,
+        };
+        let channel_mode = if self.channels == 1 { 3 } else { 0 };
+        [
+            0xff,
+            0xe0 | (self.version << 3) | ((4 - self.layer.clamp(1, 3)) << 1) | 1,
+            rate_index << 2,
+            channel_mode << 6,
+        ]
+    }
+
+    /// Samples per channel in a frame.
+    pub fn frame_samples(&self) -> u32 {
+        match (self.layer, self.version) {
+            (1, _) => 384,
+            (2, _) | (3, 3) => 1152,
+            _ => 576,
+        }
+    }
+
+    /// MPEG-1 audio (ISO/IEC 11172-3) rather than MPEG-2/2.5 (13818-3).
+    pub fn mpeg1(&self) -> bool {
+        self.version == 3
+    }
+}
+
 /// Bit rates in kbit/s by index 1..=14, for MPEG-1 layers I, II, III and for MPEG-2/2.5
 /// layer I and layers II/III.
 const BITRATES: [[u16; 14]; 5] = [
@@ -77,6 +153,40 @@ pub fn parse_header(data: &[u8]) -> Option<MpegAudioHeader> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_survives_its_record() {
+        // MPEG-1 layer III 44.1 kHz joint stereo; MPEG-2 layer III 24 kHz mono;
+        // MPEG-2.5 layer III 8 kHz stereo.
+        for (header, rate, channels, samples) in [
+            ([0xff, 0xfb, 0x90, 0x64], 44_100, 2, 1152),
+            ([0xff, 0xf3, 0x84, 0xc4], 24_000, 1, 576),
+            ([0xff, 0xe3, 0x88, 0x04], 8_000, 2, 576),
+        ] {
+            let config = MpegAudioConfig::of_frame(&header).unwrap();
+            assert_eq!(
+                (
+                    config.layer,
+                    config.sample_rate,
+                    config.channels,
+                    config.frame_samples()
+                ),
+                (3, rate, channels, samples),
+                "{header:x?}"
+            );
+            assert_eq!(MpegAudioConfig::of_frame(&config.record()), Some(config));
+        }
+        assert_eq!(
+            MpegAudioConfig::of_frame(&[0xff, 0xfb, 0x9c, 0]),
+            None,
+            "reserved rate"
+        );
+        assert_eq!(
+            MpegAudioConfig::of_frame(&[0x49, 0x44, 0x33, 3]),
+            None,
+            "ID3, no sync"
+        );
+    }
 
     #[test]
     fn common_headers() {

@@ -162,7 +162,7 @@ fn reads_ffmpeg_flv() {
     assert_eq!((video.width, video.height), (320, 240));
     assert!(matches!(video.config, VideoConfig::H264 { .. }));
     assert_eq!(
-        tracks.audio.as_ref().unwrap().config.sampling_frequency,
+        tracks.audio.as_ref().unwrap().config.sampling_frequency(),
         44_100
     );
     let video: Vec<&Sample> = samples

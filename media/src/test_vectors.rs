@@ -123,7 +123,7 @@ pub(crate) fn h265_track() -> crate::sample::VideoTrack {
 pub(crate) fn aac_track(asc: &str) -> crate::sample::AudioTrack {
     let record = bytes::Bytes::from(hex(asc));
     crate::sample::AudioTrack {
-        config: crate::aac::AacConfig::parse(&record).unwrap(),
+        config: crate::sample::AudioConfig::Aac(crate::aac::AacConfig::parse(&record).unwrap()),
         record,
     }
 }

@@ -1,9 +1,10 @@
 //! Turning neutral frames into muxer tracks and samples (HLS, fMP4 and live MPEG-TS
 //! outputs): tracks are learned from configuration frames by [`crate::track_info`],
-//! media frames of a muxed codec (H.264, H.265, AAC) become samples.
+//! media frames of a muxed codec (H.264, H.265, AAC; MP3 once a configuration frame
+//! made it a track, which only the DVR does) become samples.
 
 use crate::frame::{Codec, Frame, Track};
-use crate::sample::{Sample, TrackKind, Tracks, VideoConfig};
+use crate::sample::{AudioConfig, Sample, TrackKind, Tracks, VideoConfig};
 use crate::track_info::{self, TrackInfo};
 
 #[derive(Debug, Default)]
@@ -20,7 +21,8 @@ impl TrackBuilder {
     /// Learns from configuration frames; returns a sample for media frames of a
     /// packaged track's codec.
     pub fn accept_frame(&mut self, frame: Frame) -> Option<Sample> {
-        if frame.config || frame.codec == Codec::Mp3 {
+        let mp3_track = self.audio_codec() == Some(Codec::Mp3);
+        if frame.config || (frame.codec == Codec::Mp3 && !mp3_track) {
             self.learn(&frame);
             return None;
         }
@@ -29,9 +31,7 @@ impl TrackBuilder {
         }
         let kind = match frame.track {
             Track::Video if Some(frame.codec) == self.video_codec() => TrackKind::Video,
-            Track::Audio if frame.codec == Codec::Aac && self.tracks.audio.is_some() => {
-                TrackKind::Audio
-            }
+            Track::Audio if Some(frame.codec) == self.audio_codec() => TrackKind::Audio,
             _ => return None,
         };
         Some(Sample {
@@ -48,6 +48,13 @@ impl TrackBuilder {
         self.unmuxed_video.take()
     }
 
+    fn audio_codec(&self) -> Option<Codec> {
+        self.tracks.audio.as_ref().map(|a| match a.config {
+            AudioConfig::Aac(_) => Codec::Aac,
+            AudioConfig::Mp3(_) => Codec::Mp3,
+        })
+    }
+
     fn video_codec(&self) -> Option<Codec> {
         self.tracks.video.as_ref().map(|v| match v.config {
             VideoConfig::H264 { .. } => Codec::H264,
@@ -58,7 +65,9 @@ impl TrackBuilder {
     fn learn(&mut self, frame: &Frame) {
         match track_info::learn(frame) {
             Some(TrackInfo::Audio(info)) => {
-                // Only AAC is packaged; MP3 streams get video-only renditions.
+                // AAC, and MP3 from a configuration frame (the DVR's, made by
+                // [`crate::mpeg_audio::MpegAudioConfig::record`]): live MP3 streams
+                // carry no configuration frames and get video-only renditions.
                 if let Some(track) = info.decoder
                     && self.tracks.audio.as_ref() != Some(&track)
                 {

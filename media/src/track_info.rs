@@ -11,7 +11,8 @@ use crate::aac::AacConfig;
 use crate::avc::AvcDecoderConfig;
 use crate::frame::{Codec, Frame};
 use crate::hevc::HevcDecoderConfig;
-use crate::sample::{AudioTrack, VideoConfig, VideoTrack};
+use crate::mpeg_audio::MpegAudioConfig;
+use crate::sample::{AudioConfig, AudioTrack, VideoConfig, VideoTrack};
 
 /// What a frame taught about its track.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +53,8 @@ pub struct AudioInfo {
     pub sample_rate: u32,
     /// 0 when unknown or defined in-band.
     pub channels: u8,
-    /// The parsed AudioSpecificConfig and the record, for AAC.
+    /// The parsed configuration and the record, for codecs strom packages (AAC; MP3
+    /// from a configuration frame).
     pub decoder: Option<AudioTrack>,
 }
 
@@ -61,7 +63,7 @@ pub struct AudioInfo {
 /// parse. Media frames of configured codecs return `None` without allocating.
 pub fn learn(frame: &Frame) -> Option<TrackInfo> {
     match frame.codec {
-        Codec::Mp3 => return Some(audio(Codec::Mp3, "mp4a.40.34")),
+        Codec::Mp3 => return Some(mp3(frame)),
         Codec::Ac3 => return Some(audio(Codec::Ac3, "ac-3")),
         _ if !frame.config => return None,
         _ => {}
@@ -133,6 +135,24 @@ fn audio(codec: Codec, codec_string: &'static str) -> TrackInfo {
     })
 }
 
+/// An MP3 frame, or the configuration record a DVR segment keeps for MP3 (only that
+/// makes a muxer track: live outputs do not package MP3).
+fn mp3(frame: &Frame) -> TrackInfo {
+    let Some(config) = MpegAudioConfig::of_frame(&frame.payload) else {
+        return audio(Codec::Mp3, MpegAudioConfig::CODEC_STRING);
+    };
+    TrackInfo::Audio(AudioInfo {
+        codec: Codec::Mp3,
+        codec_string: Cow::Borrowed(MpegAudioConfig::CODEC_STRING),
+        sample_rate: config.sample_rate,
+        channels: config.channels,
+        decoder: frame.config.then(|| AudioTrack {
+            config: AudioConfig::Mp3(config),
+            record: frame.payload.clone(),
+        }),
+    })
+}
+
 fn aac(record: &Bytes) -> Option<TrackInfo> {
     let config = AacConfig::parse(record).ok()?;
     Some(TrackInfo::Audio(AudioInfo {
@@ -143,7 +163,7 @@ fn aac(record: &Bytes) -> Option<TrackInfo> {
             .unwrap_or(config.sampling_frequency),
         channels: config.channel_count().unwrap_or_default(),
         decoder: Some(AudioTrack {
-            config,
+            config: AudioConfig::Aac(config),
             record: record.clone(),
         }),
     }))

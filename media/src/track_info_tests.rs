@@ -63,12 +63,16 @@ fn audio_records() {
         let info = audio_info(&config(Codec::Aac, asc));
         assert_eq!(&*info.codec_string, codec_string);
         let aac = info.decoder.as_ref().unwrap();
-        assert_eq!(aac.config.object_type, object_type);
-        assert_eq!(aac.config.sampling_frequency, rate);
+        assert_eq!(aac.config.aac().unwrap().object_type, object_type);
+        assert_eq!(aac.config.sampling_frequency(), rate);
         assert_eq!(aac.record, hex(asc));
         assert_eq!(
             info.sample_rate,
-            aac.config.extension_sampling_frequency.unwrap_or(rate)
+            aac.config
+                .aac()
+                .unwrap()
+                .extension_sampling_frequency
+                .unwrap_or(rate)
         );
         assert_eq!(info.channels, channels);
     }

@@ -17,9 +17,6 @@ const SYNC_SAMPLE: u32 = 0x0200_0000;
 const NON_SYNC_SAMPLE: u32 = 0x0101_0000;
 /// Duration of a lone video sample with no later one to go by: 1/30 s.
 const DEFAULT_VIDEO_DURATION: i64 = 3000;
-/// Samples per AAC frame: every audio sample lasts this long in the track's timescale
-/// (the sample rate), whatever its rounded container timestamp says.
-const AAC_FRAME: i64 = 1024;
 /// Audio whose timestamps and sample count part by more than 1/`RESYNC_DIVISOR` s (a
 /// gap in the encoder's output, a jump in its timestamps) starts again from its
 /// timestamp; smaller differences are timestamp rounding (RTMP's milliseconds).
@@ -73,8 +70,8 @@ impl Fragmenter {
     /// Per track, in `samples` order (interleaving of the kinds does not matter; decode
     /// times must not decrease): video: `tfdt` = the first sample's dts (90 kHz), sample
     /// durations = dts deltas (the last one `next_video_dts` minus its dts, or the
-    /// previous duration when that is `None`, or 1/30 s for a lone sample); audio: 1024
-    /// ticks of the sample rate per AAC frame, `tfdt` = where the previous audio
+    /// previous duration when that is `None`, or 1/30 s for a lone sample); audio: one
+    /// frame (1024 AAC, 1152/576 MP3 samples) per sample, `tfdt` = where the previous audio
     /// fragment ended (its dts, rounded to the sample rate, for the first fragment or
     /// after a drift of over 0.1 s: `next_audio_dts` is not needed);
     /// composition offsets (pts - dts, version 1 signed; left out when all are 0) and
@@ -100,15 +97,8 @@ impl Fragmenter {
             if track.is_empty() {
                 continue;
             }
-            let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
-            runs.push(run(
-                kind,
-                track_id,
-                timescale,
-                &track,
-                next_dts,
-                self.audio_next,
-            )?);
+            let clock = track_clock(tracks, kind)?;
+            runs.push(run(kind, clock, &track, next_dts, self.audio_next)?);
         }
         if runs.is_empty() {
             return Err(Fmp4Error::NoSamples);
@@ -144,8 +134,8 @@ impl Fragmenter {
         if track.is_empty() {
             return Ok(None);
         }
-        let (track_id, timescale) = track_id_and_timescale(tracks, kind)?;
-        let run = run(kind, track_id, timescale, &track, next_dts, self.audio_next)?;
+        let clock = track_clock(tracks, kind)?;
+        let run = run(kind, clock, &track, next_dts, self.audio_next)?;
         let span = TrackSpan {
             start: run.base_media_decode_time,
             duration: run
@@ -153,7 +143,7 @@ impl Fragmenter {
                 .iter()
                 .map(|e| u64::from(e.duration.unwrap_or_default()))
                 .sum(),
-            timescale,
+            timescale: clock.timescale,
         };
         let start = out.len();
         match self.write(std::slice::from_ref(&run), out) {
@@ -245,15 +235,34 @@ pub struct TrackSpan {
     pub timescale: u32,
 }
 
-fn track_id_and_timescale(tracks: &Tracks, kind: TrackKind) -> Result<(u32, u32), Fmp4Error> {
+/// A track's id and clock.
+#[derive(Debug, Clone, Copy)]
+struct TrackClock {
+    track_id: u32,
+    /// Ticks per second (90000 for video, the sample rate for audio).
+    timescale: u32,
+    /// Audio: samples per frame (1024 AAC, 1152 or 576 MP3). Every audio sample lasts
+    /// this long in the track's timescale, whatever its rounded container timestamp says.
+    audio_frame: i64,
+}
+
+fn track_clock(tracks: &Tracks, kind: TrackKind) -> Result<TrackClock, Fmp4Error> {
     match kind {
         TrackKind::Video => {
             tracks.video.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
-            Ok((VIDEO_TRACK_ID, TIMESCALE))
+            Ok(TrackClock {
+                track_id: VIDEO_TRACK_ID,
+                timescale: TIMESCALE,
+                audio_frame: 0,
+            })
         }
         TrackKind::Audio => {
             let audio = tracks.audio.as_ref().ok_or(Fmp4Error::MissingTrack(kind))?;
-            Ok((AUDIO_TRACK_ID, audio_timescale(&audio.config)?))
+            Ok(TrackClock {
+                track_id: AUDIO_TRACK_ID,
+                timescale: audio_timescale(&audio.config)?,
+                audio_frame: i64::from(audio.config.frame_samples()),
+            })
         }
     }
 }
@@ -270,8 +279,8 @@ fn rescale(time: i64, timescale: u32) -> Result<i64, Fmp4Error> {
 
 /// Where an audio run whose first sample's dts is `first` (audio timescale) starts:
 /// where the previous one ended, unless the two differ by more than rounding.
-fn audio_start(first: i64, previous_end: Option<i64>, timescale: u32) -> i64 {
-    let tolerance = (i64::from(timescale) / RESYNC_DIVISOR).max(AAC_FRAME);
+fn audio_start(first: i64, previous_end: Option<i64>, clock: TrackClock) -> i64 {
+    let tolerance = (i64::from(clock.timescale) / RESYNC_DIVISOR).max(clock.audio_frame);
     match previous_end {
         Some(end) if first.abs_diff(end) <= tolerance.unsigned_abs() => end,
         _ => first,
@@ -280,12 +289,16 @@ fn audio_start(first: i64, previous_end: Option<i64>, timescale: u32) -> i64 {
 
 fn run<'a>(
     kind: TrackKind,
-    track_id: u32,
-    timescale: u32,
+    clock: TrackClock,
     samples: &[&'a Sample],
     next_dts: Option<i64>,
     audio_next: Option<i64>,
 ) -> Result<Run<'a>, Fmp4Error> {
+    let TrackClock {
+        track_id,
+        timescale,
+        audio_frame,
+    } = clock;
     let times = samples
         .iter()
         .map(|s| rescale(s.dts, timescale))
@@ -294,7 +307,7 @@ fn run<'a>(
     let first = times.first().copied().unwrap_or_default();
     let first = match kind {
         TrackKind::Video => first,
-        TrackKind::Audio => audio_start(first, audio_next, timescale),
+        TrackKind::Audio => audio_start(first, audio_next, clock),
     };
     let base_media_decode_time =
         u64::try_from(first).map_err(|_| Fmp4Error::Timestamp("negative decode time"))?;
@@ -303,7 +316,7 @@ fn run<'a>(
     let mut previous = None;
     for (i, (sample, &dts)) in samples.iter().zip(&times).enumerate() {
         let duration = match (kind, times.get(i + 1).copied().or(next), previous) {
-            (TrackKind::Audio, _, _) => AAC_FRAME,
+            (TrackKind::Audio, _, _) => audio_frame,
             (TrackKind::Video, Some(later), _) => later
                 .checked_sub(dts)
                 .ok_or(Fmp4Error::Timestamp("time out of range"))?,
@@ -347,7 +360,7 @@ fn run<'a>(
         data: samples.iter().map(|s| &s.data).collect(),
         audio_end: (kind == TrackKind::Audio).then(|| {
             let frames = i64::try_from(samples.len()).unwrap_or(i64::MAX);
-            first.saturating_add(frames.saturating_mul(AAC_FRAME))
+            first.saturating_add(frames.saturating_mul(audio_frame))
         }),
     })
 }

@@ -10,10 +10,9 @@ use mp4_atom::{
 };
 
 use super::{AUDIO_TRACK_ID, Fmp4Error, VIDEO_TRACK_ID};
-use crate::aac::AacConfig;
 use crate::avc::AvcDecoderConfig;
 use crate::hevc::HevcDecoderConfig;
-use crate::sample::{AudioTrack, TIMESCALE, Tracks, VideoConfig, VideoTrack};
+use crate::sample::{AudioConfig, AudioTrack, TIMESCALE, Tracks, VideoConfig, VideoTrack};
 
 /// HEVC NAL unit types whose `hvcC` arrays `hvc1` requires to be complete.
 const HEVC_PARAMETER_SETS: [u8; 3] = [32, 33, 34];
@@ -161,31 +160,43 @@ fn hvcc(config: &HevcDecoderConfig, record: &Bytes) -> Result<Hvcc, Fmp4Error> {
     Ok(hvcc)
 }
 
-/// The timescale of the audio track: the AAC (core) sampling frequency.
-pub(crate) fn audio_timescale(config: &AacConfig) -> Result<u32, Fmp4Error> {
-    match config.sampling_frequency {
-        0 => Err(Fmp4Error::Config("AAC sampling frequency 0")),
+/// The timescale of the audio track: its (AAC core) sampling frequency.
+pub(crate) fn audio_timescale(config: &AudioConfig) -> Result<u32, Fmp4Error> {
+    match config.sampling_frequency() {
+        0 => Err(Fmp4Error::Config("audio sampling frequency 0")),
         rate => Ok(rate),
     }
 }
 
+/// The audio track's `trak`: an `mp4a` sample entry whose `esds` says MPEG-4 Audio with
+/// the AudioSpecificConfig for AAC, or MPEG-1 / MPEG-2 audio (object types 0x6B / 0x69,
+/// no decoder-specific info) for MP3. That is how ffmpeg's MP4 muxer writes MP3 and what
+/// MP4 readers expect; `.mp3` is QuickTime's sample entry (ffmpeg writes it in `.mov`).
 pub(crate) fn audio_trak(audio: &AudioTrack) -> Result<Trak, Fmp4Error> {
     let config = &audio.config;
     let timescale = audio_timescale(config)?;
-    if audio.record.is_empty() {
-        return Err(Fmp4Error::Config("empty AudioSpecificConfig"));
-    }
+    let (object_type_indication, dec_specific) = match config {
+        AudioConfig::Aac(aac) => {
+            if audio.record.is_empty() {
+                return Err(Fmp4Error::Config("empty AudioSpecificConfig"));
+            }
+            let dec_specific = DecoderSpecific {
+                profile: aac.object_type,
+                freq_index: aac.sampling_frequency_index,
+                chan_conf: aac.channel_config,
+                raw: audio.record.to_vec(),
+            };
+            (0x40, Some(dec_specific)) // MPEG-4 Audio
+        }
+        AudioConfig::Mp3(mp3) if mp3.mpeg1() => (0x6b, None),
+        AudioConfig::Mp3(_) => (0x69, None),
+    };
     let esds = Esds {
         es_desc: EsDescriptor {
             dec_config: DecoderConfig {
-                object_type_indication: 0x40, // MPEG-4 Audio
-                stream_type: 0x05,            // audio stream
-                dec_specific: Some(DecoderSpecific {
-                    profile: config.object_type,
-                    freq_index: config.sampling_frequency_index,
-                    chan_conf: config.channel_config,
-                    raw: audio.record.to_vec(),
-                }),
+                object_type_indication,
+                stream_type: 0x05, // audio stream
+                dec_specific,
                 ..Default::default()
             },
             sl_config: SLConfig {},

@@ -422,7 +422,7 @@ fn segment_duration(segment: &[u8], tracks: &Tracks) -> f64 {
         .map(|traf| {
             let timescale = match traf.tfhd.track_id {
                 VIDEO_TRACK_ID => 90_000,
-                _ => tracks.audio.as_ref().unwrap().config.sampling_frequency,
+                _ => tracks.audio.as_ref().unwrap().config.sampling_frequency(),
             };
             let ticks: u32 = traf.trun[0]
                 .samples

@@ -2,7 +2,7 @@
 //! stay in their source files.
 //!
 //! Times: the movie timescale is 1000 (`mvhd`, `tkhd`, `elst` segment durations); each
-//! track keeps its own (90 kHz video, the AAC rate for audio), with media time 0 at its
+//! track keeps its own (90 kHz video, the sample rate for audio), with media time 0 at its
 //! first sample's decode time. Playback begins at `play_from` through an edit list per
 //! track: an empty edit while a track has not started yet, then the media from the
 //! media time presented at `play_from` (or at the track's start) to its end. The caller
@@ -22,8 +22,6 @@ use crate::sample::{TIMESCALE, TrackKind, Tracks, VideoConfig};
 const MOVIE_TIMESCALE: u32 = 1000;
 /// Duration of a lone video sample, 90 kHz (1/30 s).
 const LONE_VIDEO_DURATION: u32 = TIMESCALE / 30;
-/// Duration of a lone AAC frame in its own timescale.
-const AAC_FRAME_SAMPLES: u32 = 1024;
 
 /// A progressive MP4 as a virtual file: [`header`](Self::header) then the
 /// [`pieces`](Self::pieces) in order, [`total_len`](Self::total_len) bytes in all.
@@ -107,7 +105,7 @@ pub fn plan(
     if let (Some(track), false) = (&tracks.audio, audio.is_empty()) {
         let timescale = audio_timescale(&track.config)?;
         let trak = audio_trak(track)?;
-        let tables = tables::build(&audio, timescale, AAC_FRAME_SAMPLES, false)?;
+        let tables = tables::build(&audio, timescale, track.config.frame_samples(), false)?;
         traks.extend(presented(trak, timescale, tables, play_from)?);
     }
     if traks.is_empty() {

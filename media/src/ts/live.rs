@@ -16,19 +16,23 @@ use crate::sample::{Sample, TrackKind, Tracks};
 
 /// How often an audio-only stream repeats its tables: every 500 ms, in 90 kHz ticks.
 const AUDIO_TABLES_INTERVAL: i64 = 45_000;
-/// Samples per AAC frame, for the length of one audio frame.
-const AAC_FRAME_SAMPLES: i64 = 1024;
 
 impl Layout {
-    /// A PMT version that only the program's streams decide (H.264 or H.265 video,
-    /// audio or not), so independent renderers write the same table.
+    /// A PMT version that only the program's streams decide (H.264 or H.265 video, AAC
+    /// or MPEG audio or none, SCTE-35 or not), so independent renderers write the same
+    /// table.
     fn live_version(self) -> u8 {
         let video = match self.video_stream_type {
             None => 0,
             Some(super::STREAM_TYPE_H264) => 1,
             Some(_) => 2,
         };
-        (video * 4 + u8::from(self.audio) * 2 + u8::from(self.scte35)) & 0x1f
+        let audio = match self.audio_stream_type {
+            None => 0,
+            Some(super::STREAM_TYPE_AAC_ADTS) => 1,
+            Some(_) => 2,
+        };
+        (video * 6 + audio * 2 + u8::from(self.scte35)) & 0x1f
     }
 }
 
@@ -121,12 +125,14 @@ pub fn tables_precede(tracks: &Tracks, sample: &Sample) -> bool {
         TrackKind::Video => sample.keyframe,
         TrackKind::Audio if tracks.video.is_some() => false,
         TrackKind::Audio => {
-            let frequency = tracks
-                .audio
-                .as_ref()
-                .map_or(0, |a| i64::from(a.config.sampling_frequency));
+            let (frequency, samples) = tracks.audio.as_ref().map_or((0, 0), |a| {
+                (
+                    i64::from(a.config.sampling_frequency()),
+                    i64::from(a.config.frame_samples()),
+                )
+            });
             let frame = if frequency > 0 {
-                AAC_FRAME_SAMPLES * i64::from(crate::sample::TIMESCALE) / frequency
+                samples * i64::from(crate::sample::TIMESCALE) / frequency
             } else {
                 AUDIO_TABLES_INTERVAL
             };

@@ -6,7 +6,7 @@
 //! | stream | PID   | stream_type                 | PES stream_id |
 //! |--------|-------|-----------------------------|---------------|
 //! | video  | 0x100 | 0x1B H.264, 0x24 H.265      | 0xE0          |
-//! | audio  | 0x101 | 0x0F AAC in ADTS            | 0xC0          |
+//! | audio  | 0x101 | 0x0F AAC in ADTS; MP3: 0x03 MPEG-1, 0x04 MPEG-2 audio | 0xC0 |
 //! | ID3    | 0x103 | 0x15 metadata in PES        | 0xBD          |
 //!
 //! [`TsMuxer::write_segment`] writes one self-contained segment: PAT and PMT first, then the
@@ -18,7 +18,8 @@
 //!   starts with one; stray AUDs later in the sample are dropped), then — on keyframes
 //!   whose sample carries no SPS — the parameter sets from the decoder configuration
 //!   (H.264 SPS+PPS, H.265 VPS+SPS+PPS), then the sample's NAL units.
-//! - **Audio**: each raw AAC frame gets a 7-byte ADTS header. Up to
+//! - **Audio**: each raw AAC frame gets a 7-byte ADTS header (MP3 frames carry their
+//!   own header and go as they are; only the DVR's playback has MP3 tracks). Up to
 //!   [`MAX_AUDIO_FRAMES_PER_PES`] audio frames share one PES (exact PES_packet_length)
 //!   when their timestamps are contiguous (each frame one frame duration, ±25 %, after
 //!   the previous one). The PES is written where the first of its frames appears in
@@ -60,7 +61,7 @@ mod timed_id3_tests;
 
 use crate::ParseError;
 use crate::aac::write_adts_header;
-use crate::sample::{AudioTrack, Sample, TrackKind, Tracks, VideoConfig, VideoTrack};
+use crate::sample::{AudioConfig, AudioTrack, Sample, TrackKind, Tracks, VideoConfig, VideoTrack};
 
 use access_unit::write_access_unit;
 use packet::{PesStart, write_pes_packets};
@@ -86,20 +87,21 @@ const NO_PCR_PID: u16 = 0x1fff;
 pub const STREAM_TYPE_H264: u8 = 0x1b;
 pub const STREAM_TYPE_H265: u8 = 0x24;
 pub const STREAM_TYPE_AAC_ADTS: u8 = 0x0f;
+/// MPEG-1 audio (ISO/IEC 11172-3): MP3 at 32, 44.1 and 48 kHz.
+pub const STREAM_TYPE_MPEG1_AUDIO: u8 = 0x03;
+/// MPEG-2 audio (ISO/IEC 13818-3): MP3 at the half and quarter (2.5) rates.
+pub const STREAM_TYPE_MPEG2_AUDIO: u8 = 0x04;
 
 /// How far the PCR runs ahead of the DTS it is sent with: 100 ms in 90 kHz ticks.
 pub const PCR_DELAY: i64 = 9_000;
 /// The most AAC frames one audio PES carries.
 pub const MAX_AUDIO_FRAMES_PER_PES: usize = 5;
 
-/// AAC frames hold 1024 samples per channel (at the core sampling frequency).
-const AAC_FRAME_SAMPLES: i64 = 1024;
-
 /// Streams in the PMT: what makes a new PMT version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Layout {
     video_stream_type: Option<u8>,
-    audio: bool,
+    audio_stream_type: Option<u8>,
     /// SCTE-35 sections on [`SCTE35_PID`] (live outputs of streams that carry markers).
     scte35: bool,
     /// ID3 timed metadata on [`ID3_PID`].
@@ -113,17 +115,17 @@ impl Layout {
                 VideoConfig::H264 { .. } => STREAM_TYPE_H264,
                 VideoConfig::H265 { .. } => STREAM_TYPE_H265,
             }),
-            audio: tracks.audio.is_some(),
+            audio_stream_type: tracks.audio.as_ref().map(|a| audio_stream_type(&a.config)),
             scte35: false,
             id3: false,
         }
     }
 
     fn pcr_pid(self) -> u16 {
-        match (self.video_stream_type, self.audio) {
+        match (self.video_stream_type, self.audio_stream_type) {
             (Some(_), _) => VIDEO_PID,
-            (None, true) => AUDIO_PID,
-            (None, false) => NO_PCR_PID,
+            (None, Some(_)) => AUDIO_PID,
+            (None, None) => NO_PCR_PID,
         }
     }
 }
@@ -298,8 +300,8 @@ impl TsMuxer {
         let none: &[u8] = &[];
         let video = layout.video_stream_type.map(|t| (t, VIDEO_PID, none));
         let audio = layout
-            .audio
-            .then_some((STREAM_TYPE_AAC_ADTS, AUDIO_PID, none));
+            .audio_stream_type
+            .map(|stream_type| (stream_type, AUDIO_PID, none));
         let scte35 = layout
             .scte35
             .then_some((STREAM_TYPE_SCTE35, SCTE35_PID, none));
@@ -368,7 +370,10 @@ impl TsMuxer {
         let Some(first) = frames.clone().next() else {
             return Ok(());
         };
-        let payload_len = frames.clone().map(|s| s.data.len() + 7).sum();
+        // AAC frames get an ADTS header; MP3 frames carry their own header.
+        let aac = audio.config.aac();
+        let header_len = if aac.is_some() { 7 } else { 0 };
+        let payload_len = frames.clone().map(|s| s.data.len() + header_len).sum();
         self.pes.clear();
         write_pes_header(
             AUDIO_STREAM_ID,
@@ -378,9 +383,11 @@ impl TsMuxer {
             &mut self.pes,
         )?;
         frames.try_for_each(|frame| {
-            let mut adts = [0; 7];
-            write_adts_header(&audio.config, frame.data.len(), &mut adts)?;
-            self.pes.extend_from_slice(&adts);
+            if let Some(aac) = aac {
+                let mut adts = [0; 7];
+                write_adts_header(aac, frame.data.len(), &mut adts)?;
+                self.pes.extend_from_slice(&adts);
+            }
             self.pes.extend_from_slice(&frame.data);
             Ok::<_, ParseError>(())
         })?;
@@ -390,6 +397,15 @@ impl TsMuxer {
         };
         write_pes_packets(AUDIO_PID, &mut self.cc.audio, &self.pes, start, out);
         Ok(())
+    }
+}
+
+/// The PMT stream_type of an audio track.
+fn audio_stream_type(config: &AudioConfig) -> u8 {
+    match config {
+        AudioConfig::Aac(_) => STREAM_TYPE_AAC_ADTS,
+        AudioConfig::Mp3(mp3) if mp3.mpeg1() => STREAM_TYPE_MPEG1_AUDIO,
+        AudioConfig::Mp3(_) => STREAM_TYPE_MPEG2_AUDIO,
     }
 }
 
@@ -410,9 +426,9 @@ fn pcr_for(dts: i64) -> i64 {
 /// the PES; they are written on their own.
 fn audio_group<'a>(audio: &AudioTrack, samples: &'a [Sample], first: usize) -> &'a [Sample] {
     let rest = samples.get(first..).unwrap_or_default();
-    let frequency = i64::from(audio.config.sampling_frequency);
+    let frequency = i64::from(audio.config.sampling_frequency());
     let duration = if frequency > 0 {
-        AAC_FRAME_SAMPLES * i64::from(crate::sample::TIMESCALE) / frequency
+        i64::from(audio.config.frame_samples()) * i64::from(crate::sample::TIMESCALE) / frequency
     } else {
         0
     };

@@ -259,7 +259,8 @@ fn packets_are_188_bytes_and_payloads_survive() {
                     }
                     TrackKind::Audio => {
                         let mut adts = [0; 7];
-                        write_adts_header(&aac_track("1210").config, size, &mut adts).unwrap();
+                        write_adts_header(aac_track("1210").config.aac().unwrap(), size, &mut adts)
+                            .unwrap();
                         [&adts[..], &sample.data].concat()
                     }
                 };
@@ -674,7 +675,9 @@ fn errors_leave_output_and_state_untouched() {
     let av = tracks(Some(h264_track()), true);
     let he_aac_explicit_frequency = Tracks {
         audio: Some(AudioTrack {
-            config: AacConfig::parse(&hex("17 80 56 22 10")).unwrap(),
+            config: crate::sample::AudioConfig::Aac(
+                AacConfig::parse(&hex("17 80 56 22 10")).unwrap(),
+            ),
             record: Bytes::from(hex("17 80 56 22 10")),
         }),
         ..av.clone()

@@ -309,7 +309,8 @@ fn two_programs() -> Vec<u8> {
     let mut cc = (0, 0);
     for i in 0..3u64 {
         let mut adts = [0u8; 7];
-        crate::aac::write_adts_header(&aac_track(AAC_48K).config, 10, &mut adts).unwrap();
+        crate::aac::write_adts_header(aac_track(AAC_48K).config.aac().unwrap(), 10, &mut adts)
+            .unwrap();
         let mut frame = adts.to_vec();
         frame.extend_from_slice(&[i as u8; 10]);
         ts.extend(pes_packets(0x101, 0xc0, 9000 + i * 1920, &frame, &mut cc.0));
@@ -475,7 +476,7 @@ fn scte35_sections_become_data_frames() {
     ts.extend(pmt(0x1000, 1, 0, &[(0x0f, 0x101), (0x86, 0x102)]));
     let mut cc = 0;
     let mut adts = [0u8; 7];
-    crate::aac::write_adts_header(&aac_track(AAC_48K).config, 4, &mut adts).unwrap();
+    crate::aac::write_adts_header(aac_track(AAC_48K).config.aac().unwrap(), 4, &mut adts).unwrap();
     let mut frame = adts.to_vec();
     frame.extend_from_slice(&[1, 2, 3, 4]);
     ts.extend(pes_packets(0x101, 0xc0, 123_456, &frame, &mut cc));

@@ -14,8 +14,9 @@
 
 use bytes::Bytes;
 use strom_media::dvr::SegmentEntry;
-use strom_media::frame::{Codec, Frame};
+use strom_media::frame::{Codec, Frame, Track};
 use strom_media::hls::cues::{CueStyle, CueTracker};
+use strom_media::mpeg_audio::MpegAudioConfig;
 use strom_media::sample::{Sample, TrackKind, VideoConfig};
 use strom_media::track_builder::TrackBuilder;
 
@@ -112,21 +113,26 @@ impl Cutter {
         }
         self.generation = Some(generation);
         if frame.config {
-            let slot = self
+            self.configure(frame, emit);
+            return;
+        }
+        if frame.codec == Codec::Mp3 {
+            // MP3 has no configuration frames: its frames' headers are its
+            // configuration, kept as a record like an AudioSpecificConfig.
+            let Some(mp3) = MpegAudioConfig::of_frame(&frame.payload) else {
+                return;
+            };
+            let record = mp3.record();
+            let known = self
                 .configs
                 .iter()
-                .position(|(codec, _)| codec.track() == Some(frame.track));
-            if let Some(i) = slot {
-                if self.configs[i].0 == frame.codec && self.configs[i].1 == frame.payload {
-                    return;
-                }
-                // A change: the open segment ends with the configuration it was made with.
-                self.close(None, emit);
-                self.configs.remove(i);
+                .any(|(codec, kept)| *codec == Codec::Mp3 && kept[..] == record[..]);
+            if !known {
+                let record = Bytes::copy_from_slice(&record);
+                let mut config = Frame::neutral(Track::Audio, Codec::Mp3, frame.dts, record);
+                config.config = true;
+                self.configure(&config, emit);
             }
-            self.tracks.accept_frame(frame.clone());
-            self.configs.push((frame.codec, frame.payload.clone()));
-            return;
         }
         let Some(sample) = self.tracks.accept_frame(frame.clone()) else {
             return;
@@ -176,6 +182,25 @@ impl Cutter {
             open.bytes += sample.data.len() as u64;
         }
         emit(Cut::Sample(sample));
+    }
+
+    /// Takes a configuration frame: a new one joins the open segment, a changed one
+    /// closes it (a segment is decodable with the configurations it closes with).
+    fn configure(&mut self, frame: &Frame, emit: &mut impl FnMut(Cut)) {
+        let slot = self
+            .configs
+            .iter()
+            .position(|(codec, _)| codec.track() == Some(frame.track));
+        if let Some(i) = slot {
+            if self.configs[i].0 == frame.codec && self.configs[i].1 == frame.payload {
+                return;
+            }
+            // A change: the open segment ends with the configuration it was made with.
+            self.close(None, emit);
+            self.configs.remove(i);
+        }
+        self.tracks.accept_frame(frame.clone());
+        self.configs.push((frame.codec, frame.payload.clone()));
     }
 
     /// The writer could not start or write the segment: the next one starts at the next

@@ -208,3 +208,41 @@ fn a_splice_marker_cuts_at_the_next_keyframe_and_stays_with_its_segment() {
     assert_eq!(spliced.start_dts, 90_000);
     assert_eq!(spliced.scte35, [Bytes::from(out)]);
 }
+
+/// MP3 has no configuration frames: the cutter makes one from the frames' headers, so
+/// the segment carries the track's record; a new bit rate goes on in the segment, a new
+/// sample rate closes it.
+#[test]
+fn mp3_frames_make_their_own_configuration() {
+    let mp3 = |dts: i64, header: &'static [u8]| {
+        Frame::neutral(Track::Audio, Codec::Mp3, dts, Bytes::from_static(header))
+    };
+    // MPEG-1 layer III 44.1 kHz at 128 and 160 kbit/s, then 48 kHz.
+    let (k128, k160, k48) = (
+        &[0xff, 0xfb, 0x90, 0x64, 0, 0][..],
+        &[0xff, 0xfb, 0xa0, 0x64, 0, 0][..],
+        &[0xff, 0xfb, 0x94, 0x64, 0, 0][..],
+    );
+    let mut cutter = Cutter::new(2, 0);
+    let cuts = run(
+        &mut cutter,
+        &[
+            mp3(0, k128),
+            mp3(2351, k160),
+            mp3(4702, k48),
+            mp3(6862, k48),
+        ],
+        1,
+    );
+    assert_eq!(
+        cuts,
+        ["B", "S0", "S2351", "C0:0+4702", "B", "S4702", "S6862"]
+    );
+    assert_eq!(cutter.configs().len(), 1);
+    let (codec, record) = &cutter.configs()[0];
+    assert_eq!(*codec, Codec::Mp3);
+    let config = strom_media::mpeg_audio::MpegAudioConfig::of_frame(record).unwrap();
+    assert_eq!((config.sample_rate, config.frame_samples()), (48_000, 1152));
+    // Bytes that are no MPEG audio frame are not recorded.
+    assert!(run(&mut cutter, &[mp3(9000, &[0x49, 0x44, 0x33, 3])], 1).is_empty());
+}

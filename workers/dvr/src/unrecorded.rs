@@ -1,7 +1,6 @@
 //! The codecs the DVR archive cannot hold, said out loud: the archive's segments are
-//! muxed for playback as MPEG-TS and fMP4 from H.264, H.265 and AAC samples only, so a
-//! track in another codec (MP3 from an Icecast source, Opus, AC-3, AV1, VP9) is not
-//! recorded. Each such codec is logged once per recording as a warning, and a stream
+//! muxed for playback as MPEG-TS and fMP4 from H.264, H.265, AAC and MP3 samples only,
+//! so a track in another codec (Opus, AC-3, AV1, VP9) is not recorded. Each such codec is logged once per recording as a warning, and a stream
 //! none of whose tracks can be recorded leaves no archive behind (the recorder opens it
 //! at the first recordable frame), instead of an archive that stays empty.
 
@@ -9,7 +8,7 @@ use strom_media::frame::{Codec, Frame, Track};
 use strom_stream::StreamKey;
 
 /// The codecs the archive records.
-const RECORDED: [Codec; 3] = [Codec::H264, Codec::H265, Codec::Aac];
+const RECORDED: [Codec; 4] = [Codec::H264, Codec::H265, Codec::Aac, Codec::Mp3];
 
 /// The codecs of one recording already warned about.
 #[derive(Default)]
@@ -31,7 +30,7 @@ impl Unrecorded {
                 stream = %key,
                 codec = ?frame.codec,
                 track = ?frame.track,
-                "DVR cannot record this codec (only H.264, H.265 and AAC): the track is not recorded"
+                "DVR cannot record this codec (only H.264, H.265, AAC and MP3): the track is not recorded"
             );
         }
         false

@@ -219,11 +219,17 @@ impl IcyWriter {
                 let Some(sample) = self.builder.accept_frame(frame.clone()) else {
                     return;
                 };
-                let Some(track) = &self.builder.tracks.audio else {
+                let Some(aac) = self
+                    .builder
+                    .tracks
+                    .audio
+                    .as_ref()
+                    .and_then(|t| t.config.aac())
+                else {
                     return;
                 };
                 let mut header = [0; 7];
-                if write_adts_header(&track.config, sample.data.len(), &mut header).is_err() {
+                if write_adts_header(aac, sample.data.len(), &mut header).is_err() {
                     return;
                 }
                 audio.extend_from_slice(&header);

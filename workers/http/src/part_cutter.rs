@@ -130,7 +130,7 @@ mod tests {
         Tracks {
             video: None,
             audio: Some(AudioTrack {
-                config: AacConfig::parse(&record).unwrap(),
+                config: strom_media::sample::AudioConfig::Aac(AacConfig::parse(&record).unwrap()),
                 record,
             }),
         }
