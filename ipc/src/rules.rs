@@ -698,6 +698,9 @@ pub struct DeliverySettings {
     /// whose outputs include [`DeliveryOutput::LlHls`].
     #[serde(default = "default_part_target_ms")]
     pub part_target_ms: u32,
+    /// How DASH manifests address segments (see [`DashAddressing`]).
+    #[serde(default)]
+    pub dash_segment_addressing: DashAddressing,
     pub apps: Vec<AppDelivery>,
     pub streams: Vec<StreamDelivery>,
     pub abr: Vec<AbrGroup>,
@@ -711,11 +714,26 @@ impl Default for DeliverySettings {
             outputs: vec![DeliveryOutput::Hls],
             segment_duration_secs: 6,
             part_target_ms: default_part_target_ms(),
+            dash_segment_addressing: DashAddressing::default(),
             apps: Vec::new(),
             streams: Vec::new(),
             abr: Vec::new(),
         }
     }
+}
+
+/// How a DASH `SegmentTemplate` says where its segments are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DashAddressing {
+    /// A `SegmentTimeline` lists each segment's start and duration: exact whatever the
+    /// segments' durations (the default).
+    #[default]
+    Timeline,
+    /// `SegmentTemplate@duration` (DASH-IF IOP number-based addressing): players
+    /// compute a segment's number from the clock, assuming segments of the nominal
+    /// duration. For players that need it (GStreamer 1.22 joining an old stream); the
+    /// keyframe interval must divide the segment duration.
+    Number,
 }
 
 /// Half a second: LL-HLS players then hold back 1.5 s (3 part targets).
@@ -729,6 +747,8 @@ pub struct AppDelivery {
     pub app: String,
     pub outputs: Option<Vec<DeliveryOutput>>,
     pub segment_duration_secs: Option<u32>,
+    #[serde(default)]
+    pub dash_segment_addressing: Option<DashAddressing>,
 }
 
 /// Overrides for one stream; `None` keeps its app's value.
@@ -738,6 +758,8 @@ pub struct StreamDelivery {
     pub stream: String,
     pub outputs: Option<Vec<DeliveryOutput>>,
     pub segment_duration_secs: Option<u32>,
+    #[serde(default)]
+    pub dash_segment_addressing: Option<DashAddressing>,
 }
 
 /// The delivery in force for one stream.
@@ -745,6 +767,7 @@ pub struct StreamDelivery {
 pub struct StreamOutputs<'a> {
     pub outputs: &'a [DeliveryOutput],
     pub segment_duration_secs: u32,
+    pub dash_segment_addressing: DashAddressing,
 }
 
 impl StreamOutputs<'_> {
@@ -754,7 +777,7 @@ impl StreamOutputs<'_> {
 }
 
 impl DeliverySettings {
-    /// The outputs and segment duration of `app/stream`.
+    /// The outputs, segment duration and DASH addressing of `app/stream`.
     pub fn for_stream(&self, app: &str, stream: &str) -> StreamOutputs<'_> {
         let app_entry = self.apps.iter().find(|a| a.app == app);
         let stream_entry = self
@@ -769,9 +792,14 @@ impl DeliverySettings {
             .and_then(|s| s.segment_duration_secs)
             .or_else(|| app_entry.and_then(|a| a.segment_duration_secs))
             .unwrap_or(self.segment_duration_secs);
+        let dash_segment_addressing = stream_entry
+            .and_then(|s| s.dash_segment_addressing)
+            .or_else(|| app_entry.and_then(|a| a.dash_segment_addressing))
+            .unwrap_or(self.dash_segment_addressing);
         StreamOutputs {
             outputs,
             segment_duration_secs,
+            dash_segment_addressing,
         }
     }
 

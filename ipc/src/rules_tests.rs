@@ -29,16 +29,19 @@ fn a_stream_overrides_its_app_which_overrides_the_defaults() {
         outputs: vec![DeliveryOutput::Hls],
         segment_duration_secs: 6,
         part_target_ms: 500,
+        dash_segment_addressing: DashAddressing::Timeline,
         apps: vec![AppDelivery {
             app: "live".into(),
             outputs: Some(vec![DeliveryOutput::Dash]),
             segment_duration_secs: Some(4),
+            dash_segment_addressing: Some(DashAddressing::Number),
         }],
         streams: vec![StreamDelivery {
             app: "live".into(),
             stream: "s".into(),
             outputs: None,
             segment_duration_secs: Some(2),
+            dash_segment_addressing: None,
         }],
         abr: Vec::new(),
     };
@@ -58,6 +61,12 @@ fn a_stream_overrides_its_app_which_overrides_the_defaults() {
         (&[DeliveryOutput::Dash][..], 2)
     );
     assert!(!stream.has(DeliveryOutput::Hls));
+    assert_eq!(other.dash_segment_addressing, DashAddressing::Timeline);
+    assert_eq!(
+        stream.dash_segment_addressing,
+        DashAddressing::Number,
+        "its app's"
+    );
 }
 
 #[test]

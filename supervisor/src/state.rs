@@ -334,6 +334,7 @@ mod tests {
             app: "live".into(),
             outputs: Some(vec![DeliveryOutput::Hls]),
             segment_duration_secs: None,
+            dash_segment_addressing: None,
         });
         rules.rtmp.interfaces.push(RtmpInterface {
             ip: "127.0.0.1".into(),

@@ -7,7 +7,10 @@
 //!   fMP4), DASH and DVR;
 //! - `live/obsll`: the same encoding (one encoder, published twice) as LL-HLS;
 //! - `live/cam`: MPEG-TS over UDP whose sender runs before strom starts, so the input is
-//!   joined in the middle of a GOP, delivered as HLS and DASH.
+//!   joined in the middle of a GOP, delivered as HLS and DASH;
+//! - `live/std`: the README's quick start at the shipped defaults: x264 with a 2 s
+//!   keyframe interval over RTMP, HLS (MPEG-TS and fMP4) and DASH in 6 s segments
+//!   (`segment_duration_secs` 6), where the others use 2 s.
 //!
 //! Players: hls.js, dash.js and Shaka Player (with mux.js for MPEG-TS) in headless
 //! Chromium, VLC (`cvlc`, frames written by its `yuv` video output, which shows them in
@@ -52,6 +55,9 @@ enum Output {
     DvrFmp4,
     UdpHlsTs,
     UdpDash,
+    StdHlsTs,
+    StdHlsFmp4,
+    StdDash,
 }
 
 impl Output {
@@ -65,6 +71,9 @@ impl Output {
             Output::DvrFmp4 => "live/obs/playlist_fmp4_dvr.m3u8",
             Output::UdpHlsTs => "live/cam/playlist.m3u8",
             Output::UdpDash => "live/cam/manifest.mpd",
+            Output::StdHlsTs => "live/std/playlist.m3u8",
+            Output::StdHlsFmp4 => "live/std/playlist_fmp4.m3u8",
+            Output::StdDash => "live/std/manifest.mpd",
         }
     }
 }
@@ -76,6 +85,7 @@ struct Matrix {
     page_origin: String,
     _publisher: Proc,
     _camera: Proc,
+    _default_publisher: Proc,
 }
 
 impl Matrix {
@@ -92,7 +102,8 @@ impl Matrix {
                 r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
  "Delivery": {{"outputs": ["HLS", "DASH"], "segment_duration_secs": 2,
    "streams": [{{"app": "live", "stream": "obs", "outputs": ["HLS", "DASH", "DVR"]}},
-               {{"app": "live", "stream": "obsll", "outputs": ["HLS", "LLHLS"]}}]}},
+               {{"app": "live", "stream": "obsll", "outputs": ["HLS", "LLHLS"]}},
+               {{"app": "live", "stream": "std", "segment_duration_secs": 6}}]}},
  "Dvr": {{"segment_duration_secs": 2, "min_free_space_mb": 0}},
  "Cameras": [{{"id": "cam", "ip": "127.0.0.1", "port": {udp_port}, "protocol": "udp", "app": "live", "stream": "cam"}}]}}"#,
                 rtmp = server.ports.rtmp
@@ -121,21 +132,30 @@ impl Matrix {
             rtmp("obs"),
             rtmp("obsll")
         ));
+        // The README's quick start (smaller): a 2 s keyframe interval.
+        let default_publisher = ffmpeg(&format!(
+            "-hide_banner -loglevel error -re -f lavfi -i testsrc2=size=320x240:rate=30 \
+             -f lavfi -i sine -c:v libx264 -preset veryfast -pix_fmt yuv420p -g 60 \
+             -c:a aac -t 600 -f flv {}",
+            rtmp("std")
+        ));
         let matrix = Matrix {
             server,
             page_origin,
             _publisher: publisher,
             _camera: camera,
+            _default_publisher: default_publisher,
         };
         for output in [
             Output::HlsTs,
             Output::LlHls,
             Output::DvrTs,
             Output::UdpHlsTs,
+            Output::StdHlsTs,
         ] {
             matrix.wait_segments(output, 2);
         }
-        for output in [Output::Dash, Output::UdpDash] {
+        for output in [Output::Dash, Output::UdpDash, Output::StdDash] {
             let url = matrix.url(output);
             wait_for(LIVE, "a manifest listing segments", || {
                 let (status, body) = curl_text(&url);
@@ -253,6 +273,8 @@ fn hls_js_plays_every_hls_output() {
             (Output::LlHls, "&lowLatency=1"),
             (Output::DvrTs, ""),
             (Output::UdpHlsTs, ""),
+            (Output::StdHlsTs, ""),
+            (Output::StdHlsFmp4, ""),
         ],
     );
     matrix.assert_all_played("hls.js", &failures);
@@ -267,7 +289,11 @@ fn dash_js_plays_the_dash_outputs() {
     let failures = play_in_chromium(
         &matrix,
         "dash.html",
-        &[(Output::Dash, ""), (Output::UdpDash, "")],
+        &[
+            (Output::Dash, ""),
+            (Output::UdpDash, ""),
+            (Output::StdDash, ""),
+        ],
     );
     matrix.assert_all_played("dash.js", &failures);
 }
@@ -290,6 +316,7 @@ fn shaka_player_plays_hls_dash_and_dvr() {
             (Output::LlHls, "&lowLatency=1"),
             (Output::Dash, ""),
             (Output::DvrFmp4, ""),
+            (Output::StdDash, ""),
         ],
     );
     matrix.assert_all_played("Shaka Player", &failures);
@@ -459,6 +486,9 @@ fn ffmpeg_plays_every_output() {
         Output::DvrFmp4,
         Output::UdpHlsTs,
         Output::UdpDash,
+        Output::StdHlsTs,
+        Output::StdHlsFmp4,
+        Output::StdDash,
     ]
     .into_iter()
     .map(|output| ffmpeg_cell(&matrix, output))
@@ -518,6 +548,9 @@ fn vlc_plays_every_output() {
         Output::Dash,
         Output::DvrTs,
         Output::UdpHlsTs,
+        Output::StdHlsTs,
+        Output::StdHlsFmp4,
+        Output::StdDash,
     ]
     .into_iter()
     .map(|output| vlc_cell(&matrix, home.path(), output))
@@ -603,11 +636,13 @@ fn gstreamer_plays_every_output() {
         Output::LlHls,
         Output::DvrTs,
         Output::UdpHlsTs,
+        Output::StdHlsTs,
     ]
     .into_iter()
     .map(|output| gstreamer_cell(&matrix, output, "hlsdemux"))
     .collect();
     cells.push(gstreamer_cell(&matrix, Output::Dash, "dashdemux"));
+    cells.push(gstreamer_cell(&matrix, Output::StdDash, "dashdemux"));
     for output in [Output::HlsFmp4, Output::Dash] {
         cells.push(gstreamer_cell(&matrix, output, "playbin"));
     }

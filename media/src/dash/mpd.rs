@@ -1,7 +1,8 @@
 //! Rendering a live (dynamic) MPEG-DASH manifest, ISO/IEC 23009-1 `isoff-live` profile:
 //! one `Period` per run of segments that share a timeline and init segment, an
 //! `AdaptationSet` per media type, a `Representation` per rendition, each with a
-//! `SegmentTemplate` (`$Number$`) and a `SegmentTimeline`.
+//! `SegmentTemplate` (`$Number$`) and a `SegmentTimeline`, or, with number-based
+//! addressing, a `SegmentTemplate@duration` and no timeline.
 //!
 //! Times: `availabilityStartTime` is fixed for the life of the manifest; a period starts
 //! at its wall-clock anchor minus it, and its `presentationTimeOffset` is the media time
@@ -51,8 +52,13 @@ pub struct Representation {
     pub initialization: String,
     /// Media segment URL template with `$Number$`.
     pub media: String,
-    /// `$Number$` of the first timeline entry; the others follow one by one.
+    /// `$Number$` of the first timeline entry; the others follow one by one. With
+    /// `segment_duration`: the number of the segment at the period's start.
     pub start_number: u64,
+    /// Number-based addressing (`SegmentTemplate@duration`, in `timescale`): segment
+    /// `n` starts `(n - start_number) * duration` after the period's start, and no
+    /// `SegmentTimeline` is written.
+    pub segment_duration: Option<u64>,
     pub timeline: Vec<TimelineEntry>,
 }
 
@@ -231,16 +237,21 @@ fn render_set(out: &mut String, index: usize, set: &AdaptationSet) {
                 "        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"{channels}\"/>"
             );
         }
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "        <SegmentTemplate timescale=\"{}\" presentationTimeOffset=\"{}\" initialization=\"{}\" media=\"{}\" startNumber=\"{}\">",
+            "        <SegmentTemplate timescale=\"{}\" presentationTimeOffset=\"{}\" initialization=\"{}\" media=\"{}\" startNumber=\"{}\"",
             representation.timescale,
             representation.presentation_time_offset,
             escape(&representation.initialization),
             escape(&representation.media),
             representation.start_number
         );
-        out.push_str("          <SegmentTimeline>\n");
+        if let Some(duration) = representation.segment_duration {
+            let _ = writeln!(out, " duration=\"{duration}\"/>");
+            out.push_str("      </Representation>\n");
+            continue;
+        }
+        out.push_str(">\n          <SegmentTimeline>\n");
         let mut expected: Option<u64> = None;
         for entry in &representation.timeline {
             // `t` only where the timeline does not simply go on.
@@ -296,6 +307,7 @@ mod tests {
             initialization: "dash_init_v_7.mp4?sid=3".into(),
             media: "dash_v_$Number$.m4s?sid=3&x=<1>".into(),
             start_number: 12,
+            segment_duration: None,
             timeline: vec![
                 TimelineEntry {
                     start: 900_000,

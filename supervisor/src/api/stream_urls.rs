@@ -281,6 +281,7 @@ mod tests {
                 DeliveryOutput::Dvr,
             ]),
             segment_duration_secs: None,
+            dash_segment_addressing: None,
         });
         let delivery = Delivery {
             http_port: 8081,

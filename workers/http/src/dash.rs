@@ -91,8 +91,14 @@ fn runs(listing: &DashListing) -> Vec<Run> {
 }
 
 /// The manifest of `renditions` (one stream, or the members of an ABR group); `None`
-/// while none has a segment.
-pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) -> Option<String> {
+/// while none has a segment. `number_secs`: number-based addressing with segments of
+/// that many seconds (`dash_segment_addressing` `number`), else a `SegmentTimeline`.
+pub fn manifest(
+    renditions: &[Rendition],
+    session: Option<u128>,
+    now_ms: i64,
+    number_secs: Option<u32>,
+) -> Option<String> {
     let query = session.map(|id| format!("?sid={id}")).unwrap_or_default();
     let all: Vec<(&Rendition, Vec<Run>)> = renditions
         .iter()
@@ -102,7 +108,14 @@ pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) ->
     let first = all.first()?.0;
     let periods: Vec<Period> = if let [(rendition, runs)] = all.as_slice() {
         runs.iter()
-            .filter_map(|run| period(&[(rendition, run)], run.init_id.to_string(), &query))
+            .filter_map(|run| {
+                period(
+                    &[(rendition, run)],
+                    run.init_id.to_string(),
+                    &query,
+                    number_secs,
+                )
+            })
             .collect()
     } else {
         let latest: Vec<(&Rendition, &Run)> = all
@@ -114,7 +127,9 @@ pub fn manifest(renditions: &[Rendition], session: Option<u128>, now_ms: i64) ->
             .map(|(_, run)| run.init_id.to_string())
             .collect::<Vec<_>>()
             .join("-");
-        period(&latest, id, &query).into_iter().collect()
+        period(&latest, id, &query, number_secs)
+            .into_iter()
+            .collect()
     };
     let listed: f64 = first
         .listing
@@ -188,7 +203,12 @@ fn end_ms(periods: &[Period]) -> Option<i64> {
 }
 
 /// One period of `members` (each with its run), starting at the latest of their starts.
-fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Period> {
+fn period(
+    members: &[(&Rendition, &Run)],
+    id: String,
+    query: &str,
+    number_secs: Option<u32>,
+) -> Option<Period> {
     let start_ms = members.iter().map(|(_, run)| run.period_ms).max()?;
     let mut video = Vec::new();
     let mut audio = Vec::new();
@@ -201,7 +221,7 @@ fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Per
         let video_codec = codecs.iter().find(|c| !c.starts_with("mp4a"));
         let audio_codec = codecs.iter().find(|c| c.starts_with("mp4a"));
         if let Some(codec) = video_codec
-            && let Some(mut representation) = representation(run, false, start_time)
+            && let Some(mut representation) = representation(run, false, start_time, number_secs)
         {
             representation.id = format!("v{index}");
             representation.codecs = (*codec).to_owned();
@@ -215,7 +235,7 @@ fn period(members: &[(&Rendition, &Run)], id: String, query: &str) -> Option<Per
         // One audio representation: ABR renditions carry the same audio.
         if audio.is_empty()
             && let Some(codec) = audio_codec
-            && let Some(mut representation) = representation(run, true, start_time)
+            && let Some(mut representation) = representation(run, true, start_time, number_secs)
         {
             representation.id = format!("a{index}");
             representation.codecs = (*codec).to_owned();
@@ -302,8 +322,13 @@ fn rescale(value: u64, from: u32, to: u32) -> u64 {
 
 /// A representation of one track of `run` (its timeline, from the latest unbroken
 /// stretch of segments that have the track and end after the period's start);
-/// names and codecs are the caller's.
-fn representation(run: &Run, audio: bool, start_time: i64) -> Option<Representation> {
+/// names and codecs are the caller's. With `number_secs`, number-based addressing.
+fn representation(
+    run: &Run,
+    audio: bool,
+    start_time: i64,
+    number_secs: Option<u32>,
+) -> Option<Representation> {
     let part = |parts: &DashParts| if audio { parts.audio } else { parts.video };
     // `$Number$` counts timeline entries: they must be consecutive segments.
     let mut kept: Vec<(u64, DashTrack)> = Vec::new();
@@ -321,7 +346,11 @@ fn representation(run: &Run, audio: bool, start_time: i64) -> Option<Representat
     let offset =
         u64::try_from(i128::from(start_time.max(0)) * i128::from(timescale) / 90_000).ok()?;
     kept.retain(|(_, t)| t.start.saturating_add(t.duration) > offset);
-    let start_number = kept.first()?.0;
+    let (first_sequence, first) = *kept.first()?;
+    let (start_number, segment_duration) = match number_secs {
+        Some(secs) => number_addressing(first_sequence, first.start, offset, secs, timescale),
+        None => (first_sequence, None),
+    };
     let bandwidth = kept
         .iter()
         .map(|(_, t)| {
@@ -341,6 +370,7 @@ fn representation(run: &Run, audio: bool, start_time: i64) -> Option<Representat
         initialization: String::new(),
         media: String::new(),
         start_number,
+        segment_duration,
         timeline: kept
             .iter()
             .map(|(_, t)| TimelineEntry {
@@ -349,6 +379,27 @@ fn representation(run: &Run, audio: bool, start_time: i64) -> Option<Representat
             })
             .collect(),
     })
+}
+
+/// Number-based addressing of a representation whose first listed segment is number
+/// `sequence`, starting at `start` (the track's timescale) in a period whose media
+/// time starts at `offset`: the number at the period's start (the listed segment's
+/// number less the segments of `secs` before it) and the template's duration. The
+/// timeline instead when that number would fall below 0 (segments far shorter than
+/// `secs`).
+fn number_addressing(
+    sequence: u64,
+    start: u64,
+    offset: u64,
+    secs: u32,
+    timescale: u32,
+) -> (u64, Option<u64>) {
+    let duration = u64::from(secs.max(1)) * u64::from(timescale);
+    let before = start.saturating_sub(offset).saturating_add(duration / 2) / duration;
+    match sequence.checked_sub(before) {
+        Some(number) => (number, Some(duration)),
+        None => (sequence, None),
+    }
 }
 
 #[cfg(test)]
@@ -435,6 +486,7 @@ mod tests {
             }],
             Some(9),
             1_020_000,
+            None,
         )
         .unwrap();
         assert_eq!(xml.matches("<Period ").count(), 2, "{xml}");
@@ -503,6 +555,7 @@ mod tests {
             }],
             None,
             1_020_000,
+            None,
         )
         .unwrap();
         assert!(xml.contains("<EventStream schemeIdUri=\"urn:scte:scte35:2014:xml+bin\" timescale=\"90000\" presentationTimeOffset=\"900000\">"), "{xml}");
@@ -526,6 +579,41 @@ mod tests {
         assert!(xml.find("<EventStream").unwrap() < xml.find("<AdaptationSet").unwrap());
     }
 
+    /// Number-based addressing: `SegmentTemplate@duration` and the number at the
+    /// period's start (segment 4 starts there; the window lists 6 to 8), no timeline;
+    /// the same segments' files.
+    #[test]
+    fn number_addressing_counts_from_the_period_start() {
+        let window = listing((2..5).map(|n| (4 + n, 1, parts(n, 1_000_000))).collect());
+        let rendition = || Rendition {
+            listing: window.clone(),
+            prefix: String::new(),
+        };
+        let xml = manifest(&[rendition()], None, 1_020_000, Some(2)).unwrap();
+        assert!(!xml.contains("<SegmentTimeline>"), "{xml}");
+        assert!(
+            xml.contains("media=\"dash_v_$Number$.m4s\" startNumber=\"4\" duration=\"180000\"/>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("media=\"dash_a_$Number$.m4s\" startNumber=\"4\" duration=\"88200\"/>"),
+            "{xml}"
+        );
+        assert!(xml.contains("presentationTimeOffset=\"900000\""), "{xml}");
+        // The timeline form of the same window starts at the first listed segment.
+        let timeline = manifest(&[rendition()], None, 1_020_000, None).unwrap();
+        assert!(timeline.contains("startNumber=\"6\">"), "{timeline}");
+        assert_eq!(
+            number_addressing(1, 0, 90_000, 6, 90_000),
+            (1, Some(540_000))
+        );
+        assert_eq!(
+            number_addressing(1, 5_400_000, 0, 6, 90_000),
+            (1, None),
+            "below 0"
+        );
+    }
+
     /// The first publisher's segments have left the window: `availabilityStartTime`
     /// stays where the stream began (the store's epoch), so the period keeps its start
     /// from one update to the next.
@@ -540,6 +628,7 @@ mod tests {
             }],
             None,
             1_030_000,
+            None,
         )
         .unwrap();
         assert!(xml.contains("availabilityStartTime=\"1970-01-01T00:16:40.000Z\""));
@@ -566,6 +655,7 @@ mod tests {
             }],
             None,
             1_020_000,
+            None,
         )
         .unwrap();
         // Period start 0 s, media from 10 s (the offset) to 14 s.
@@ -599,6 +689,7 @@ mod tests {
             ],
             None,
             1_002_000,
+            None,
         )
         .unwrap();
         assert_eq!(xml.matches("<Period ").count(), 1);

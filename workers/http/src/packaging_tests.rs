@@ -40,6 +40,7 @@ fn hls_follows_the_delivery_settings_of_each_stream() {
         stream: "s".into(),
         outputs: Some(vec![DeliveryOutput::Dash]),
         segment_duration_secs: Some(2),
+        dash_segment_addressing: None,
     });
     assert_eq!(
         hls_settings(&rules, "live", "s"),

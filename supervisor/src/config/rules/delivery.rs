@@ -8,8 +8,8 @@ use super::fields::{check_media_name, each, in_range, unique};
 use serde::Deserialize;
 use std::ops::RangeInclusive;
 use strom_ipc::rules::{
-    AbrGroup, AppDelivery, DeliveryOutput, DeliverySettings, RtmpSettings, StreamDelivery,
-    StreamRef,
+    AbrGroup, AppDelivery, DashAddressing, DeliveryOutput, DeliverySettings, RtmpSettings,
+    StreamDelivery, StreamRef,
 };
 
 /// Segment durations, in seconds (also `RtmpSettings.duration`).
@@ -23,6 +23,7 @@ pub(super) struct RawDelivery {
     outputs: Option<Vec<String>>,
     segment_duration_secs: Option<u32>,
     part_target_ms: Option<u32>,
+    dash_segment_addressing: Option<String>,
     #[serde(default)]
     apps: Vec<RawAppDelivery>,
     #[serde(default)]
@@ -37,6 +38,7 @@ struct RawAppDelivery {
     app: String,
     outputs: Option<Vec<String>>,
     segment_duration_secs: Option<u32>,
+    dash_segment_addressing: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -46,6 +48,7 @@ struct RawStreamDelivery {
     stream: String,
     outputs: Option<Vec<String>>,
     segment_duration_secs: Option<u32>,
+    dash_segment_addressing: Option<String>,
 }
 
 impl RawDelivery {
@@ -57,6 +60,7 @@ impl RawDelivery {
                 app: raw.app,
                 outputs: optional_outputs(raw.outputs)?,
                 segment_duration_secs: optional_duration(raw.segment_duration_secs)?,
+                dash_segment_addressing: optional_addressing(raw.dash_segment_addressing)?,
             })
         })?;
         unique(&apps, "apps", "app", |a| a.app.clone())?;
@@ -68,6 +72,7 @@ impl RawDelivery {
                 stream: raw.stream,
                 outputs: optional_outputs(raw.outputs)?,
                 segment_duration_secs: optional_duration(raw.segment_duration_secs)?,
+                dash_segment_addressing: optional_addressing(raw.dash_segment_addressing)?,
             })
         })?;
         unique(&streams, "streams", "stream", |s| {
@@ -84,6 +89,8 @@ impl RawDelivery {
                 .map(|ms| in_range("part_target_ms", ms, PART_TARGET_MS))
                 .transpose()?
                 .unwrap_or(defaults.part_target_ms),
+            dash_segment_addressing: optional_addressing(self.dash_segment_addressing)?
+                .unwrap_or(defaults.dash_segment_addressing),
             apps,
             streams,
             abr,
@@ -104,6 +111,7 @@ pub(super) fn from_rtmp(rtmp: &RtmpSettings) -> DeliverySettings {
         outputs: outputs(&rtmp.protocols),
         segment_duration_secs: rtmp.duration,
         part_target_ms: DeliverySettings::default().part_target_ms,
+        dash_segment_addressing: DashAddressing::default(),
         apps: rtmp
             .apps
             .iter()
@@ -112,11 +120,26 @@ pub(super) fn from_rtmp(rtmp: &RtmpSettings) -> DeliverySettings {
                 app: app.app.clone(),
                 outputs: app.protocols.as_deref().map(outputs),
                 segment_duration_secs: app.duration,
+                dash_segment_addressing: None,
             })
             .collect(),
         streams: Vec::new(),
         abr: rtmp.abr.clone(),
     }
+}
+
+/// `dash_segment_addressing`: `"timeline"` or `"number"`.
+fn optional_addressing(value: Option<String>) -> Result<Option<DashAddressing>, FieldError> {
+    value
+        .map(|name| match name.as_str() {
+            "timeline" => Ok(DashAddressing::Timeline),
+            "number" => Ok(DashAddressing::Number),
+            other => Err(FieldError::new(
+                "dash_segment_addressing",
+                format!("unknown addressing {other:?}; expected timeline, number"),
+            )),
+        })
+        .transpose()
 }
 
 fn optional_duration(value: Option<u32>) -> Result<Option<u32>, FieldError> {

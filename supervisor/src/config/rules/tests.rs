@@ -4,7 +4,7 @@
 use super::*;
 use serde_json::json;
 use strom_ipc::rules::{
-    AbrGroup, AppDelivery, AppSettings, AuthSchema, CameraSettings, DeliveryOutput,
+    AbrGroup, AppDelivery, AppSettings, AuthSchema, CameraSettings, DashAddressing, DeliveryOutput,
     DeliverySettings, OutputProtocol, PublishControl, PullMode, PullSource, RepublishRule,
     RtmpInterface, RtmpLimits, RuleOwner, StreamDelivery, StreamRef,
 };
@@ -584,16 +584,19 @@ fn legacy_rtmp_settings_become_delivery_settings() {
             outputs: vec![DeliveryOutput::Hls, DeliveryOutput::Icecast],
             segment_duration_secs: 4,
             part_target_ms: 500,
+            dash_segment_addressing: DashAddressing::Timeline,
             apps: vec![
                 AppDelivery {
                     app: "a".into(),
                     outputs: Some(vec![]),
                     segment_duration_secs: None,
+                    dash_segment_addressing: None,
                 },
                 AppDelivery {
                     app: "b".into(),
                     outputs: None,
                     segment_duration_secs: Some(2),
+                    dash_segment_addressing: None,
                 },
             ],
             streams: vec![],
@@ -603,6 +606,32 @@ fn legacy_rtmp_settings_become_delivery_settings() {
     assert!(!rules.delivery.for_stream("a", "s").has(DeliveryOutput::Hls));
     assert_eq!(rules.delivery.for_stream("b", "s").segment_duration_secs, 2);
     assert_eq!(rules.delivery.for_stream("c", "s").segment_duration_secs, 4);
+}
+
+#[test]
+fn dash_segment_addressing_is_timeline_unless_set_globally_per_app_or_per_stream() {
+    let rules = parse_ok(
+        r#"{"Delivery": {"outputs": ["DASH"], "dash_segment_addressing": "number",
+              "apps": [{"app": "tl", "dash_segment_addressing": "timeline"}],
+              "streams": [{"app": "tl", "stream": "n", "dash_segment_addressing": "number"}]}}"#,
+    );
+    let addressing = |app, stream| {
+        rules
+            .delivery
+            .for_stream(app, stream)
+            .dash_segment_addressing
+    };
+    assert_eq!(addressing("live", "s"), DashAddressing::Number);
+    assert_eq!(addressing("tl", "s"), DashAddressing::Timeline);
+    assert_eq!(addressing("tl", "n"), DashAddressing::Number);
+    assert_eq!(
+        parse_ok("{}").delivery.dash_segment_addressing,
+        DashAddressing::Timeline
+    );
+    let message =
+        error(r#"{"Delivery": {"apps": [{"app": "a", "dash_segment_addressing": "list"}]}}"#)
+            .to_string();
+    assert!(message.contains("dash_segment_addressing"), "{message}");
 }
 
 #[test]
@@ -628,6 +657,7 @@ fn a_delivery_key_replaces_the_legacy_delivery_whole() {
             stream: "s".into(),
             outputs: Some(vec![DeliveryOutput::Hls]),
             segment_duration_secs: Some(2),
+            dash_segment_addressing: None,
         }]
     );
     let app = delivery.for_stream("live", "other");

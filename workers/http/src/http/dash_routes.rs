@@ -14,6 +14,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use std::sync::atomic::Ordering;
+use strom_ipc::rules::DashAddressing;
 use strom_stream::gate::Protocol;
 
 impl Context {
@@ -90,7 +91,10 @@ impl Context {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or_default();
-        let Some(text) = manifest(&renditions, session, now_ms) else {
+        let delivery = rules.delivery.for_stream(app, stream);
+        let number_secs = (delivery.dash_segment_addressing == DashAddressing::Number)
+            .then_some(delivery.segment_duration_secs);
+        let Some(text) = manifest(&renditions, session, now_ms, number_secs) else {
             return error(StatusCode::NOT_FOUND, "no such stream");
         };
         tracing::debug!(?session, %app, %stream, "dash manifest served");

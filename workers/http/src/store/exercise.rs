@@ -47,7 +47,7 @@ pub fn exercise_restore(index: &[u8], file: &[u8]) {
         listing: hls.dash_listing(),
         prefix: String::new(),
     };
-    let _ = crate::dash::manifest(&[rendition], Some(1), 0);
+    let _ = crate::dash::manifest(&[rendition], Some(1), 0, None);
     for n in 0..=(PLAYLIST_WINDOW + GRACE_SEGMENTS) {
         let facts = SegmentFacts {
             codecs: String::from("avc1.64001f"),
