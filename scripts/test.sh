@@ -79,7 +79,7 @@ fi
 # (Gate::publish, Gate::read). Hub::own_publisher and Hub::own_reader are for what the
 # operator configured, which no client asked for; a new caller joins this list with its
 # reason (docs/design.md, the gate).
-own_callers='^workers/(stream/|dvr/src/recording\.rs|http/src/(icecast|icecast_push|packaging)\.rs|mpegts/src/(ts_input\.rs|outputs/(rist_out|srt_out|udp_out)\.rs|playout/)|rtmp/src/(pull/|republish/)|rtsp/src/pull/|webrtc/src/feed\.rs)'
+own_callers='^workers/(stream/|dvr/src/recording\.rs|http/src/(icecast|icecast_push|packaging)\.rs|mpegts/src/(ts_input\.rs|outputs/(rist_out|srt_out|udp_out)\.rs|playout/)|rtmp/src/(pull/|republish/)|rtsp/src/pull/|webrtc/src/feed\.rs|transcode/src/job\.rs)'
 if grep -rnE '\.own_(reader|publisher)\(' workers --include='*.rs' | grep -vE "$own_callers" \
   | grep -vE '^[^:]*(_tests\.rs|/tests/[^:]*):'; then
   echo "a client path takes a stream handle without the gate; use Gate::publish or Gate::read" >&2

@@ -19,16 +19,20 @@ pub enum WorkerKind {
     Rtsp,
     /// WebRTC: WHEP players and WHIP publishers (ICE, DTLS, SRTP).
     WebRtc,
+    /// Live transcoding: an ffmpeg process per transcoded stream, renditions published
+    /// back into the streams.
+    Transcoder,
 }
 
 impl WorkerKind {
-    pub const ALL: [WorkerKind; 6] = [
+    pub const ALL: [WorkerKind; 7] = [
         WorkerKind::Rtmp,
         WorkerKind::Ingest,
         WorkerKind::Packager,
         WorkerKind::Dvr,
         WorkerKind::Rtsp,
         WorkerKind::WebRtc,
+        WorkerKind::Transcoder,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +43,7 @@ impl WorkerKind {
             WorkerKind::Dvr => "dvr",
             WorkerKind::Rtsp => "rtsp",
             WorkerKind::WebRtc => "webrtc",
+            WorkerKind::Transcoder => "transcoder",
         }
     }
 }
@@ -54,6 +59,7 @@ impl WorkerKind {
             WorkerKind::Dvr => c"strom-dvr",
             WorkerKind::Rtsp => c"strom-rtsp",
             WorkerKind::WebRtc => c"strom-webrtc",
+            WorkerKind::Transcoder => c"strom-transcode",
         }
     }
 }
@@ -66,7 +72,9 @@ impl fmt::Display for WorkerKind {
 
 /// The name given on the command line was not a worker kind.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown worker kind {0:?} (expected rtmp, ingest, packager, dvr, rtsp or webrtc)")]
+#[error(
+    "unknown worker kind {0:?} (expected rtmp, ingest, packager, dvr, rtsp, webrtc or transcoder)"
+)]
 pub struct UnknownWorkerKind(pub String);
 
 impl FromStr for WorkerKind {
@@ -97,7 +105,9 @@ mod tests {
         for kind in WorkerKind::ALL {
             let name = kind.process_name().to_str().unwrap();
             assert!(name.len() <= 15, "{name} would be cut");
-            assert_eq!(name, format!("strom-{kind}"));
+            // `strom-transcoder` is 16 bytes: the transcoder is `strom-transcode`.
+            let expected = format!("strom-{kind}").replace("transcoder", "transcode");
+            assert_eq!(name, expected);
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod rtsp_rules;
 pub mod rules;
 pub mod status;
 pub mod sync;
+pub mod transcode_rules;
 pub mod webrtc_rules;
 
 pub use channel::{ControlChannel, Received};

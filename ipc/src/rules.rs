@@ -46,6 +46,9 @@ pub struct Rules {
     /// WebRTC (`WebRtcSettings`): WHEP playback and WHIP publishing, served by the
     /// webrtc worker.
     pub webrtc: crate::webrtc_rules::WebRtcSettings,
+    /// Live transcoding (`Transcoding`): ABR ladders made by the transcoder worker.
+    #[serde(default)]
+    pub transcoding: crate::transcode_rules::TranscodingSettings,
     /// Who may publish to an app (derived from `RtmpSettings`; see
     /// [`crate::access_rules`]). The gate reads this, never `rtmp`.
     pub access: AccessSettings,

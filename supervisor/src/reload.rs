@@ -194,6 +194,8 @@ fn concerns(kind: WorkerKind, old: &Rules, new: &Rules) -> bool {
         WorkerKind::Rtsp => {
             old.rtsp != new.rtsp || old.rtmp != new.rtmp || old.pull_sources != new.pull_sources
         }
+        // Its ladders; the gate's copy of the rules is only for stream-scoped requests.
+        WorkerKind::Transcoder => old.transcoding != new.transcoding,
         // Publishers' credentials, playback protection and the edges that start pulls.
         WorkerKind::WebRtc => {
             old.webrtc != new.webrtc

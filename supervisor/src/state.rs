@@ -309,6 +309,10 @@ pub fn bus_subscribers(rules: &Rules) -> Vec<WorkerKind> {
         (records, WorkerKind::Dvr),
         (!rules.rtsp.interfaces.is_empty(), WorkerKind::Rtsp),
         (!rules.webrtc.interfaces.is_empty(), WorkerKind::WebRtc),
+        (
+            !rules.transcoding.ladders.is_empty(),
+            WorkerKind::Transcoder,
+        ),
     ]
     .into_iter()
     .filter_map(|(wanted, kind)| wanted.then_some(kind))

@@ -36,6 +36,9 @@ pub fn main(kind: WorkerKind) -> anyhow::Result<()> {
             WorkerKind::WebRtc => {
                 serve(kind, |c| strom_worker_webrtc::start(c).map(Gated::new)).await
             }
+            WorkerKind::Transcoder => {
+                serve(kind, |c| strom_worker_transcode::start(c).map(Gated::new)).await
+            }
         }
     });
     if let Err(e) = &result {

@@ -969,7 +969,7 @@ fn a_killed_supervisor_leaves_no_worker_and_a_new_one_starts_clean() {
         .iter()
         .map(|w| w["pid"].as_i64().unwrap() as i32)
         .collect();
-    assert_eq!(pids.len(), 6);
+    assert_eq!(pids.len(), 7);
     let dvr = server.worker_pid("dvr");
     kill(Pid::from_raw(dvr), Signal::SIGSTOP).unwrap();
     let killed = Instant::now();

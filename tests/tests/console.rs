@@ -1,7 +1,7 @@
 //! The web console (`/console/` on the management port) end to end: a real strom with a
 //! management token, an ffmpeg RTMP publisher, and Debian's headless Chromium driven by
 //! `tests/browser/console.mjs` as a user would drive it. The console says it needs the
-//! token, says a wrong one is refused, accepts the right one, lists the six workers,
+//! token, says a wrong one is refused, accepts the right one, lists the seven workers,
 //! reloads rules.conf with its button, lists the live stream (protocol, codecs,
 //! resolution, publisher), and on the stream's page plays it with hls.js, then dash.js, then over WebRTC (WHEP)
 //! (the players served by strom itself), with `currentTime` advancing and frames decoded, and
@@ -175,7 +175,7 @@ fn console_lists_a_live_stream_and_plays_it_with_hls_and_dash() {
         ));
     }
     let workers = texts(&result["workers"]);
-    if workers.len() != 6 || workers.iter().any(|w| !w.contains("ready")) {
+    if workers.len() != 7 || workers.iter().any(|w| !w.contains("ready")) {
         problems.push(format!("workers listed: {workers:?}"));
     }
     if result["reload"] != "Reload rules.conf: done" {
@@ -292,6 +292,6 @@ fn console_works_at_once_against_a_server_without_a_token() {
         "{result}"
     );
     let workers = texts(&result["workers"]);
-    assert_eq!(workers.len(), 6, "{result}");
+    assert_eq!(workers.len(), 7, "{result}");
     assert_eq!(result["reload"], "Reload rules.conf: done", "{result}");
 }

@@ -449,7 +449,7 @@ fn deb_builds_installs_serves_and_purges_cleanly() {
         let (code, body) = try_curl(&[&url])?;
         let ready = code == 200
             && body.as_array().is_some_and(|workers| {
-                workers.len() == 6 && workers.iter().all(|w| w["state"] == "ready")
+                workers.len() == 7 && workers.iter().all(|w| w["state"] == "ready")
             });
         ready.then_some(body)
     })

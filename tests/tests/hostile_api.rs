@@ -182,11 +182,11 @@ fn the_management_api_speaks_https_with_its_own_certificate() {
         let ready = code == 200
             && body
                 .as_array()
-                .is_some_and(|w| w.len() == 6 && w.iter().all(|w| w["state"] == "ready"));
+                .is_some_and(|w| w.len() == 7 && w.iter().all(|w| w["state"] == "ready"));
         ready.then_some(body)
     })
     .unwrap_or_else(|| panic!("HTTPS API not ready; log:\n{}", server.log()));
-    assert_eq!(workers.as_array().unwrap().len(), 6);
+    assert_eq!(workers.as_array().unwrap().len(), 7);
 
     // The certificate is checked (by name and by CA), and plain HTTP gets nothing.
     let (code, _) = try_curl(&[

@@ -1,4 +1,4 @@
-//! The foundation end to end: the real `strom` binary, its six worker processes, the
+//! The foundation end to end: the real `strom` binary, its seven worker processes, the
 //! management API through curl, restarts, reloads and shutdown.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -29,10 +29,7 @@ fn workers_report_ready_and_server_status_is_plausible() {
         .iter()
         .map(|w| w["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        kinds,
-        ["rtmp", "ingest", "packager", "dvr", "rtsp", "webrtc"]
-    );
+    assert_eq!(kinds, common::WORKER_KINDS);
     let mut pids: Vec<i64> = workers
         .as_array()
         .unwrap()
@@ -44,7 +41,7 @@ fn workers_report_ready_and_server_status_is_plausible() {
         assert_ne!(*pid as i32, server.pid());
     }
     pids.dedup();
-    assert_eq!(pids.len(), 6, "six distinct worker processes");
+    assert_eq!(pids.len(), 7, "seven distinct worker processes");
 
     let (code, status) = server.get("/manage/server_status");
     assert_eq!(code, 200);

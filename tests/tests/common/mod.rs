@@ -144,6 +144,17 @@ pub fn rules_json(rtmp_port: u16, duration: u32) -> String {
     )
 }
 
+/// Every worker kind, in the order `/manage/workers` lists them.
+pub const WORKER_KINDS: [&str; 7] = [
+    "rtmp",
+    "ingest",
+    "packager",
+    "dvr",
+    "rtsp",
+    "webrtc",
+    "transcoder",
+];
+
 /// rules.conf with RTMP on `rtmp_port` and the delivery `outputs` (`"HLS"`, `"DASH"`,
 /// ...) in segments of `segment_secs`, as JSON a test may add keys to.
 pub fn delivery_rules(rtmp_port: u16, outputs: &[&str], segment_secs: u32) -> serde_json::Value {
@@ -264,7 +275,7 @@ impl Server {
         assert_eq!(status, 200, "reload: {body}");
     }
 
-    /// Waits until the API answers and all six workers report ready.
+    /// Waits until the API answers and all seven workers report ready.
     pub fn wait_ready(&self) -> serde_json::Value {
         let workers = wait_for(Duration::from_secs(30), "all workers ready", || {
             assert!(
@@ -275,7 +286,8 @@ impl Server {
             let (code, body) = self.try_get("/manage/workers")?;
             let ready = code == 200
                 && body.as_array().map(|workers| {
-                    workers.len() == 6 && workers.iter().all(|w| w["state"] == "ready")
+                    workers.len() == WORKER_KINDS.len()
+                        && workers.iter().all(|w| w["state"] == "ready")
                 }) == Some(true);
             ready.then_some(body)
         })

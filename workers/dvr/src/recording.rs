@@ -106,11 +106,7 @@ impl Recording {
             .hub
             .own_reader(&key, strom_stream::Queue, self.ids.next_id());
         if location.producer != WorkerKind::Dvr {
-            let relay = Relay {
-                key: key.clone(),
-                bus_path: location.bus_path.clone(),
-                producer: location.producer.to_string(),
-            };
+            let relay = Relay::of(key.clone(), &location);
             tokio::spawn(feed(
                 self.hub.clone(),
                 relay,

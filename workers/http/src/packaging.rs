@@ -196,11 +196,7 @@ impl Packaging {
             let cue_style = cue_style(&rules, &location.app, &location.stream);
             let part_target_ms = part_target_ms(&rules, &location.app, &location.stream);
             let stop = self.shutdown.child_token();
-            let relay = Relay {
-                key: StreamKey::new(key.0.clone(), key.1.clone()),
-                bus_path: location.bus_path.clone(),
-                producer: location.producer.to_string(),
-            };
+            let relay = Relay::of(StreamKey::new(key.0.clone(), key.1.clone()), &location);
             if hls {
                 let Some(stream) = self.store.get_or_create(&location.app, &location.stream) else {
                     continue;

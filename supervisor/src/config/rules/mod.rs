@@ -43,6 +43,7 @@
 //!             "origins": ["rtmp://origin1.example.com:1935", "rtmp://origin2.example.com"]}],
 //!   "Delivery": {
 //!     "outputs": ["HLS"], "segment_duration_secs": 6, "part_target_ms": 500,
+//!     "dash_segment_addressing": "timeline",
 //!     "apps": [{"app": "live", "outputs": ["HLS", "DASH"], "segment_duration_secs": 4}],
 //!     "streams": [{"app": "live", "stream": "news", "outputs": ["LLHLS"],
 //!                  "segment_duration_secs": 2}],
@@ -60,7 +61,11 @@
 //!                    "limits": {"max_connections": 10000, "max_connections_per_ip": 1000,
 //!                               "session_timeout_secs": 60, "max_request_bytes": 16384,
 //!                               "player_wait_timeout_secs": 10,
-//!                               "request_timeout_secs": 10, "max_udp_pairs": 4096}}
+//!                               "request_timeout_secs": 10, "max_udp_pairs": 4096}},
+//!   "Transcoding": {"max_concurrent": 4, "ladders": [{"app": "live", "renditions": [
+//!                   {"name": "480p", "width": 854, "height": 480, "video_bitrate": 1200,
+//!                    "max_fps": 30, "profile": "main", "preset": "veryfast",
+//!                    "audio": "passthrough"}]}]}
 //! }
 //! ```
 //!
@@ -107,6 +112,7 @@ mod rtsp;
 mod server_playlists;
 #[cfg(test)]
 mod tests;
+mod transcoding;
 mod ts_outputs;
 #[cfg(test)]
 mod ts_outputs_tests;
@@ -201,6 +207,8 @@ struct RawRules {
     rtsp: Option<rtsp::RawRtspSettings>,
     #[serde(rename = "WebRtcSettings", default)]
     webrtc: Option<webrtc::RawWebRtcSettings>,
+    #[serde(rename = "Transcoding", default)]
+    transcoding: Option<transcoding::RawTranscoding>,
 }
 
 impl RawRules {
@@ -239,6 +247,10 @@ impl RawRules {
             },
             webrtc: match self.webrtc {
                 Some(raw) => raw.validate().map_err(|e| e.under("WebRtcSettings"))?,
+                None => Default::default(),
+            },
+            transcoding: match self.transcoding {
+                Some(raw) => raw.validate().map_err(|e| e.under("Transcoding"))?,
                 None => Default::default(),
             },
         })

@@ -724,3 +724,63 @@ fn delivery_errors_name_the_json_path() {
     let message = error(r#"{"Delivery": {"outputs": [], "extra": 1}}"#).to_string();
     assert!(message.contains("unknown field `extra`"), "{message}");
 }
+
+#[test]
+fn transcoding_ladders_are_validated() {
+    use strom_ipc::transcode_rules::RenditionAudio;
+    let rules = parse_ok(
+        r#"{"Transcoding": {"max_concurrent": 2, "ladders": [
+             {"app": "live", "renditions": [
+               {"name": "480p", "width": 854, "height": 480, "video_bitrate": 1200},
+               {"name": "low", "width": 426, "height": 240, "video_bitrate": 300,
+                "max_fps": 15, "profile": "baseline", "preset": "ultrafast",
+                "audio": {"bitrate": 64, "channels": 1}}]}]}}"#,
+    );
+    let settings = &rules.transcoding;
+    assert_eq!(settings.max_concurrent, 2);
+    let ladder = settings.ladder_for("live", "cam").unwrap();
+    let (high, low) = (&ladder.renditions[0], &ladder.renditions[1]);
+    assert_eq!(
+        (
+            &high.profile[..],
+            &high.preset[..],
+            high.audio,
+            high.max_fps
+        ),
+        ("main", "veryfast", RenditionAudio::Passthrough, None)
+    );
+    assert_eq!(
+        low.audio,
+        RenditionAudio::Encode {
+            bitrate_kbps: 64,
+            channels: 1
+        }
+    );
+    assert_eq!(parse_ok("{}").transcoding.max_concurrent, 4);
+    let rendition = |fields: &str| {
+        format!(
+            r#"{{"Transcoding": {{"ladders": [{{"app": "live", "renditions": [{{"name": "r", "width": 640, "height": 360, "video_bitrate": 800{fields}}}]}}]}}}}"#
+        )
+    };
+    for (fields, field) in [
+        (r#", "width": 641"#, "width"),
+        (r#", "preset": "turbo""#, "preset"),
+        (r#", "profile": "high10""#, "profile"),
+        (r#", "audio": "copy""#, "audio"),
+        (
+            r#", "audio": {"bitrate": 64, "channels": 6}"#,
+            "audio.channels",
+        ),
+        (r#", "max_fps": 0"#, "max_fps"),
+    ] {
+        let text =
+            rendition(fields).replacen(r#""width": 640, "#, "", usize::from(field == "width"));
+        let message = error(&text).to_string();
+        assert!(
+            message.contains(&format!("Transcoding.ladders[0].renditions[0].{field}")),
+            "{fields}: {message}"
+        );
+    }
+    let bad_name = rendition("").replace(r#""name": "r""#, r#""name": "a b""#);
+    assert!(error(&bad_name).to_string().contains("name"));
+}

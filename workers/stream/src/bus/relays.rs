@@ -142,11 +142,7 @@ impl Relays {
             tracing::info!(stream = %key, producer = %location.producer, "relaying stream from another worker");
             tokio::spawn(feed(
                 hub.clone(),
-                Relay {
-                    key: key.clone(),
-                    bus_path: location.bus_path.clone(),
-                    producer: location.producer.to_string(),
-                },
+                Relay::of(key.clone(), &location),
                 Arc::clone(&self.ids),
                 stop.clone(),
             ));

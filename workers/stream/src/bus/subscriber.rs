@@ -31,6 +31,17 @@ pub struct Relay {
     pub producer: String,
 }
 
+impl Relay {
+    /// The relay of `key` from where the registry `location` says it is produced.
+    pub fn of(key: StreamKey, location: &strom_ipc::bus::StreamLocation) -> Self {
+        Self {
+            key,
+            bus_path: location.bus_path.clone(),
+            producer: location.producer.to_string(),
+        }
+    }
+}
+
 /// Feeds `relay.key` of `hub` from the producer until `stop`, reconnecting with backoff
 /// when the producer goes away (a restarted producer worker).
 pub async fn feed(hub: Hub, relay: Relay, ids: Arc<SessionIds>, stop: CancellationToken) {

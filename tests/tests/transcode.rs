@@ -1,0 +1,188 @@
+//! Live transcoding (issue 44): a `Transcoding` ladder makes renditions of a live RTMP
+//! source, published as `<stream>_<name>`; ffprobe reads each at its size and with its
+//! audio over RTMP and HLS, with keyframes where the source has them; the ffmpeg
+//! process of a transcode killed with `kill -9` comes back with its renditions while
+//! the source plays on; a video codec the transcoder is not given is refused once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::media::{ffmpeg, ffprobe, wait_live};
+use common::{Server, wait_for};
+use std::process::Command;
+use std::time::Duration;
+
+const LIVE: Duration = Duration::from_secs(60);
+
+fn start() -> Server {
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 2}},
+ "Transcoding": {{"ladders": [{{"app": "live", "renditions": [
+   {{"name": "mid", "width": 480, "height": 270, "video_bitrate": 500, "preset": "ultrafast"}},
+   {{"name": "low", "width": 320, "height": 180, "video_bitrate": 250, "preset": "ultrafast",
+     "max_fps": 15, "audio": {{"bitrate": 48, "channels": 1}}}}]}}]}}}}"#,
+        server.ports.rtmp
+    ));
+    server
+}
+
+/// A 640x360 30 fps source with a keyframe every 2 s and stereo AAC, as `live/<stream>`.
+fn publish_source(server: &Server, stream: &str) -> common::media::Proc {
+    ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc2=size=640x360:rate=30 \
+         -f lavfi -i sine=frequency=440:sample_rate=48000 -c:v libx264 -preset ultrafast \
+         -g 60 -pix_fmt yuv420p -c:a aac -ac 2 -b:a 96k -t 300 -f flv rtmp://127.0.0.1:{}/live/{stream}",
+        server.ports.rtmp
+    ))
+}
+
+/// ffprobe's `width,height` of the first video stream and `codec,channels` of the first
+/// audio stream of `url`.
+fn probe(url: &str) -> (String, String) {
+    let video = ffprobe(&[
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "stream=width,height",
+        "-of",
+        "csv=p=0",
+        url,
+    ]);
+    let audio = ffprobe(&[
+        "-select_streams",
+        "a:0",
+        "-show_entries",
+        "stream=codec_name,channels",
+        "-of",
+        "csv=p=0",
+        url,
+    ]);
+    (
+        video.lines().next().unwrap_or_default().to_owned(),
+        audio.lines().next().unwrap_or_default().to_owned(),
+    )
+}
+
+/// The presentation times (s) of the keyframes in the first 6 s of `url`.
+fn keyframe_times(url: &str) -> Vec<f64> {
+    ffprobe(&[
+        "-select_streams",
+        "v:0",
+        "-skip_frame",
+        "nokey",
+        "-read_intervals",
+        "%+6",
+        "-show_entries",
+        "frame=pts_time",
+        "-of",
+        "csv=p=0",
+        url,
+    ])
+    .lines()
+    .filter_map(|l| l.trim().trim_end_matches(',').parse().ok())
+    .collect()
+}
+
+#[test]
+fn a_ladder_publishes_renditions_that_play_over_rtmp_and_hls() {
+    let server = start();
+    let _source = publish_source(&server, "src");
+    for stream in ["src", "src_mid", "src_low"] {
+        wait_live(&server, "live", stream, LIVE)
+            .unwrap_or_else(|| panic!("{stream} not live\n{}", server.log()));
+    }
+    let rtmp = |stream: &str| format!("rtmp://127.0.0.1:{}/live/{stream}", server.ports.rtmp);
+    let hls = |stream: &str| {
+        format!(
+            "http://127.0.0.1:{}/live/{stream}/playlist.m3u8",
+            server.ports.http
+        )
+    };
+    assert_eq!(probe(&rtmp("src_mid")), ("480,270".into(), "aac,2".into()));
+    assert_eq!(probe(&rtmp("src_low")), ("320,180".into(), "aac,1".into()));
+    let hls_low = wait_for(LIVE, "the low rendition over HLS", || {
+        let probed = probe(&hls("src_low"));
+        (!probed.0.is_empty()).then_some(probed)
+    })
+    .unwrap_or_else(|| panic!("no HLS of src_low\n{}", server.log()));
+    assert_eq!(hls_low, ("320,180".into(), "aac,1".into()));
+
+    // Keyframes where the source has them: every 2 s, on the same times.
+    let source = keyframe_times(&rtmp("src"));
+    let mid = keyframe_times(&rtmp("src_mid"));
+    assert!(source.len() >= 2 && mid.len() >= 2, "{source:?} {mid:?}");
+    let step = |times: &[f64]| times[1] - times[0];
+    assert!((step(&source) - 2.0).abs() < 0.1, "source {source:?}");
+    assert!((step(&mid) - 2.0).abs() < 0.1, "rendition {mid:?}");
+    let phase = |times: &[f64]| times[0].rem_euclid(2.0);
+    let apart = (phase(&source) - phase(&mid)).abs();
+    assert!(
+        !(0.05..=1.95).contains(&apart),
+        "source {source:?} rendition {mid:?}"
+    );
+}
+
+#[test]
+fn a_killed_transcode_comes_back_and_the_source_plays_on() {
+    let server = start();
+    let _source = publish_source(&server, "kept");
+    for stream in ["kept", "kept_mid"] {
+        wait_live(&server, "live", stream, LIVE)
+            .unwrap_or_else(|| panic!("{stream} not live\n{}", server.log()));
+    }
+    // This server's transcodes: their sockets are in its run directory.
+    let sockets = format!("unix:{}", server.path("run").join("transcode").display());
+    let pgrep = || {
+        let out = Command::new("pgrep")
+            .args(["-f", &sockets])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse::<i32>().ok())
+            .collect::<Vec<_>>()
+    };
+    let publish_time = source_publish_time(&server, "kept");
+    let before = pgrep();
+    assert_eq!(before.len(), 1, "one ffmpeg per transcode: {before:?}");
+    Command::new("kill")
+        .args(["-9", &before[0].to_string()])
+        .status()
+        .unwrap();
+    wait_for(LIVE, "a new ffmpeg", || {
+        let now = pgrep();
+        (now.len() == 1 && now[0] != before[0]).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the transcode did not restart\n{}", server.log()));
+    assert!(
+        server.log().contains("transcode failed; restarting"),
+        "{}",
+        server.log()
+    );
+    // The rendition is live again, and the source never stopped.
+    let rtmp = format!("rtmp://127.0.0.1:{}/live/kept_mid", server.ports.rtmp);
+    wait_for(LIVE, "the rendition back", || {
+        let (video, _) = probe(&rtmp);
+        (video == "480,270").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no rendition after the restart\n{}", server.log()));
+    // The source kept its one publish all along.
+    assert_eq!(source_publish_time(&server, "kept"), publish_time);
+}
+
+/// The `publish_time` of `live/<stream>` in `live_streams_status`.
+fn source_publish_time(server: &Server, stream: &str) -> String {
+    let (_, groups) = server.get("/manage/live_streams_status");
+    groups
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|group| group["app"] == "live")
+        .flat_map(|group| group["streams"].as_array().cloned().unwrap_or_default())
+        .find(|entry| entry["strm"] == stream)
+        .and_then(|entry| entry["publish_time"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("live/{stream} not listed: {groups}"))
+}

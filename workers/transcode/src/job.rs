@@ -1,0 +1,288 @@
+//! One transcode: the source stream, read from this worker's hub, goes to an ffmpeg
+//! process as MPEG-TS on its stdin; each rendition comes back as MPEG-TS on its own Unix
+//! socket, is demuxed into frames and published as `app/<stream>_<name>`, an operator's
+//! own producer like a pull.
+//!
+//! The ffmpeg process is the unit of containment: when it crashes, hangs up or is
+//! killed, only this stream's renditions stop; the transcode restarts after a backoff
+//! while the source is live. A source whose video codec ffmpeg is not given (strom
+//! carries H.264 and H.265 into it) is refused once with a log line, not retried.
+
+use crate::ffmpeg_args;
+use bytes::BytesMut;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strom_ipc::transcode_rules::{RenditionSpec, rendition_stream};
+use strom_media::frame::{Codec, Track};
+use strom_media::ts_demux::TsDemuxer;
+use strom_stream::ts_feed::TsFeed;
+use strom_stream::{Hub, PublisherInfo, Publishing, Queue, StreamKey};
+use strom_worker_runtime::SessionIds;
+use strom_worker_runtime::clock::unix_now;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio_util::sync::CancellationToken;
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A transcode that ran this long before it failed starts again at the first backoff.
+const HEALTHY_RUN: Duration = Duration::from_secs(30);
+/// ffmpeg's stderr lines kept for the log line of a failure.
+const STDERR_TAIL: usize = 8;
+/// What one read of a rendition's socket takes at most.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What one transcode needs.
+pub struct Job {
+    pub hub: Hub,
+    pub ids: Arc<SessionIds>,
+    pub key: StreamKey,
+    pub renditions: Vec<RenditionSpec>,
+    /// Where the renditions' sockets are made.
+    pub socket_dir: PathBuf,
+    /// The ffmpeg binary.
+    pub ffmpeg: PathBuf,
+}
+
+/// How one run of ffmpeg ended.
+enum Ended {
+    /// The job was stopped (the source left, the rules changed, shutdown).
+    Stopped,
+    /// The source cannot be transcoded; waiting for another publisher will not help.
+    Refused(String),
+    Failed(String),
+}
+
+impl Job {
+    /// Transcodes until `stop`, restarting a failed ffmpeg with a growing backoff.
+    pub async fn run(self, stop: CancellationToken) {
+        let mut backoff = FIRST_BACKOFF;
+        tracing::info!(stream = %self.key, renditions = self.renditions.len(), "transcode starting");
+        loop {
+            let started = Instant::now();
+            match self.run_once(&stop).await {
+                Ended::Stopped => break,
+                Ended::Refused(reason) => {
+                    tracing::warn!(stream = %self.key, %reason, "transcode refused");
+                    stop.cancelled().await;
+                    break;
+                }
+                Ended::Failed(reason) => {
+                    if started.elapsed() >= HEALTHY_RUN {
+                        backoff = FIRST_BACKOFF;
+                    }
+                    tracing::warn!(stream = %self.key, %reason, retry_in_ms = backoff.as_millis() as u64, "transcode failed; restarting");
+                }
+            }
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        tracing::info!(stream = %self.key, "transcode stopped");
+    }
+
+    async fn run_once(&self, stop: &CancellationToken) -> Ended {
+        let id = self.ids.next_id();
+        let paths: Vec<PathBuf> = (0..self.renditions.len())
+            .map(|i| self.socket_dir.join(format!("{id}-{i}.sock")))
+            .collect();
+        let mut listeners = Vec::with_capacity(paths.len());
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+            match UnixListener::bind(path) {
+                Ok(listener) => listeners.push(listener),
+                Err(e) => return Ended::Failed(format!("socket {}: {e}", path.display())),
+            }
+        }
+        let outputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        let spawned = Command::new(&self.ffmpeg)
+            .args(ffmpeg_args::arguments(&self.renditions, &outputs))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                remove_all(&paths);
+                return Ended::Failed(format!("{} did not start: {e}", self.ffmpeg.display()));
+            }
+        };
+        tracing::info!(stream = %self.key, pid = child.id().unwrap_or(0), "transcoder ffmpeg running");
+        let tail = spawn_stderr_log(&mut child, self.key.clone());
+        let done = stop.child_token();
+        for (listener, rendition) in listeners.into_iter().zip(&self.renditions) {
+            let key = StreamKey::new(
+                self.key.app.clone(),
+                rendition_stream(&self.key.stream, &rendition.name),
+            );
+            tokio::spawn(publish_rendition(
+                listener,
+                self.hub.clone(),
+                Arc::clone(&self.ids),
+                key,
+                done.clone(),
+            ));
+        }
+        let ended = match child.stdin.take() {
+            Some(stdin) => {
+                tokio::select! {
+                    () = stop.cancelled() => Ended::Stopped,
+                    status = child.wait() => Ended::Failed(format!(
+                        "ffmpeg exited ({}): {}",
+                        status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+                        tail.await.unwrap_or_default()
+                    )),
+                    ended = self.feed(stdin) => ended,
+                }
+            }
+            None => Ended::Failed("ffmpeg has no stdin".to_owned()),
+        };
+        done.cancel();
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        remove_all(&paths);
+        ended
+    }
+
+    /// Writes the source to ffmpeg until it ends, ffmpeg stops reading, or its video
+    /// is in a codec not carried to ffmpeg.
+    async fn feed(&self, mut stdin: ChildStdin) -> Ended {
+        let reader = self.hub.own_reader(&self.key, Queue, self.ids.next_id());
+        let mut frames = reader.frames;
+        let mut ts = TsFeed::new();
+        let mut out = BytesMut::with_capacity(READ_CHUNK);
+        let mut checked = false;
+        while let Some(frame) = frames.recv().await {
+            if !checked && frame.frame.track == Track::Video && frame.frame.config {
+                if !matches!(frame.frame.codec, Codec::H264 | Codec::H265) {
+                    return Ended::Refused(format!(
+                        "video codec {:?} cannot be transcoded (H.264 and H.265 can)",
+                        frame.frame.codec
+                    ));
+                }
+                checked = true;
+            }
+            out.clear();
+            if ts.push(&frame, &mut out) == 0 {
+                continue;
+            }
+            if let Err(e) = stdin.write_all(&out).await {
+                return Ended::Failed(format!("ffmpeg stopped reading: {e}"));
+            }
+        }
+        drop(reader.place);
+        Ended::Stopped
+    }
+}
+
+/// Publishes the rendition ffmpeg writes to `listener` as `key` until the connection
+/// ends or `done`.
+async fn publish_rendition(
+    listener: UnixListener,
+    hub: Hub,
+    ids: Arc<SessionIds>,
+    key: StreamKey,
+    done: CancellationToken,
+) {
+    let mut connection = tokio::select! {
+        () = done.cancelled() => return,
+        accepted = listener.accept() => match accepted {
+            Ok((connection, _)) => connection,
+            Err(e) => {
+                tracing::warn!(stream = %key, error = %e, "rendition socket failed");
+                return;
+            }
+        },
+    };
+    let mut demuxer = TsDemuxer::new(None);
+    let mut claim: Option<Publishing> = None;
+    let mut buffer = vec![0; READ_CHUNK];
+    loop {
+        let read = tokio::select! {
+            () = done.cancelled() => break,
+            read = connection.read(&mut buffer) => read,
+        };
+        let n = match read {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(stream = %key, error = %e, "rendition read failed");
+                break;
+            }
+        };
+        demuxer.push(buffer.get(..n).unwrap_or_default());
+        while demuxer.next_event().is_some() {}
+        while let Some(frame) = demuxer.next_frame() {
+            if claim.is_none() {
+                claim = claim_rendition(&hub, &ids, &key);
+                if claim.is_none() {
+                    break;
+                }
+            }
+            if let Some(claim) = &claim {
+                claim.publish(frame);
+            }
+        }
+    }
+    if let Some(claim) = claim {
+        claim.release();
+        tracing::info!(stream = %key, "rendition ended");
+    }
+}
+
+fn claim_rendition(hub: &Hub, ids: &SessionIds, key: &StreamKey) -> Option<Publishing> {
+    let publisher = PublisherInfo {
+        session_id: ids.next_id(),
+        ip: String::new(),
+        publish_time: unix_now(),
+        query: String::new(),
+        source_url: None,
+        relayed_from: None,
+        protocol: "TRANSCODE",
+        admitted_id: None,
+    };
+    match hub.own_publisher(key, publisher) {
+        Ok(claim) => {
+            tracing::info!(stream = %key, "rendition live");
+            Some(claim)
+        }
+        Err(_) => {
+            strom_worker_runtime::limited_log!(warn, 3, Duration::from_secs(60); stream = %key, "a rendition's name is published by someone else; rendition dropped");
+            None
+        }
+    }
+}
+
+/// Logs ffmpeg's stderr (at most a line a second after a burst) and returns its last
+/// lines when it closes.
+fn spawn_stderr_log(child: &mut Child, key: StreamKey) -> tokio::task::JoinHandle<String> {
+    let stderr = child.stderr.take();
+    tokio::spawn(async move {
+        let Some(stderr) = stderr else {
+            return String::new();
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            strom_worker_runtime::limited_log!(info, 10, Duration::from_secs(10); stream = %key, ffmpeg = %line, "transcoder ffmpeg says");
+            if tail.len() == STDERR_TAIL {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+        Vec::from(tail).join(" | ")
+    })
+}
+
+fn remove_all(paths: &[PathBuf]) {
+    for path in paths {
+        let _ = std::fs::remove_file(path);
+    }
+}
