@@ -55,6 +55,39 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// The ABR group published as `app/stream`: a `Delivery.abr` group, else the group
+    /// of a transcoded stream's renditions (`<source>_abr`).
+    pub fn abr_group(&self, app: &str, stream: &str) -> Option<std::borrow::Cow<'_, AbrGroup>> {
+        match self.delivery.abr_group(app, stream) {
+            Some(group) => Some(std::borrow::Cow::Borrowed(group)),
+            None => self
+                .transcoding
+                .abr_group(app, stream)
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The ABR groups that have `app/stream` as a member: `Delivery.abr` groups, and
+    /// the group of the transcoded source `app/stream` is, or is a rendition of.
+    pub fn abr_groups_with(&self, app: &str, stream: &str) -> Vec<std::borrow::Cow<'_, AbrGroup>> {
+        let member = |g: &AbrGroup| g.streams.iter().any(|m| m.app == app && m.stream == stream);
+        let mut groups: Vec<std::borrow::Cow<'_, AbrGroup>> = (self.delivery.abr.iter())
+            .filter(|g| member(g))
+            .map(std::borrow::Cow::Borrowed)
+            .collect();
+        // The source's name is the member's up to a `_` (the rendition's suffix), or
+        // the member's own (the source itself).
+        let sources =
+            std::iter::once(stream).chain(stream.rmatch_indices('_').map(|(i, _)| &stream[..i]));
+        for source in sources {
+            let name = format!("{source}{}", crate::transcode_rules::ABR_SUFFIX);
+            if let Some(group) = self.transcoding.abr_group(app, &name).filter(|g| member(g)) {
+                groups.push(std::borrow::Cow::Owned(group));
+            }
+        }
+        groups
+    }
+
     /// The ad-insertion settings of `app/stream`: its own entry, else its app's
     /// (an entry with an empty `stream`).
     pub fn ad_insertion_for(&self, app: &str, stream: &str) -> Option<&AdInsertionSettings> {

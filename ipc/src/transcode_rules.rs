@@ -2,6 +2,7 @@
 //! published streams, per app or per stream, and the bound on concurrent transcodes.
 //! A rendition of `app/stream` is published as `app/<stream>_<name>`.
 
+use crate::rules::{AbrGroup, StreamRef};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +27,9 @@ pub struct Ladder {
     pub app: String,
     pub stream: String,
     pub renditions: Vec<RenditionSpec>,
+    /// The source itself is the top rendition of the ABR group (passed through, not
+    /// encoded again).
+    pub source_rendition: bool,
 }
 
 /// One encoded rendition (H.264 with libx264).
@@ -70,6 +74,40 @@ pub fn rendition_stream(stream: &str, rendition: &str) -> String {
     format!("{stream}_{rendition}")
 }
 
+/// What the ABR group of a transcoded `stream` is called: its master playlist and DASH
+/// manifest are `app/<stream>_abr/...`.
+pub const ABR_SUFFIX: &str = "_abr";
+
+impl TranscodingSettings {
+    /// The ABR group `app/stream` names when `stream` is `<source>_abr` and a ladder
+    /// covers the source: the source (when it is the top rendition), then each
+    /// rendition in the ladder's order.
+    pub fn abr_group(&self, app: &str, stream: &str) -> Option<AbrGroup> {
+        let source = stream.strip_suffix(ABR_SUFFIX).filter(|s| !s.is_empty())?;
+        let ladder = self.ladder_for(app, source)?;
+        let member = |stream: String| StreamRef {
+            app: app.to_owned(),
+            stream,
+        };
+        let streams = ladder
+            .source_rendition
+            .then(|| member(source.to_owned()))
+            .into_iter()
+            .chain(
+                ladder
+                    .renditions
+                    .iter()
+                    .map(|r| member(rendition_stream(source, &r.name))),
+            )
+            .collect();
+        Some(AbrGroup {
+            app: app.to_owned(),
+            stream: stream.to_owned(),
+            streams,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +126,7 @@ mod tests {
                 preset: "veryfast".into(),
                 audio: RenditionAudio::Passthrough,
             }],
+            source_rendition: true,
         }
     }
 
@@ -106,5 +145,23 @@ mod tests {
         assert_eq!(name("other"), Some("app"));
         assert_eq!(settings.ladder_for("vod", "main"), None);
         assert_eq!(rendition_stream("main", "360p"), "main_360p");
+    }
+
+    #[test]
+    fn a_transcoded_stream_has_an_abr_group_of_its_renditions() {
+        let mut settings = TranscodingSettings {
+            max_concurrent: 2,
+            ladders: vec![ladder("live", "", "360p")],
+        };
+        let group = settings.abr_group("live", "cam_abr").unwrap();
+        let names: Vec<&str> = group.streams.iter().map(|m| &m.stream[..]).collect();
+        assert_eq!(names, ["cam", "cam_360p"]);
+        assert_eq!((&group.app[..], &group.stream[..]), ("live", "cam_abr"));
+        settings.ladders[0].source_rendition = false;
+        let group = settings.abr_group("live", "cam_abr").unwrap();
+        assert_eq!(group.streams.len(), 1);
+        assert_eq!(settings.abr_group("live", "cam"), None);
+        assert_eq!(settings.abr_group("live", "_abr"), None);
+        assert_eq!(settings.abr_group("other", "cam_abr"), None);
     }
 }

@@ -1,25 +1,32 @@
 //! Live transcoding (issue 44): a `Transcoding` ladder makes renditions of a live RTMP
 //! source, published as `<stream>_<name>`; ffprobe reads each at its size and with its
-//! audio over RTMP and HLS, with keyframes where the source has them; the ffmpeg
-//! process of a transcode killed with `kill -9` comes back with its renditions while
-//! the source plays on; a video codec the transcoder is not given is refused once.
+//! audio over RTMP and HLS, with keyframes where the source has them; the ABR group
+//! `<stream>_abr` lists the source and its renditions in one HLS master playlist and
+//! one DASH manifest, and hls.js in Chromium switches between them; the ffmpeg process
+//! of a transcode killed with `kill -9` comes back with its renditions while the source
+//! plays on.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use common::browser::{playback_problems, require_browser, run_script, serve_player};
 use common::media::{ffmpeg, ffprobe, wait_live};
-use common::{Server, wait_for};
+use common::{Server, curl_text, free_port, wait_for};
 use std::process::Command;
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(60);
 
 fn start() -> Server {
-    let server = Server::start("");
+    start_with(Server::start(""))
+}
+
+/// `server` (started) with the ladder's rules applied.
+fn start_with(server: Server) -> Server {
     server.apply_rules(&format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
- "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 2}},
+ "Delivery": {{"outputs": ["HLS", "DASH"], "segment_duration_secs": 2}},
  "Transcoding": {{"ladders": [{{"app": "live", "renditions": [
    {{"name": "mid", "width": 480, "height": 270, "video_bitrate": 500, "preset": "ultrafast"}},
    {{"name": "low", "width": 320, "height": 180, "video_bitrate": 250, "preset": "ultrafast",
@@ -185,4 +192,73 @@ fn source_publish_time(server: &Server, stream: &str) -> String {
         .find(|entry| entry["strm"] == stream)
         .and_then(|entry| entry["publish_time"].as_str().map(str::to_owned))
         .unwrap_or_else(|| panic!("live/{stream} not listed: {groups}"))
+}
+
+/// The ABR group of a transcoded stream: `live/src_abr` lists the source (the top
+/// rendition) and both renditions with their sizes, in HLS and DASH, and hls.js plays it
+/// while the page forces a level switch every 2.5 s.
+#[test]
+fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_switches_in() {
+    require_browser(&["hls.js/dist/hls.min.js"]);
+    let page_port = free_port();
+    let page_origin = format!("http://127.0.0.1:{page_port}");
+    let server = start_with(Server::start(&format!(
+        "access_control_allow_origin = {page_origin}"
+    )));
+    serve_player(page_port);
+    let _source = publish_source(&server, "src");
+    let base = format!("http://127.0.0.1:{}/live/src_abr", server.ports.http);
+    let master = wait_for(LIVE, "a master with three ready variants", || {
+        let (status, master) = curl_text(&format!("{base}/playlist.m3u8"));
+        let uris: Vec<&str> = master
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .collect();
+        let ready = status == 200
+            && uris.len() == 3
+            && uris.iter().all(|uri| {
+                let (status, media) = curl_text(&format!("{base}/{uri}"));
+                status == 200 && media.matches("#EXTINF").count() >= 2
+            });
+        ready.then_some(master)
+    })
+    .unwrap_or_else(|| panic!("no ABR master\n{}", server.log()));
+    for resolution in ["640x360", "480x270", "320x180"] {
+        assert!(
+            master.contains(&format!("RESOLUTION={resolution}")),
+            "{master}"
+        );
+    }
+    let (status, mpd) = curl_text(&format!("{base}/manifest.mpd"));
+    assert_eq!(status, 200, "{mpd}");
+    for size in [r#"width="640" height="360""#, r#"width="480" height="270""#] {
+        assert!(mpd.contains(size), "{mpd}");
+    }
+
+    let shots = tempfile::tempdir().unwrap();
+    let page = format!("{page_origin}/index.html?src={base}/playlist.m3u8&switch=2500");
+    let shot = shots.path().join("abr.png");
+    let result = run_script("play.mjs", &[&page, &shot.to_string_lossy()], 90)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stream_origin = format!("http://127.0.0.1:{}", server.ports.http);
+    // The picture size changes with the level: the 320x240 check is not for this page.
+    let mut problems: Vec<String> = playback_problems(&result, 5.0, &stream_origin, &page_origin)
+        .into_iter()
+        .filter(|p| !p.starts_with("video is"))
+        .collect();
+    if result["levels"] != 3 {
+        problems.push(format!("{} levels, not 3", result["levels"]));
+    }
+    let widths: Vec<u64> = result["widthsSeen"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+        .unwrap_or_default();
+    if widths.len() < 2 {
+        problems.push(format!("video widths played: {widths:?}"));
+    }
+    assert!(
+        problems.is_empty(),
+        "hls.js on the ABR group: {problems:?}\n{result}\nstrom log:\n{}",
+        server.log()
+    );
 }

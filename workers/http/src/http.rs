@@ -545,12 +545,9 @@ impl Context {
                     .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
                 let covers = |v: &Arc<Viewer>| {
                     (v.app == app && v.stream == stream)
-                        || rules
-                            .delivery
-                            .abr_group(&v.app, &v.stream)
-                            .is_some_and(|g| {
-                                g.streams.iter().any(|m| m.app == app && m.stream == stream)
-                            })
+                        || rules.abr_group(&v.app, &v.stream).is_some_and(|g| {
+                            g.streams.iter().any(|m| m.app == app && m.stream == stream)
+                        })
                 };
                 if protected && !viewer.as_ref().is_some_and(covers) {
                     tracing::warn!(peer = %self.peer, %app, %stream, "HLS request refused: no signed session");
@@ -597,9 +594,9 @@ impl Context {
         let protected = self
             .gate
             .protects(&strom_stream::StreamKey::new(app, stream), Protocol::Hls);
-        let abr = rules.delivery.abr_group(app, stream);
+        let abr = rules.abr_group(app, stream);
         let store = &self.packaging.store;
-        let members: Vec<_> = match abr {
+        let members: Vec<_> = match &abr {
             Some(group) => group
                 .streams
                 .iter()
@@ -630,7 +627,7 @@ impl Context {
             return error(StatusCode::FORBIDDEN, "forbidden");
         }
         let session = viewer.as_ref().map(|v| v.token);
-        let text = match (abr, single) {
+        let text = match (&abr, single) {
             (Some(_), _) => {
                 let variants: Vec<_> = members
                     .iter()

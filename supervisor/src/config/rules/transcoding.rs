@@ -10,6 +10,8 @@
 //! ```
 //!
 //! `stream` (optional) narrows a ladder to one stream, and beats its app's ladder.
+//! `source_rendition` (default true) makes the source the top rendition of the ABR group
+//! `app/<stream>_abr` that lists it and its renditions.
 //! Bitrates are kbit/s; `profile` defaults to `main`, `preset` to `veryfast`, `audio` to
 //! `passthrough`, `max_concurrent` to 4.
 
@@ -49,6 +51,7 @@ struct RawLadder {
     #[serde(default)]
     stream: String,
     renditions: Vec<RawRendition>,
+    source_rendition: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +103,7 @@ impl RawLadder {
             app: self.app,
             stream: self.stream,
             renditions,
+            source_rendition: self.source_rendition.unwrap_or(true),
         })
     }
 }

@@ -32,7 +32,7 @@ impl Context {
             return error(StatusCode::NOT_FOUND, "no such stream");
         }
         let store = &self.packaging.store;
-        let renditions: Vec<Rendition> = match rules.delivery.abr_group(app, stream) {
+        let renditions: Vec<Rendition> = match rules.abr_group(app, stream) {
             Some(group) => group
                 .streams
                 .iter()

@@ -162,12 +162,8 @@ impl Context {
         let query = sid.map(|id| format!("?sid={id}")).unwrap_or_default();
         let mut reports = String::new();
         let mut seen = Vec::new();
-        let groups = rules
-            .delivery
-            .abr
-            .iter()
-            .filter(|g| g.streams.iter().any(|m| m.app == app && m.stream == stream));
-        for member in groups.flat_map(|g| &g.streams) {
+        let groups = rules.abr_groups_with(app, stream);
+        for member in groups.iter().flat_map(|g| &g.streams) {
             if (member.app == app && member.stream == stream) || seen.contains(&member) {
                 continue;
             }
