@@ -300,6 +300,8 @@ pub enum WorkerRequest {
     /// Drain for a rolling upgrade (`true`): refuse new viewers (RTMP plays, HLS
     /// sessions, HTTP listeners) while the open ones go on; `false` ends the drain.
     SetDraining(bool),
+    /// The transcoder's transcodes, one JSON object each ([`WorkerReply::JsonItems`]).
+    Transcodes,
 }
 
 /// A worker's answer.

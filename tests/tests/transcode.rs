@@ -95,7 +95,10 @@ fn keyframe_times(url: &str) -> Vec<f64> {
 
 #[test]
 fn a_ladder_publishes_renditions_that_play_over_rtmp_and_hls() {
-    let server = start();
+    let metrics_port = free_port();
+    let server = start_with(Server::start(&format!(
+        "metrics_listen_interfaces = 127.0.0.1\nmetrics_port = {metrics_port}"
+    )));
     let _source = publish_source(&server, "src");
     for stream in ["src", "src_mid", "src_low"] {
         wait_live(&server, "live", stream, LIVE)
@@ -116,6 +119,48 @@ fn a_ladder_publishes_renditions_that_play_over_rtmp_and_hls() {
     })
     .unwrap_or_else(|| panic!("no HLS of src_low\n{}", server.log()));
     assert_eq!(hls_low, ("320,180".into(), "aac,1".into()));
+
+    // The API shows the transcode running, with frames in and out and its CPU.
+    let transcodes = wait_for(LIVE, "a running transcode with frames", || {
+        let (_, list) = server.get("/manage/transcodes");
+        let ready = list[0]["state"] == "running"
+            && list[0]["renditions"][1]["frames"].as_u64().unwrap_or(0) > 30;
+        ready.then_some(list)
+    })
+    .unwrap_or_else(|| panic!("no running transcode listed\n{}", server.log()));
+    let transcode = &transcodes[0];
+    assert_eq!(
+        (&transcode["app"], &transcode["stream"]),
+        (&"live".into(), &"src".into())
+    );
+    assert!(transcode["pid"].as_u64().is_some(), "{transcode}");
+    assert!(
+        transcode["input_fps"].as_f64().unwrap_or(0.0) > 5.0,
+        "{transcode}"
+    );
+    assert!(
+        transcode["cpu_percent"].as_f64().unwrap_or(0.0) > 0.0,
+        "{transcode}"
+    );
+    let low = &transcode["renditions"][1];
+    assert_eq!(
+        (&low["stream"], &low["width"]),
+        (&"src_low".into(), &320.into())
+    );
+    assert!(low["speed"].as_f64().unwrap_or(0.0) > 0.3, "{transcode}");
+    // And /metrics the same.
+    let (status, metrics) = curl_text(&format!("http://127.0.0.1:{metrics_port}/metrics"));
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        metrics.contains(r#"strom_transcode_running{app="live",stream="src"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"strom_transcode_rendition_frames{app="live",stream="src",rendition="low"}"#
+        ),
+        "{metrics}"
+    );
 
     // Keyframes where the source has them: every 2 s, on the same times.
     let source = keyframe_times(&rtmp("src"));
@@ -168,6 +213,17 @@ fn a_killed_transcode_comes_back_and_the_source_plays_on() {
         server.log().contains("transcode failed; restarting"),
         "{}",
         server.log()
+    );
+    let (_, transcodes) = server.get("/manage/transcodes");
+    assert!(
+        transcodes[0]["restarts"].as_u64().unwrap_or(0) >= 1,
+        "{transcodes}"
+    );
+    assert!(
+        transcodes[0]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("ffmpeg exited")),
+        "{transcodes}"
     );
     // The rendition is live again, and the source never stopped.
     let rtmp = format!("rtmp://127.0.0.1:{}/live/kept_mid", server.ports.rtmp);

@@ -24,6 +24,7 @@ mod sessions;
 mod shapes;
 mod stream_urls;
 mod streams;
+mod transcodes;
 mod workers;
 
 use crate::state::SupervisorState;
@@ -63,6 +64,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(inputs::rist_sender_stats))
         .routes(routes!(inputs::rist_receiver_stats))
         .routes(routes!(inputs::ndi_list))
+        .routes(routes!(transcodes::list))
         .routes(routes!(icecast::info))
         .routes(routes!(icecast::metadata))
         .routes(routes!(advertizer::scte35_out))

@@ -122,6 +122,45 @@ pub struct NdiSource {
     pub port: u16,
 }
 
+/// One transcode (`GET /manage/transcodes`).
+#[derive(Serialize, ToSchema)]
+pub struct Transcode {
+    pub app: String,
+    /// The source stream.
+    pub stream: String,
+    /// `starting`, `running`, `restarting` or `refused`.
+    pub state: String,
+    /// The ffmpeg process, while one runs.
+    pub pid: Option<u32>,
+    /// Seconds the current ffmpeg has run.
+    pub uptime_secs: f64,
+    /// Source video frames given to ffmpeg in this run, and per second.
+    pub input_frames: u64,
+    pub input_fps: f64,
+    /// ffmpeg's CPU in this run, percent of one core.
+    pub cpu_percent: f64,
+    /// ffmpeg runs that failed and were started again.
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub renditions: Vec<TranscodeRendition>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TranscodeRendition {
+    pub name: String,
+    /// The stream it is published as: `<stream>_<name>`.
+    pub stream: String,
+    pub width: u32,
+    pub height: u32,
+    /// kbit/s.
+    pub video_bitrate: u32,
+    /// Video frames published in this run, and per second.
+    pub frames: u64,
+    pub fps: f64,
+    /// Media time made per second of wall time (1.0: real time).
+    pub speed: f64,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct IcecastInfo {
     #[serde(rename = "icy-name")]

@@ -207,11 +207,15 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
             }),
         );
     }
+    if let Some(transcodes) = &snapshot.transcodes {
+        transcode_metrics(&mut registry, transcodes);
+    }
     let sources = [
         ("streams", snapshot.streams.is_some()),
         ("sessions", snapshot.sessions.is_some()),
         ("srt_receivers", snapshot.srt_receivers.is_some()),
         ("dvr", snapshot.dvr_archives.is_some()),
+        ("transcodes", snapshot.transcodes.is_some()),
     ];
     gauges(
         &mut registry,
@@ -230,6 +234,60 @@ pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
     // Writing to a String cannot fail.
     let _ = encode(&mut text, &registry);
     text
+}
+
+/// Each transcode's state, CPU, restarts and frames (`GET /manage/transcodes`).
+fn transcode_metrics(registry: &mut Registry, transcodes: &[serde_json::Value]) {
+    let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+    let source =
+        |t: &serde_json::Value| vec![("app", text(&t["app"])), ("stream", text(&t["stream"]))];
+    let number = |value: &serde_json::Value| value.as_u64().map_or(0, signed);
+    gauges(
+        registry,
+        "transcode_running",
+        "1 while the transcode's ffmpeg makes renditions, 0 while it starts, restarts or is refused",
+        transcodes
+            .iter()
+            .map(|t| (source(t), i64::from(t["state"] == "running"))),
+    );
+    float_gauges(
+        registry,
+        "transcode_cpu_percent",
+        "CPU of the transcode's ffmpeg in its current run, percent of one core",
+        transcodes
+            .iter()
+            .map(|t| (source(t), t["cpu_percent"].as_f64().unwrap_or_default())),
+    );
+    gauges(
+        registry,
+        "transcode_restarts",
+        "ffmpeg runs of the transcode that failed and were started again",
+        transcodes
+            .iter()
+            .map(|t| (source(t), number(&t["restarts"]))),
+    );
+    gauges(
+        registry,
+        "transcode_input_frames",
+        "Source video frames given to the transcode's ffmpeg in its current run",
+        transcodes
+            .iter()
+            .map(|t| (source(t), number(&t["input_frames"]))),
+    );
+    gauges(
+        registry,
+        "transcode_rendition_frames",
+        "Video frames each rendition published in the transcode's current run",
+        transcodes.iter().flat_map(|t| {
+            let renditions = t["renditions"].as_array().cloned().unwrap_or_default();
+            let base = source(t);
+            renditions.into_iter().map(move |r| {
+                let mut labels = base.clone();
+                labels.push(("rendition", text(&r["name"])));
+                (labels, number(&r["frames"]))
+            })
+        }),
+    );
 }
 
 /// Connections, bytes, restarts and state per worker, from the supervisor's cache.
@@ -421,6 +479,7 @@ mod tests {
                 packets_lost: 3,
             }]),
             dvr_archives: None,
+            transcodes: None,
         }
     }
 

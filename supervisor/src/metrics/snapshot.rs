@@ -54,16 +54,19 @@ pub struct Snapshot {
     pub sessions: Option<Vec<SessionInfo>>,
     pub srt_receivers: Option<Vec<SrtLink>>,
     pub dvr_archives: Option<Vec<DvrArchive>>,
+    /// As `GET /manage/transcodes` lists them.
+    pub transcodes: Option<Vec<Value>>,
 }
 
 /// Asks the workers (all questions at once) and reads the cached status.
 pub async fn take(api: &ApiState) -> Snapshot {
     let gateway = api.workers.as_ref();
-    let (streams, sessions, srt_receivers, dvr_archives) = tokio::join!(
+    let (streams, sessions, srt_receivers, dvr_archives, transcodes) = tokio::join!(
         live_streams(gateway),
         sessions(gateway),
         srt_receivers(gateway),
         dvr_archives(gateway),
+        transcodes(gateway),
     );
     let workers = api
         .supervisor
@@ -91,6 +94,21 @@ pub async fn take(api: &ApiState) -> Snapshot {
         sessions,
         srt_receivers,
         dvr_archives,
+        transcodes,
+    }
+}
+
+/// The transcoder worker's transcodes, as `GET /manage/transcodes` has them.
+async fn transcodes(gateway: &dyn WorkerGateway) -> Option<Vec<Value>> {
+    match ask_one(gateway, WorkerKind::Transcoder, WorkerRequest::Transcodes).await? {
+        None => Some(Vec::new()),
+        Some(WorkerReply::JsonItems(items)) => Some(
+            items
+                .iter()
+                .filter_map(|item| serde_json::from_str(item).ok())
+                .collect(),
+        ),
+        Some(_) => None,
     }
 }
 

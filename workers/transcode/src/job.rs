@@ -9,6 +9,7 @@
 //! carries H.264 and H.265 into it) is refused once with a log line, not retried.
 
 use crate::ffmpeg_args;
+use crate::status::JobStatus;
 use bytes::BytesMut;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -45,6 +46,7 @@ pub struct Job {
     pub socket_dir: PathBuf,
     /// The ffmpeg binary.
     pub ffmpeg: PathBuf,
+    pub status: Arc<JobStatus>,
 }
 
 /// How one run of ffmpeg ended.
@@ -67,6 +69,7 @@ impl Job {
                 Ended::Stopped => break,
                 Ended::Refused(reason) => {
                     tracing::warn!(stream = %self.key, %reason, "transcode refused");
+                    self.status.refused(&reason);
                     stop.cancelled().await;
                     break;
                 }
@@ -74,6 +77,7 @@ impl Job {
                     if started.elapsed() >= HEALTHY_RUN {
                         backoff = FIRST_BACKOFF;
                     }
+                    self.status.failed(&reason);
                     tracing::warn!(stream = %self.key, %reason, retry_in_ms = backoff.as_millis() as u64, "transcode failed; restarting");
                 }
             }
@@ -114,19 +118,27 @@ impl Job {
                 return Ended::Failed(format!("{} did not start: {e}", self.ffmpeg.display()));
             }
         };
-        tracing::info!(stream = %self.key, pid = child.id().unwrap_or(0), "transcoder ffmpeg running");
+        let pid = child.id().unwrap_or(0);
+        self.status.started(pid);
+        tracing::info!(stream = %self.key, pid, "transcoder ffmpeg running");
         let tail = spawn_stderr_log(&mut child, self.key.clone());
         let done = stop.child_token();
-        for (listener, rendition) in listeners.into_iter().zip(&self.renditions) {
-            let key = StreamKey::new(
-                self.key.app.clone(),
-                rendition_stream(&self.key.stream, &rendition.name),
-            );
+        for (index, (listener, rendition)) in
+            listeners.into_iter().zip(&self.renditions).enumerate()
+        {
+            let output = Output {
+                key: StreamKey::new(
+                    self.key.app.clone(),
+                    rendition_stream(&self.key.stream, &rendition.name),
+                ),
+                index,
+                status: Arc::clone(&self.status),
+            };
             tokio::spawn(publish_rendition(
                 listener,
                 self.hub.clone(),
                 Arc::clone(&self.ids),
-                key,
+                output,
                 done.clone(),
             ));
         }
@@ -173,6 +185,9 @@ impl Job {
             if ts.push(&frame, &mut out) == 0 {
                 continue;
             }
+            if frame.frame.track == Track::Video {
+                self.status.input_frame();
+            }
             if let Err(e) = stdin.write_all(&out).await {
                 return Ended::Failed(format!("ffmpeg stopped reading: {e}"));
             }
@@ -182,15 +197,24 @@ impl Job {
     }
 }
 
-/// Publishes the rendition ffmpeg writes to `listener` as `key` until the connection
-/// ends or `done`.
+/// One rendition of a run: the name it is published as, its place in the ladder, and
+/// the status it counts its frames in.
+struct Output {
+    key: StreamKey,
+    index: usize,
+    status: Arc<JobStatus>,
+}
+
+/// Publishes the rendition ffmpeg writes to `listener` as `output.key` until the
+/// connection ends or `done`.
 async fn publish_rendition(
     listener: UnixListener,
     hub: Hub,
     ids: Arc<SessionIds>,
-    key: StreamKey,
+    output: Output,
     done: CancellationToken,
 ) {
+    let key = &output.key;
     let mut connection = tokio::select! {
         () = done.cancelled() => return,
         accepted = listener.accept() => match accepted {
@@ -221,10 +245,13 @@ async fn publish_rendition(
         while demuxer.next_event().is_some() {}
         while let Some(frame) = demuxer.next_frame() {
             if claim.is_none() {
-                claim = claim_rendition(&hub, &ids, &key);
+                claim = claim_rendition(&hub, &ids, key);
                 if claim.is_none() {
                     break;
                 }
+            }
+            if frame.track == Track::Video && !frame.config {
+                output.status.output_frame(output.index, frame.pts);
             }
             if let Some(claim) = &claim {
                 claim.publish(frame);

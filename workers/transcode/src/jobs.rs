@@ -5,6 +5,7 @@
 //! over the media bus into this worker's hub, where its [`Job`] reads it.
 
 use crate::job::Job;
+use crate::status::JobStatus;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,7 @@ struct Running {
     location: StreamLocation,
     ladder: Ladder,
     stop: CancellationToken,
+    status: Arc<JobStatus>,
 }
 
 impl Jobs {
@@ -106,13 +108,14 @@ impl Jobs {
             }
             refused.retain(|k| *k != key);
             let stop = self.shutdown.child_token();
-            self.start(&key, &location, &ladder, stop.clone());
+            let status = self.start(&key, &location, &ladder, stop.clone());
             running.insert(
                 key,
                 Running {
                     location,
                     ladder,
                     stop,
+                    status,
                 },
             );
         }
@@ -124,7 +127,7 @@ impl Jobs {
         location: &StreamLocation,
         ladder: &Ladder,
         stop: CancellationToken,
-    ) {
+    ) -> Arc<JobStatus> {
         tokio::spawn(feed(
             self.hub.clone(),
             Relay::of(key.clone(), location),
@@ -138,7 +141,21 @@ impl Jobs {
             renditions: ladder.renditions.clone(),
             socket_dir: self.socket_dir.clone(),
             ffmpeg: self.ffmpeg.clone(),
+            status: Arc::new(JobStatus::new(key.clone(), ladder.renditions.clone())),
         };
+        let status = Arc::clone(&job.status);
         tokio::spawn(job.run(stop));
+        status
+    }
+
+    /// Every running transcode as the API shows it, in stream order.
+    pub fn status(&self) -> Vec<serde_json::Value> {
+        let running = locked(&self.running);
+        let mut keys: Vec<&StreamKey> = running.keys().collect();
+        keys.sort_by_key(|k| (k.app.clone(), k.stream.clone()));
+        keys.into_iter()
+            .filter_map(|key| running.get(key))
+            .map(|job| job.status.to_json())
+            .collect()
     }
 }

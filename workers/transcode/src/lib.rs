@@ -13,6 +13,7 @@
 mod ffmpeg_args;
 mod job;
 mod jobs;
+mod status;
 
 use jobs::Jobs;
 use std::path::PathBuf;
@@ -78,6 +79,13 @@ impl WorkerService for TranscodeWorker {
                 self.jobs.apply_registry(locations);
                 WorkerReply::Done
             }
+            WorkerRequest::Transcodes => WorkerReply::JsonItems(
+                self.jobs
+                    .status()
+                    .iter()
+                    .map(serde_json::Value::to_string)
+                    .collect(),
+            ),
             WorkerRequest::ApplyRules(rules) => {
                 let rules: Arc<Rules> = Arc::from(rules);
                 tracing::info!(ladders = rules.transcoding.ladders.len(), "rules applied");
