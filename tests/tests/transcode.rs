@@ -4,7 +4,8 @@
 //! `<stream>_abr` lists the source and its renditions in one HLS master playlist and
 //! one DASH manifest, and hls.js in Chromium switches between them; the ffmpeg process
 //! of a transcode killed with `kill -9` comes back with its renditions while the source
-//! plays on.
+//! plays on; a source that stops and comes back at another size is transcoded again.
+//! `/manage/transcodes` and `/metrics` show each transcode.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -38,8 +39,13 @@ fn start_with(server: Server) -> Server {
 
 /// A 640x360 30 fps source with a keyframe every 2 s and stereo AAC, as `live/<stream>`.
 fn publish_source(server: &Server, stream: &str) -> common::media::Proc {
+    publish_sized(server, stream, "640x360")
+}
+
+/// [`publish_source`] at `size`.
+fn publish_sized(server: &Server, stream: &str, size: &str) -> common::media::Proc {
     ffmpeg(&format!(
-        "-hide_banner -loglevel error -re -f lavfi -i testsrc2=size=640x360:rate=30 \
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc2=size={size}:rate=30 \
          -f lavfi -i sine=frequency=440:sample_rate=48000 -c:v libx264 -preset ultrafast \
          -g 60 -pix_fmt yuv420p -c:a aac -ac 2 -b:a 96k -t 300 -f flv rtmp://127.0.0.1:{}/live/{stream}",
         server.ports.rtmp
@@ -316,5 +322,36 @@ fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_switches_in() {
         problems.is_empty(),
         "hls.js on the ABR group: {problems:?}\n{result}\nstrom log:\n{}",
         server.log()
+    );
+}
+
+/// A source that stops and comes back at another resolution: its transcode ends with
+/// it, starts again with the new publisher, and the renditions keep their sizes.
+#[test]
+fn a_source_that_comes_back_at_another_size_is_transcoded_again() {
+    let server = start();
+    let mut first = publish_source(&server, "again");
+    let rtmp = format!("rtmp://127.0.0.1:{}/live/again_low", server.ports.rtmp);
+    wait_for(LIVE, "the first rendition", || {
+        (probe(&rtmp).0 == "320,180").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no rendition\n{}", server.log()));
+    first.stop_and_stderr();
+    wait_for(LIVE, "the transcode gone with its source", || {
+        let (_, list) = server.get("/manage/transcodes");
+        list.as_array().is_some_and(Vec::is_empty).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the transcode outlived its source\n{}", server.log()));
+    let _second = publish_sized(&server, "again", "1280x720");
+    wait_for(LIVE, "the rendition of the new publisher", || {
+        let (_, list) = server.get("/manage/transcodes");
+        let running = list[0]["state"] == "running";
+        (running && probe(&rtmp).0 == "320,180").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no rendition after the source came back\n{}", server.log()));
+    let (_, list) = server.get("/manage/transcodes");
+    assert_eq!(
+        list[0]["restarts"], 0,
+        "a new source, not a failure: {list}"
     );
 }
