@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub struct TranscodingSettings {
     /// Transcodes running at once at most; a source past it is refused with a log line.
     pub max_concurrent: u32,
+    /// The CPU (percent of one core, summed over the running transcodes' ffmpeg) past
+    /// which a new source is refused; `None`: 75% of the machine's cores.
+    pub cpu_budget_percent: Option<u32>,
     pub ladders: Vec<Ladder>,
 }
 
@@ -16,6 +19,7 @@ impl Default for TranscodingSettings {
     fn default() -> Self {
         Self {
             max_concurrent: 4,
+            cpu_budget_percent: None,
             ladders: Vec::new(),
         }
     }
@@ -134,6 +138,7 @@ mod tests {
     fn a_stream_ladder_beats_its_apps() {
         let settings = TranscodingSettings {
             max_concurrent: 2,
+            cpu_budget_percent: None,
             ladders: vec![ladder("live", "", "app"), ladder("live", "main", "own")],
         };
         let name = |stream| {
@@ -151,6 +156,7 @@ mod tests {
     fn a_transcoded_stream_has_an_abr_group_of_its_renditions() {
         let mut settings = TranscodingSettings {
             max_concurrent: 2,
+            cpu_budget_percent: None,
             ladders: vec![ladder("live", "", "360p")],
         };
         let group = settings.abr_group("live", "cam_abr").unwrap();

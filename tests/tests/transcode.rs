@@ -355,3 +355,42 @@ fn a_source_that_comes_back_at_another_size_is_transcoded_again() {
         "a new source, not a failure: {list}"
     );
 }
+
+/// With the running transcodes over `cpu_budget_percent`, a second source is refused
+/// with a log line naming the bound, and only the first is transcoded.
+#[test]
+fn a_source_past_the_cpu_budget_is_refused_out_loud() {
+    let server = Server::start("");
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 2}},
+ "Transcoding": {{"cpu_budget_percent": 1, "ladders": [{{"app": "live", "renditions": [
+   {{"name": "low", "width": 320, "height": 180, "video_bitrate": 250, "preset": "ultrafast"}}]}}]}}}}"#,
+        server.ports.rtmp
+    ));
+    let _first = publish_source(&server, "one");
+    wait_for(LIVE, "the first transcode over 1% CPU", || {
+        let (_, list) = server.get("/manage/transcodes");
+        (list[0]["cpu_percent"].as_f64().unwrap_or(0.0) > 1.0).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no busy transcode\n{}", server.log()));
+    let _second = publish_source(&server, "two");
+    wait_live(&server, "live", "two", LIVE).unwrap_or_else(|| panic!("two not live"));
+    let refusal = wait_for(Duration::from_secs(20), "the refusal", || {
+        server
+            .log()
+            .lines()
+            .find(|l| l.contains("transcode refused") && l.contains("live/two"))
+            .map(str::to_owned)
+    })
+    .unwrap_or_else(|| panic!("no refusal logged\n{}", server.log()));
+    assert!(refusal.contains("cpu_budget_percent"), "{refusal}");
+    let (_, list) = server.get("/manage/transcodes");
+    let streams: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["stream"].as_str())
+        .collect();
+    assert_eq!(streams, ["one"], "{list}");
+}

@@ -1,7 +1,8 @@
 //! Which streams are transcoded: those the registry lists that a `Transcoding` ladder
 //! covers, except renditions themselves (what this worker produces is never a source),
-//! up to `max_concurrent` at once; a source past the bound is refused with a log line
-//! and taken when a running transcode ends. Each source is relayed from its producer
+//! up to `max_concurrent` at once and while the running transcodes' ffmpeg use less CPU
+//! than `cpu_budget_percent`; a source past either bound is refused with a log line and
+//! taken when the registry next changes (a running transcode ends, a source comes). Each source is relayed from its producer
 //! over the media bus into this worker's hub, where its [`Job`] reads it.
 
 use crate::job::Job;
@@ -106,6 +107,17 @@ impl Jobs {
                 }
                 continue;
             }
+            let budget = settings
+                .cpu_budget_percent
+                .map_or_else(default_budget, f64::from);
+            let used: f64 = running.values().map(|job| job.status.cpu_percent()).sum();
+            if used >= budget {
+                if !refused.contains(&key) {
+                    tracing::warn!(stream = %key, cpu_percent = used, cpu_budget_percent = budget, "transcode refused: the running transcodes use Transcoding.cpu_budget_percent already");
+                    refused.push(key);
+                }
+                continue;
+            }
             refused.retain(|k| *k != key);
             let stop = self.shutdown.child_token();
             let status = self.start(&key, &location, &ladder, stop.clone());
@@ -158,4 +170,10 @@ impl Jobs {
             .map(|job| job.status.to_json())
             .collect()
     }
+}
+
+/// 75% of the machine's cores, in percent of one core.
+fn default_budget() -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores as f64 * 75.0
 }

@@ -119,6 +119,18 @@ impl JobStatus {
         }
     }
 
+    /// ffmpeg's CPU over the current run, percent of one core (0 between runs).
+    pub fn cpu_percent(&self) -> f64 {
+        let run = locked(&self.run);
+        let Some(run) = run.as_ref() else {
+            return 0.0;
+        };
+        let elapsed = run.started.elapsed().as_secs_f64();
+        process_cpu_secs(run.pid)
+            .filter(|_| elapsed > 0.0)
+            .map_or(0.0, |secs| round2(secs / elapsed * 100.0))
+    }
+
     /// The transcode as the API shows it.
     pub fn to_json(&self) -> Value {
         let state = *locked(&self.state);
@@ -154,10 +166,8 @@ impl JobStatus {
             })
             .collect();
         let pid = run.as_ref().map(|r| r.pid);
-        let cpu_percent = pid
-            .and_then(process_cpu_secs)
-            .filter(|_| elapsed > 0.0)
-            .map_or(0.0, |secs| round2(secs / elapsed * 100.0));
+        drop(run);
+        let cpu_percent = self.cpu_percent();
         let input_frames = self.input_frames.load(Ordering::Relaxed);
         json!({
             "app": self.key.app,

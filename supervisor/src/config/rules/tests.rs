@@ -738,6 +738,7 @@ fn transcoding_ladders_are_validated() {
     );
     let settings = &rules.transcoding;
     assert_eq!(settings.max_concurrent, 2);
+    assert_eq!(settings.cpu_budget_percent, None, "75% of the cores");
     let ladder = settings.ladder_for("live", "cam").unwrap();
     let (high, low) = (&ladder.renditions[0], &ladder.renditions[1]);
     assert_eq!(
@@ -757,6 +758,13 @@ fn transcoding_ladders_are_validated() {
         }
     );
     assert_eq!(parse_ok("{}").transcoding.max_concurrent, 4);
+    let budget = parse_ok(r#"{"Transcoding": {"cpu_budget_percent": 150, "ladders": []}}"#);
+    assert_eq!(budget.transcoding.cpu_budget_percent, Some(150));
+    let message = error(r#"{"Transcoding": {"cpu_budget_percent": 0}}"#).to_string();
+    assert!(
+        message.contains("Transcoding.cpu_budget_percent"),
+        "{message}"
+    );
     let rendition = |fields: &str| {
         format!(
             r#"{{"Transcoding": {{"ladders": [{{"app": "live", "renditions": [{{"name": "r", "width": 640, "height": 360, "video_bitrate": 800{fields}}}]}}]}}}}"#

@@ -13,7 +13,8 @@
 //! `source_rendition` (default true) makes the source the top rendition of the ABR group
 //! `app/<stream>_abr` that lists it and its renditions.
 //! Bitrates are kbit/s; `profile` defaults to `main`, `preset` to `veryfast`, `audio` to
-//! `passthrough`, `max_concurrent` to 4.
+//! `passthrough`, `max_concurrent` to 4, `cpu_budget_percent` (percent of one core, the
+//! running transcodes' sum) to 75% of the machine's cores.
 
 use super::super::error::FieldError;
 use super::fields::{check_media_name, each, in_range, unique};
@@ -40,6 +41,7 @@ const PRESETS: [&str; 9] = [
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTranscoding {
     max_concurrent: Option<u32>,
+    cpu_budget_percent: Option<u32>,
     #[serde(default)]
     ladders: Vec<RawLadder>,
 }
@@ -80,6 +82,10 @@ impl RawTranscoding {
         })?;
         Ok(TranscodingSettings {
             max_concurrent,
+            cpu_budget_percent: self
+                .cpu_budget_percent
+                .map(|p| in_range("cpu_budget_percent", p, 1..=102_400))
+                .transpose()?,
             ladders,
         })
     }
