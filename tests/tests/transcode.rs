@@ -2,7 +2,7 @@
 //! source, published as `<stream>_<name>`; ffprobe reads each at its size and with its
 //! audio over RTMP and HLS, with keyframes where the source has them; the ABR group
 //! `<stream>_abr` lists the source and its renditions in one HLS master playlist and
-//! one DASH manifest, and hls.js in Chromium switches between them; the ffmpeg process
+//! one DASH manifest, and hls.js and dash.js in Chromium switch between them; the ffmpeg process
 //! of a transcode killed with `kill -9` comes back with its renditions while the source
 //! plays on; a source that stops and comes back at another size is transcoded again.
 //! `/manage/transcodes` and `/metrics` show each transcode.
@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::browser::{playback_problems, require_browser, run_script, serve_player};
+use common::browser::{DASH_JS, playback_problems, require_browser, run_script, serve_player};
 use common::media::{ffmpeg, ffprobe, wait_live};
 use common::{Server, curl_text, free_port, wait_for};
 use std::process::Command;
@@ -257,11 +257,14 @@ fn source_publish_time(server: &Server, stream: &str) -> String {
 }
 
 /// The ABR group of a transcoded stream: `live/src_abr` lists the source (the top
-/// rendition) and both renditions with their sizes, in HLS and DASH, and hls.js plays it
-/// while the page forces a level switch every 2.5 s.
+/// rendition) and both renditions with their sizes, in HLS and DASH, and hls.js and
+/// dash.js play it while their page forces a level switch every 2.5 s.
 #[test]
-fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_switches_in() {
-    require_browser(&["hls.js/dist/hls.min.js"]);
+fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_and_dash_js_switch_in() {
+    require_browser(&[
+        "hls.js/dist/hls.min.js",
+        DASH_JS.trim_start_matches("node_modules/"),
+    ]);
     let page_port = free_port();
     let page_origin = format!("http://127.0.0.1:{page_port}");
     let server = start_with(Server::start(&format!(
@@ -297,14 +300,36 @@ fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_switches_in() {
         assert!(mpd.contains(size), "{mpd}");
     }
 
+    let origins = (
+        page_origin.as_str(),
+        format!("http://127.0.0.1:{}", server.ports.http),
+    );
+    let mut problems =
+        switching_problems(&format!("index.html?src={base}/playlist.m3u8"), &origins);
+    problems.extend(switching_problems(
+        &format!("dash.html?src={base}/manifest.mpd"),
+        &origins,
+    ));
+    assert!(
+        problems.is_empty(),
+        "players on the ABR group: {problems:?}\nstrom log:\n{}",
+        server.log()
+    );
+}
+
+/// What went wrong when the player page `page` (with `src`) played the ABR group from
+/// `origins` (page, stream), switching level every 2.5 s: it must play 5 s, see three
+/// levels and show at least two picture sizes.
+fn switching_problems(page: &str, (page_origin, stream_origin): &(&str, String)) -> Vec<String> {
     let shots = tempfile::tempdir().unwrap();
-    let page = format!("{page_origin}/index.html?src={base}/playlist.m3u8&switch=2500");
+    let url = format!("{page_origin}/{page}&switch=2500");
     let shot = shots.path().join("abr.png");
-    let result = run_script("play.mjs", &[&page, &shot.to_string_lossy()], 90)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stream_origin = format!("http://127.0.0.1:{}", server.ports.http);
+    let result = match run_script("play.mjs", &[&url, &shot.to_string_lossy()], 90) {
+        Ok(result) => result,
+        Err(e) => return vec![format!("{page}: {e}")],
+    };
     // The picture size changes with the level: the 320x240 check is not for this page.
-    let mut problems: Vec<String> = playback_problems(&result, 5.0, &stream_origin, &page_origin)
+    let mut problems: Vec<String> = playback_problems(&result, 5.0, stream_origin, page_origin)
         .into_iter()
         .filter(|p| !p.starts_with("video is"))
         .collect();
@@ -318,11 +343,10 @@ fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_switches_in() {
     if widths.len() < 2 {
         problems.push(format!("video widths played: {widths:?}"));
     }
-    assert!(
-        problems.is_empty(),
-        "hls.js on the ABR group: {problems:?}\n{result}\nstrom log:\n{}",
-        server.log()
-    );
+    problems
+        .into_iter()
+        .map(|p| format!("{page}: {p} ({result})"))
+        .collect()
 }
 
 /// A source that stops and comes back at another resolution: its transcode ends with
