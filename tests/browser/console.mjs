@@ -9,11 +9,14 @@
 // MP4 from the DVR page. Prints one JSON line with what it saw. Token `-`: the server
 // has none (the banner must say so); stream `-`: stop after the overview.
 //
-//   node tests/browser/console.mjs <console URL> <token> <app/stream> <screenshot.png>
+// `--ladder` (after the screenshot path) stops after the stream's details and its ABR
+// ladder (the transcoded stream's renditions, read as `ladder`).
+//
+//   node tests/browser/console.mjs <console URL> <token> <app/stream> <screenshot.png> [--ladder]
 import { readFileSync } from 'node:fs';
 import { launch } from './chromium.mjs';
 
-const [consoleUrl, token, stream, screenshot] = process.argv.slice(2);
+const [consoleUrl, token, stream, screenshot, mode] = process.argv.slice(2);
 if (!consoleUrl || !token || !stream || !screenshot) {
   console.error('usage: node console.mjs <console URL> <token> <app/stream> <screenshot.png>');
   process.exit(2);
@@ -118,36 +121,45 @@ try {
         li.querySelector('code.url').textContent]),
     ]))));
     await step('details', () => page.textContent('#stream-details'));
-    await page.click('#play-dash').catch((e) => log.push(`no DASH button: ${e.message.split('\n')[0]}`));
-    await step('dash', () => sample('DASH'));
-    await page.click('#play-whep').catch((e) => log.push(`no WHEP button: ${e.message.split('\n')[0]}`));
-    await step('whep', () => sample('WHEP'));
-    await step('sessions', () => page.$$eval('#stream-sessions tbody tr', (rows) => rows.map((r) => r.textContent)));
-    // Disconnect the first session listed on the stream's page; the notice names it.
-    await step('disconnect', async () => {
-      await page.locator('#stream-sessions tbody tr button.action').first().click();
-      await page.waitForFunction(() => /^Disconnect session \d+: /.test(document.getElementById('notice').textContent),
-        null, { timeout: WAIT_MS, polling: 100 });
-      return page.textContent('#notice');
-    });
-    await page.screenshot({ path: screenshot, fullPage: true });
-    // The DVR page's export link, clicked as a user would: until the archive has
-    // something to export, strom answers with a JSON error instead of an MP4.
-    await page.click('nav a[href="#/dvr"]');
-    await step('export', async () => {
-      const link = `a.export[data-stream="${stream}"]`;
-      await page.waitForSelector(link, { timeout: WAIT_MS });
-      let last = null;
-      for (let attempt = 0; attempt < 20; attempt += 1) {
-        const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click(link)]);
-        const bytes = readFileSync(await download.path());
-        last = { bytes: bytes.length, box: bytes.subarray(4, 8).toString('latin1'), url: download.url() };
-        if (last.box === 'ftyp') return last;
-        last.text = bytes.subarray(0, 200).toString('utf8');
-        await page.waitForTimeout(2000);
+    await step('ladder', async () => {
+      if (mode === '--ladder') {
+        await page.waitForSelector('#stream-ladder tbody tr', { timeout: WAIT_MS });
       }
-      return { failed: 'no MP4', last };
+      return page.$$eval('#stream-ladder tbody tr', (rows) => rows.map((r) => r.textContent));
     });
+    // The rest of the stream's pages, unless only the ladder was asked for.
+    if (mode !== '--ladder') {
+      await page.click('#play-dash').catch((e) => log.push(`no DASH button: ${e.message.split('\n')[0]}`));
+      await step('dash', () => sample('DASH'));
+      await page.click('#play-whep').catch((e) => log.push(`no WHEP button: ${e.message.split('\n')[0]}`));
+      await step('whep', () => sample('WHEP'));
+      await step('sessions', () => page.$$eval('#stream-sessions tbody tr', (rows) => rows.map((r) => r.textContent)));
+      // Disconnect the first session listed on the stream's page; the notice names it.
+      await step('disconnect', async () => {
+        await page.locator('#stream-sessions tbody tr button.action').first().click();
+        await page.waitForFunction(() => /^Disconnect session \d+: /.test(document.getElementById('notice').textContent),
+          null, { timeout: WAIT_MS, polling: 100 });
+        return page.textContent('#notice');
+      });
+      await page.screenshot({ path: screenshot, fullPage: true });
+      // The DVR page's export link, clicked as a user would: until the archive has
+      // something to export, strom answers with a JSON error instead of an MP4.
+      await page.click('nav a[href="#/dvr"]');
+      await step('export', async () => {
+        const link = `a.export[data-stream="${stream}"]`;
+        await page.waitForSelector(link, { timeout: WAIT_MS });
+        let last = null;
+        for (let attempt = 0; attempt < 20; attempt += 1) {
+          const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click(link)]);
+          const bytes = readFileSync(await download.path());
+          last = { bytes: bytes.length, box: bytes.subarray(4, 8).toString('latin1'), url: download.url() };
+          if (last.box === 'ftyp') return last;
+          last.text = bytes.subarray(0, 200).toString('utf8');
+          await page.waitForTimeout(2000);
+        }
+        return { failed: 'no MP4', last };
+      });
+    }
   }
   // The API requests made once the right token was entered (all must be signed).
   result.apiRequests = apiRequests.slice(signedFrom);

@@ -5,7 +5,8 @@
 //! one DASH manifest, and hls.js and dash.js in Chromium switch between them; the ffmpeg process
 //! of a transcode killed with `kill -9` comes back with its renditions while the source
 //! plays on; a source that stops and comes back at another size is transcoded again.
-//! `/manage/transcodes` and `/metrics` show each transcode.
+//! `/manage/transcodes`, `/metrics` and the web console's stream page show each
+//! transcode.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -417,4 +418,40 @@ fn a_source_past_the_cpu_budget_is_refused_out_loud() {
         .filter_map(|t| t["stream"].as_str())
         .collect();
     assert_eq!(streams, ["one"], "{list}");
+}
+
+/// The web console's page of a transcoded stream shows its ladder: each rendition at its
+/// size, linked to the rendition's own page.
+#[test]
+fn the_console_shows_the_ladder_on_the_stream_page() {
+    require_browser(&[]);
+    let server = start();
+    let _source = publish_source(&server, "shown");
+    wait_for(LIVE, "a running transcode", || {
+        let (_, list) = server.get("/manage/transcodes");
+        (list[0]["state"] == "running").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no running transcode\n{}", server.log()));
+    let console = format!("http://127.0.0.1:{}/console/", server.ports.management);
+    let shots = tempfile::tempdir().unwrap();
+    let shot = shots.path().join("console.png");
+    let result = run_script(
+        "console.mjs",
+        &[
+            &console,
+            "-",
+            "live/shown",
+            &shot.to_string_lossy(),
+            "--ladder",
+        ],
+        120,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<&str> = result["ladder"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 2, "{result}");
+    assert!(rows[0].starts_with("shown_mid480x270"), "{rows:?}");
+    assert!(rows[1].starts_with("shown_low320x180"), "{rows:?}");
 }

@@ -1,6 +1,7 @@
 // The page of one stream: a player (HLS with hls.js, DASH with dash.js, both embedded in
 // strom, and WebRTC over WHEP with the browser's own RTCPeerConnection), the stream's publish and play URLs for every enabled protocol
-// (`/manage/stream_urls`) with copy buttons, its details and its sessions. The player
+// (`/manage/stream_urls`) with copy buttons, its details, its ABR ladder when it is
+// transcoded (`/manage/transcodes`) and its sessions. The player
 // is built once per visit; only the details and sessions are refreshed.
 // What the player does is kept in `window.consolePlayer` (shown on the page, and read
 // by the browser test).
@@ -121,6 +122,23 @@ const StromPlayer = (() => {
       u.note ? el('span', { class: 'note' }, ` (${u.note})`) : null)));
   }
 
+  // The ABR ladder of a transcoded stream: its state and each rendition, linked to the
+  // rendition's own page (which plays it), and the group's page.
+  function ladderView(app, stream, t) {
+    const link = (name) => el('a', {
+      href: `#/stream/${encodeURIComponent(app)}/${encodeURIComponent(name)}`,
+      class: 'rendition-link',
+    }, name);
+    const rows = t.renditions.map((r) => [link(r.stream), `${r.width}x${r.height}`,
+      `${r.video_bitrate} kbit/s`, r.fps, `${r.speed}x`]);
+    return [
+      el('h3', {}, 'ABR ladder'),
+      el('p', {}, `Transcode ${t.state}, ffmpeg CPU ${t.cpu_percent}%, ${t.restarts} restarts`,
+        t.last_error ? ` (last error: ${t.last_error})` : '', '. All renditions: ', link(`${stream}_abr`)),
+      table(['rendition', 'size', 'bitrate', 'fps', 'speed'], rows, 'No rendition.'),
+    ];
+  }
+
   // Builds the page for `app/stream` in `container`; returns the refresh function.
   async function page(container, app, stream) {
     stop();
@@ -139,11 +157,13 @@ const StromPlayer = (() => {
       onclick: () => play(video, protocol, url.url),
     }, `Play ${protocol}`)));
     const details = el('div', { id: 'stream-details' });
+    const ladder = el('div', { id: 'stream-ladder' });
     const sessions = el('div', { id: 'stream-sessions' });
     container.replaceChildren(
       el('h2', {}, `${app}/${stream}`),
       el('div', { class: 'player' }, video, buttons, status),
       details,
+      ladder,
       el('h3', {}, 'Publish'), urlList(urls.data.publish, 'publish'),
       el('h3', {}, 'Play'), urlList(urls.data.play, 'play'),
       sessions);
@@ -158,8 +178,12 @@ const StromPlayer = (() => {
     }, 500);
 
     return async function refresh() {
-      const [live, list] = await Promise.all([
-        StromApi.get('/manage/live_streams_status'), StromApi.get('/manage/sessions')]);
+      const [live, list, transcodes] = await Promise.all([
+        StromApi.get('/manage/live_streams_status'), StromApi.get('/manage/sessions'),
+        StromApi.get('/manage/transcodes')]);
+      const transcode = transcodes.ok
+        && transcodes.data.find((t) => t.app === app && t.stream === stream);
+      ladder.replaceChildren(...(transcode ? ladderView(app, stream, transcode) : []));
       const entry = live.ok && live.data.filter((g) => g.app === app)
         .flatMap((g) => g.streams).find((s) => s.strm === stream);
       details.replaceChildren(entry
