@@ -61,10 +61,26 @@ impl Rules {
         match self.delivery.abr_group(app, stream) {
             Some(group) => Some(std::borrow::Cow::Borrowed(group)),
             None => self
-                .transcoding
-                .abr_group(app, stream)
+                .transcoded_abr_group(app, stream)
                 .map(std::borrow::Cow::Owned),
         }
+    }
+
+    /// The group of a transcoded source's renditions named `app/stream`
+    /// (`<source>_abr`), if a ladder covers the source.
+    fn transcoded_abr_group(&self, app: &str, stream: &str) -> Option<AbrGroup> {
+        let members = self.transcoding.abr_members(app, stream)?;
+        Some(AbrGroup {
+            app: app.to_owned(),
+            stream: stream.to_owned(),
+            streams: members
+                .into_iter()
+                .map(|stream| StreamRef {
+                    app: app.to_owned(),
+                    stream,
+                })
+                .collect(),
+        })
     }
 
     /// The ABR groups that have `app/stream` as a member: `Delivery.abr` groups, and
@@ -81,7 +97,7 @@ impl Rules {
             std::iter::once(stream).chain(stream.rmatch_indices('_').map(|(i, _)| &stream[..i]));
         for source in sources {
             let name = format!("{source}{}", crate::transcode_rules::ABR_SUFFIX);
-            if let Some(group) = self.transcoding.abr_group(app, &name).filter(|g| member(g)) {
+            if let Some(group) = self.transcoded_abr_group(app, &name).filter(|g| member(g)) {
                 groups.push(std::borrow::Cow::Owned(group));
             }
         }

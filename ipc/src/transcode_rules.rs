@@ -2,7 +2,6 @@
 //! published streams, per app or per stream, and the bound on concurrent transcodes.
 //! A rendition of `app/stream` is published as `app/<stream>_<name>`.
 
-use crate::rules::{AbrGroup, StreamRef};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,32 +82,24 @@ pub fn rendition_stream(stream: &str, rendition: &str) -> String {
 pub const ABR_SUFFIX: &str = "_abr";
 
 impl TranscodingSettings {
-    /// The ABR group `app/stream` names when `stream` is `<source>_abr` and a ladder
-    /// covers the source: the source (when it is the top rendition), then each
-    /// rendition in the ladder's order.
-    pub fn abr_group(&self, app: &str, stream: &str) -> Option<AbrGroup> {
+    /// The members of the ABR group `app/stream` names when `stream` is
+    /// `<source>_abr` and a ladder covers the source: the source (when it is the top
+    /// rendition), then each rendition in the ladder's order (stream names in `app`).
+    pub fn abr_members(&self, app: &str, stream: &str) -> Option<Vec<String>> {
         let source = stream.strip_suffix(ABR_SUFFIX).filter(|s| !s.is_empty())?;
         let ladder = self.ladder_for(app, source)?;
-        let member = |stream: String| StreamRef {
-            app: app.to_owned(),
-            stream,
-        };
-        let streams = ladder
-            .source_rendition
-            .then(|| member(source.to_owned()))
-            .into_iter()
-            .chain(
-                ladder
-                    .renditions
-                    .iter()
-                    .map(|r| member(rendition_stream(source, &r.name))),
-            )
-            .collect();
-        Some(AbrGroup {
-            app: app.to_owned(),
-            stream: stream.to_owned(),
-            streams,
-        })
+        let renditions = ladder
+            .renditions
+            .iter()
+            .map(|r| rendition_stream(source, &r.name));
+        Some(
+            ladder
+                .source_rendition
+                .then(|| source.to_owned())
+                .into_iter()
+                .chain(renditions)
+                .collect(),
+        )
     }
 }
 
@@ -159,15 +150,15 @@ mod tests {
             cpu_budget_percent: None,
             ladders: vec![ladder("live", "", "360p")],
         };
-        let group = settings.abr_group("live", "cam_abr").unwrap();
-        let names: Vec<&str> = group.streams.iter().map(|m| &m.stream[..]).collect();
-        assert_eq!(names, ["cam", "cam_360p"]);
-        assert_eq!((&group.app[..], &group.stream[..]), ("live", "cam_abr"));
+        let members = settings.abr_members("live", "cam_abr").unwrap();
+        assert_eq!(members, ["cam", "cam_360p"]);
         settings.ladders[0].source_rendition = false;
-        let group = settings.abr_group("live", "cam_abr").unwrap();
-        assert_eq!(group.streams.len(), 1);
-        assert_eq!(settings.abr_group("live", "cam"), None);
-        assert_eq!(settings.abr_group("live", "_abr"), None);
-        assert_eq!(settings.abr_group("other", "cam_abr"), None);
+        assert_eq!(
+            settings.abr_members("live", "cam_abr").unwrap(),
+            ["cam_360p"]
+        );
+        assert_eq!(settings.abr_members("live", "cam"), None);
+        assert_eq!(settings.abr_members("live", "_abr"), None);
+        assert_eq!(settings.abr_members("other", "cam_abr"), None);
     }
 }

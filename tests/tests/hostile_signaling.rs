@@ -193,7 +193,7 @@ fn with_webrtc_off_a_huge_declared_body_is_refused_unread() {
 fn live_with_webrtc(server: &Server) -> (Proc, Viewer, u64) {
     let ice = free_port();
     server.apply_rules(&webrtc_rules(server, ice, r#""max_sessions_per_ip": 1000"#));
-    wait_all_ready(server, 6);
+    wait_all_ready(server, common::WORKER_KINDS.len());
     let publisher = publish(&rtmp_url(server, "live/tv"));
     wait_live(server, "live", "tv", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
     let (viewer, first) = Viewer::connect(server, "127.0.0.7");

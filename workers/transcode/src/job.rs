@@ -33,6 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const HEALTHY_RUN: Duration = Duration::from_secs(30);
 /// ffmpeg's stderr lines kept for the log line of a failure.
 const STDERR_TAIL: usize = 8;
+/// How long a failed run waits for ffmpeg's exit status.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// What one read of a rendition's socket takes at most.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -146,12 +148,16 @@ impl Job {
             Some(stdin) => {
                 tokio::select! {
                     () = stop.cancelled() => Ended::Stopped,
-                    status = child.wait() => Ended::Failed(format!(
-                        "ffmpeg exited ({}): {}",
-                        status.map_or_else(|e| e.to_string(), |s| s.to_string()),
-                        tail.await.unwrap_or_default()
-                    )),
-                    ended = self.feed(stdin) => ended,
+                    status = child.wait() => Ended::Failed(exited(status, tail).await),
+                    ended = self.feed(stdin) => match ended {
+                        // ffmpeg gone: its stdin breaks first, but its exit status says
+                        // what happened.
+                        Ended::Failed(reason) => match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
+                            Ok(status) => Ended::Failed(exited(status, tail).await),
+                            Err(_) => Ended::Failed(reason),
+                        },
+                        other => other,
+                    },
                 }
             }
             None => Ended::Failed("ffmpeg has no stdin".to_owned()),
@@ -306,6 +312,20 @@ fn spawn_stderr_log(child: &mut Child, key: StreamKey) -> tokio::task::JoinHandl
         }
         Vec::from(tail).join(" | ")
     })
+}
+
+/// "ffmpeg exited (<status>): <its last stderr lines>".
+async fn exited(
+    status: std::io::Result<std::process::ExitStatus>,
+    tail: tokio::task::JoinHandle<String>,
+) -> String {
+    let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+    let tail = tokio::time::timeout(EXIT_WAIT, tail)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    format!("ffmpeg exited ({status}): {tail}")
 }
 
 fn remove_all(paths: &[PathBuf]) {
