@@ -735,17 +735,10 @@ fn a_killed_ingest_worker_counts_one_restart_and_no_other() {
             )
         })
         .collect();
-    let expected: Vec<(String, Value)> = [
-        ("rtmp", 0),
-        ("ingest", 1),
-        ("packager", 0),
-        ("dvr", 0),
-        ("rtsp", 0),
-        ("webrtc", 0),
-    ]
-    .into_iter()
-    .map(|(kind, n)| (kind.to_owned(), json!(n)))
-    .collect();
+    let expected: Vec<(String, Value)> = common::WORKER_KINDS
+        .into_iter()
+        .map(|kind| (kind.to_owned(), json!(u32::from(kind == "ingest"))))
+        .collect();
     assert_eq!(restarts, expected);
     // The API still answers for every worker.
     assert_eq!(server.get("/manage/sessions"), (200, json!([])));
