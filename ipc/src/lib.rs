@@ -24,6 +24,7 @@ pub mod paging;
 pub mod playlist_rules;
 pub mod rtsp_rules;
 pub mod rules;
+pub mod scoped;
 pub mod status;
 pub mod sync;
 pub mod transcode_rules;

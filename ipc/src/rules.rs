@@ -91,10 +91,19 @@ impl Rules {
             .filter(|g| member(g))
             .map(std::borrow::Cow::Borrowed)
             .collect();
-        // The source's name is the member's up to a `_` (the rendition's suffix), or
-        // the member's own (the source itself).
-        let sources =
-            std::iter::once(stream).chain(stream.rmatch_indices('_').map(|(i, _)| &stream[..i]));
+        // The member less a `_<rendition>` suffix that one of the app's ladders names
+        // (as many candidates as renditions, however many `_` the name has), else the
+        // member itself: a rendition is never a source.
+        let ladders = self.transcoding.ladders.iter().filter(|l| l.app == app);
+        let mut sources: Vec<&str> = ladders
+            .flat_map(|l| &l.renditions)
+            .filter_map(|r| stream.strip_suffix(r.name.as_str())?.strip_suffix('_'))
+            .collect();
+        if sources.is_empty() {
+            sources.push(stream);
+        }
+        sources.sort_unstable();
+        sources.dedup();
         for source in sources {
             let name = format!("{source}{}", crate::transcode_rules::ABR_SUFFIX);
             if let Some(group) = self.transcoded_abr_group(app, &name).filter(|g| member(g)) {
@@ -107,20 +116,12 @@ impl Rules {
     /// The ad-insertion settings of `app/stream`: its own entry, else its app's
     /// (an entry with an empty `stream`).
     pub fn ad_insertion_for(&self, app: &str, stream: &str) -> Option<&AdInsertionSettings> {
-        let of_app = self.ad_insertion.iter().filter(|a| a.app == app);
-        of_app
-            .clone()
-            .find(|a| a.stream == stream)
-            .or_else(|| of_app.clone().find(|a| a.stream.is_empty()))
+        crate::scoped::entry_for(&self.ad_insertion, app, stream, |a| (&a.app, &a.stream))
     }
 
     /// The `IcecastSources` entry of `app/stream`: its own, else its app's.
     pub fn icecast_source_for(&self, app: &str, stream: &str) -> Option<&IcecastSourceSettings> {
-        let of_app = self.icecast_sources.iter().filter(|s| s.app == app);
-        of_app
-            .clone()
-            .find(|s| s.stream == stream)
-            .or_else(|| of_app.clone().find(|s| s.stream.is_empty()))
+        crate::scoped::entry_for(&self.icecast_sources, app, stream, |s| (&s.app, &s.stream))
     }
 
     /// The playback protection of `app/stream` for `protocol`: its own entry, else its

@@ -76,3 +76,37 @@ fn output_names_round_trip() {
     }
     assert_eq!(DeliveryOutput::from_protocol(OutputProtocol::Rtmp), None);
 }
+
+#[test]
+fn a_transcoded_stream_and_its_renditions_share_the_abr_group() {
+    use crate::transcode_rules::{Ladder, RenditionAudio, RenditionSpec};
+    let mut rules = Rules::default();
+    rules.transcoding.ladders.push(Ladder {
+        app: "live".into(),
+        stream: String::new(),
+        renditions: vec![RenditionSpec {
+            name: "low".into(),
+            width: 320,
+            height: 180,
+            video_bitrate_kbps: 300,
+            max_fps: None,
+            profile: "main".into(),
+            preset: "veryfast".into(),
+            audio: RenditionAudio::Passthrough,
+        }],
+        source_rendition: true,
+    });
+    let group = rules.abr_group("live", "my_cam_abr").unwrap();
+    let members: Vec<&str> = group.streams.iter().map(|m| &m.stream[..]).collect();
+    assert_eq!(members, ["my_cam", "my_cam_low"]);
+    for member in ["my_cam", "my_cam_low"] {
+        let groups = rules.abr_groups_with("live", member);
+        let names: Vec<&str> = groups.iter().map(|g| &g.stream[..]).collect();
+        assert_eq!(names, ["my_cam_abr"], "{member}");
+    }
+    assert!(
+        rules.abr_groups_with("vod", "my_cam").is_empty(),
+        "no ladder"
+    );
+    assert!(rules.abr_group("live", "my_cam").is_none());
+}

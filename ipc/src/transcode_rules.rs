@@ -64,11 +64,7 @@ pub enum RenditionAudio {
 impl TranscodingSettings {
     /// The ladder of `app/stream`: its own entry, else its app's.
     pub fn ladder_for(&self, app: &str, stream: &str) -> Option<&Ladder> {
-        let of_app = self.ladders.iter().filter(|l| l.app == app);
-        of_app
-            .clone()
-            .find(|l| l.stream == stream)
-            .or_else(|| of_app.clone().find(|l| l.stream.is_empty()))
+        crate::scoped::entry_for(&self.ladders, app, stream, |l| (&l.app, &l.stream))
     }
 }
 

@@ -110,43 +110,32 @@ const BITRATES: [[u16; 14]; 5] = [
 /// Parses the header at the start of `data`; `None` without a sync word, with a
 /// reserved field, or with the free-format bit rate (its length is not in the header).
 pub fn parse_header(data: &[u8]) -> Option<MpegAudioHeader> {
-    let &[b0, b1, b2, _] = data.first_chunk::<4>()?;
-    if b0 != 0xff || b1 & 0xe0 != 0xe0 {
-        return None;
-    }
-    let version = (b1 >> 3) & 0x03; // 0 MPEG-2.5, 1 reserved, 2 MPEG-2, 3 MPEG-1
-    let layer = (b1 >> 1) & 0x03; // 1 III, 2 II, 3 I, 0 reserved
+    let config = MpegAudioConfig::of_frame(data)?;
+    let b2 = *data.get(2)?;
     let bitrate_index = usize::from(b2 >> 4);
-    let rate_index = usize::from((b2 >> 2) & 0x03);
     let padding = usize::from((b2 >> 1) & 0x01);
-    if version == 1 || layer == 0 || bitrate_index == 0 || bitrate_index == 15 || rate_index == 3 {
+    if bitrate_index == 0 || bitrate_index == 15 {
         return None;
     }
-    let mpeg1 = version == 3;
-    let table = match (mpeg1, layer) {
-        (true, 3) => 0,
+    let table = match (config.mpeg1(), config.layer) {
+        (true, 1) => 0,
         (true, 2) => 1,
         (true, _) => 2,
-        (false, 3) => 3,
+        (false, 1) => 3,
         (false, _) => 4,
     };
     let bitrate = u32::from(BITRATES[table][bitrate_index - 1]) * 1000;
-    let base_rate = [44_100, 48_000, 32_000][rate_index];
-    let sample_rate = match version {
-        3 => base_rate,
-        2 => base_rate / 2,
-        _ => base_rate / 4,
-    };
-    let (samples, frame_len) = match layer {
-        3 => (384, (12 * bitrate / sample_rate) as usize * 4 + padding * 4),
-        2 => (1152, (144 * bitrate / sample_rate) as usize + padding),
-        _ if mpeg1 => (1152, (144 * bitrate / sample_rate) as usize + padding),
-        _ => (576, (72 * bitrate / sample_rate) as usize + padding),
+    let sample_rate = config.sample_rate;
+    let frame_len = match config.layer {
+        1 => (12 * bitrate / sample_rate) as usize * 4 + padding * 4,
+        2 => (144 * bitrate / sample_rate) as usize + padding,
+        _ if config.mpeg1() => (144 * bitrate / sample_rate) as usize + padding,
+        _ => (72 * bitrate / sample_rate) as usize + padding,
     };
     Some(MpegAudioHeader {
         frame_len,
         sample_rate,
-        samples,
+        samples: config.frame_samples(),
     })
 }
 

@@ -85,8 +85,8 @@ pub enum CueError {
 pub struct Cues {
     pending: Vec<Cue>,
     next_event_id: u32,
-    /// The event id of the last out cue, and whether it was a time_signal, until its in.
-    open_break: Option<(u32, bool)>,
+    /// The last out cue (its event id and form), until its in.
+    open_break: Option<ad_break::BreakSignal>,
 }
 
 impl Cues {
@@ -113,16 +113,15 @@ impl Cues {
         std::mem::take(&mut self.pending)
             .into_iter()
             .map(|cue| {
-                let info = match cue {
+                let section = match cue {
                     Cue::Out {
                         duration_secs,
                         time_signal,
                     } => {
                         self.next_event_id = self.next_event_id.wrapping_add(1);
                         let id = self.next_event_id;
-                        self.open_break = Some((id, time_signal));
                         let ticks = duration_secs.map(|secs| u64::from(secs) * TICKS);
-                        if time_signal {
+                        let info = if time_signal {
                             ad_break::time_signal(
                                 id,
                                 ad_break::PLACEMENT_OPPORTUNITY_START,
@@ -135,17 +134,15 @@ impl Cues {
                                 duration,
                             });
                             SpliceInfo::insert(id, true, splice_time, break_duration)
-                        }
+                        };
+                        self.open_break = ad_break::break_signal(&info);
+                        info.encode()
                     }
+                    // The in closes the open break in the form it opened.
                     Cue::In => match self.open_break.take() {
-                        Some((id, true)) => ad_break::time_signal(
-                            id,
-                            ad_break::PLACEMENT_OPPORTUNITY_START + 1,
-                            splice_time,
-                            None,
-                        ),
-                        Some((id, false)) => SpliceInfo::insert(id, false, splice_time, None),
-                        None => SpliceInfo::insert(self.next_event_id, false, splice_time, None),
+                        Some(open) => ad_break::closing_section(&open, splice_time),
+                        None => SpliceInfo::insert(self.next_event_id, false, splice_time, None)
+                            .encode(),
                     },
                 };
                 Frame {
@@ -156,7 +153,7 @@ impl Cues {
                     keyframe: false,
                     config: false,
                     control: false,
-                    payload: Bytes::from(info.encode()),
+                    payload: Bytes::from(section),
                     form: SourceForm::Neutral,
                 }
             })

@@ -33,6 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const HEALTHY_RUN: Duration = Duration::from_secs(30);
 /// ffmpeg's stderr lines kept for the log line of a failure.
 const STDERR_TAIL: usize = 8;
+/// The longest ffmpeg stderr line kept: ffmpeg may quote the source's metadata.
+const MAX_STDERR_LINE: usize = 1024;
 /// How long a failed run waits for ffmpeg's exit status.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// What one read of a rendition's socket takes at most.
@@ -99,7 +101,7 @@ impl Job {
             .collect();
         let mut listeners = Vec::with_capacity(paths.len());
         for path in &paths {
-            let _ = std::fs::remove_file(path);
+            let _ = tokio::fs::remove_file(path).await;
             match UnixListener::bind(path) {
                 Ok(listener) => listeners.push(listener),
                 Err(e) => return Ended::Failed(format!("socket {}: {e}", path.display())),
@@ -116,7 +118,7 @@ impl Job {
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                remove_all(&paths);
+                remove_all(&paths).await;
                 return Ended::Failed(format!("{} did not start: {e}", self.ffmpeg.display()));
             }
         };
@@ -165,7 +167,7 @@ impl Job {
         done.cancel();
         let _ = child.start_kill();
         let _ = child.wait().await;
-        remove_all(&paths);
+        remove_all(&paths).await;
         ended
     }
 
@@ -293,17 +295,17 @@ fn claim_rendition(hub: &Hub, ids: &SessionIds, key: &StreamKey) -> Option<Publi
     }
 }
 
-/// Logs ffmpeg's stderr (at most a line a second after a burst) and returns its last
-/// lines when it closes.
+/// Logs ffmpeg's stderr (ten lines per ten seconds at most), each line cut at
+/// [`MAX_STDERR_LINE`] bytes, and returns its last lines when it closes.
 fn spawn_stderr_log(child: &mut Child, key: StreamKey) -> tokio::task::JoinHandle<String> {
     let stderr = child.stderr.take();
     tokio::spawn(async move {
         let Some(stderr) = stderr else {
             return String::new();
         };
-        let mut lines = BufReader::new(stderr).lines();
+        let mut stderr = BufReader::new(stderr);
         let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-        while let Ok(Some(line)) = lines.next_line().await {
+        while let Some(line) = bounded_line(&mut stderr).await {
             strom_worker_runtime::limited_log!(info, 10, Duration::from_secs(10); stream = %key, ffmpeg = %line, "transcoder ffmpeg says");
             if tail.len() == STDERR_TAIL {
                 tail.pop_front();
@@ -312,6 +314,40 @@ fn spawn_stderr_log(child: &mut Child, key: StreamKey) -> tokio::task::JoinHandl
         }
         Vec::from(tail).join(" | ")
     })
+}
+
+/// The next line of `reader` without its end, cut at [`MAX_STDERR_LINE`] bytes (the rest
+/// of a longer line is read and dropped); `None` at the end or on an error.
+async fn bounded_line<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<String> {
+    let mut line = Vec::new();
+    let read = (&mut *reader)
+        .take(MAX_STDERR_LINE as u64)
+        .read_until(b'\n', &mut line)
+        .await
+        .ok()?;
+    if read == 0 {
+        return None;
+    }
+    if line.last() != Some(&b'\n') {
+        // Cut: skip to the end of the line, a buffer at a time.
+        loop {
+            let buffer = reader.fill_buf().await.ok()?;
+            if buffer.is_empty() {
+                break;
+            }
+            match buffer.iter().position(|b| *b == b'\n') {
+                Some(at) => {
+                    reader.consume(at + 1);
+                    break;
+                }
+                None => {
+                    let all = buffer.len();
+                    reader.consume(all);
+                }
+            }
+        }
+    }
+    Some(String::from_utf8_lossy(&line).trim_end().to_owned())
 }
 
 /// "ffmpeg exited (<status>): <its last stderr lines>".
@@ -328,8 +364,25 @@ async fn exited(
     format!("ffmpeg exited ({status}): {tail}")
 }
 
-fn remove_all(paths: &[PathBuf]) {
+async fn remove_all(paths: &[PathBuf]) {
     for path in paths {
-        let _ = std::fs::remove_file(path);
+        let _ = tokio::fs::remove_file(path).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_lines_are_cut_and_the_rest_of_a_long_one_skipped() {
+        let long = "x".repeat(MAX_STDERR_LINE * 3);
+        let text = format!("first\n{long}\nlast");
+        let mut reader = BufReader::with_capacity(64, text.as_bytes());
+        assert_eq!(bounded_line(&mut reader).await.as_deref(), Some("first"));
+        let cut = bounded_line(&mut reader).await.unwrap();
+        assert_eq!(cut.len(), MAX_STDERR_LINE);
+        assert_eq!(bounded_line(&mut reader).await.as_deref(), Some("last"));
+        assert_eq!(bounded_line(&mut reader).await, None);
     }
 }

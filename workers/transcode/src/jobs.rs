@@ -96,6 +96,11 @@ impl Jobs {
         });
         let mut refused = locked(&self.refused);
         refused.retain(|key| wanted.iter().any(|(k, ..)| k == key));
+        // What the running transcodes use, once: those started below have used nothing yet.
+        let budget = settings
+            .cpu_budget_percent
+            .map_or_else(default_budget, f64::from);
+        let used: f64 = running.values().map(|job| job.status.cpu_percent()).sum();
         for (key, location, ladder) in wanted {
             if running.contains_key(&key) {
                 continue;
@@ -107,10 +112,6 @@ impl Jobs {
                 }
                 continue;
             }
-            let budget = settings
-                .cpu_budget_percent
-                .map_or_else(default_budget, f64::from);
-            let used: f64 = running.values().map(|job| job.status.cpu_percent()).sum();
             if used >= budget {
                 if !refused.contains(&key) {
                     tracing::warn!(stream = %key, cpu_percent = used, cpu_budget_percent = budget, "transcode refused: the running transcodes use Transcoding.cpu_budget_percent already");

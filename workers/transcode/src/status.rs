@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 use strom_ipc::transcode_rules::{RenditionSpec, rendition_stream};
 use strom_stream::StreamKey;
@@ -12,6 +12,7 @@ use strom_worker_runtime::sync::locked;
 
 /// Where a transcode is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum State {
     /// ffmpeg is starting or waiting for the source's first frames.
     Starting,
@@ -23,6 +24,18 @@ pub enum State {
 }
 
 impl State {
+    fn from_u8(value: u8) -> Self {
+        [
+            State::Starting,
+            State::Running,
+            State::Restarting,
+            State::Refused,
+        ]
+        .into_iter()
+        .find(|s| *s as u8 == value)
+        .unwrap_or(State::Starting)
+    }
+
     fn name(self) -> &'static str {
         match self {
             State::Starting => "starting",
@@ -42,31 +55,65 @@ struct Run {
 pub struct JobStatus {
     key: StreamKey,
     renditions: Vec<RenditionSpec>,
-    state: Mutex<State>,
+    /// A [`State`]: counted on every rendition frame, so lock-free.
+    state: AtomicU8,
     run: Mutex<Option<Run>>,
     last_error: Mutex<Option<String>>,
     restarts: AtomicU32,
     /// Source frames given to the current ffmpeg.
     input_frames: AtomicU64,
-    /// Frames each rendition published in the current run, and the span of their
-    /// presentation times (first, last; 90 kHz).
-    output_frames: Vec<AtomicU64>,
-    output_span: Vec<Mutex<Option<(i64, i64)>>>,
+    /// Per rendition, in the ladder's order, for the current run.
+    outputs: Vec<OutputCount>,
+}
+
+/// The video frames one rendition published and the span of their presentation times
+/// (90 kHz; `first` `i64::MAX` and `last` `i64::MIN` before the first frame).
+struct OutputCount {
+    frames: AtomicU64,
+    first: AtomicI64,
+    last: AtomicI64,
+}
+
+impl OutputCount {
+    fn new() -> Self {
+        Self {
+            frames: AtomicU64::new(0),
+            first: AtomicI64::new(i64::MAX),
+            last: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    fn reset(&self) {
+        self.frames.store(0, Ordering::Relaxed);
+        self.first.store(i64::MAX, Ordering::Relaxed);
+        self.last.store(i64::MIN, Ordering::Relaxed);
+    }
+
+    /// Seconds of media between the first and the last frame.
+    fn media_secs(&self) -> f64 {
+        let (first, last) = (
+            self.first.load(Ordering::Relaxed),
+            self.last.load(Ordering::Relaxed),
+        );
+        if last < first {
+            return 0.0;
+        }
+        last.saturating_sub(first) as f64 / 90_000.0
+    }
 }
 
 impl JobStatus {
     pub fn new(key: StreamKey, renditions: Vec<RenditionSpec>) -> Self {
-        let count = renditions.len();
+        let outputs = renditions.iter().map(|_| OutputCount::new()).collect();
         Self {
             key,
             renditions,
-            state: Mutex::new(State::Starting),
+            state: AtomicU8::new(State::Starting as u8),
             run: Mutex::new(None),
             last_error: Mutex::new(None),
             restarts: AtomicU32::new(0),
             input_frames: AtomicU64::new(0),
-            output_frames: (0..count).map(|_| AtomicU64::new(0)).collect(),
-            output_span: (0..count).map(|_| Mutex::new(None)).collect(),
+            outputs,
         }
     }
 
@@ -77,23 +124,26 @@ impl JobStatus {
             pid,
         });
         self.input_frames.store(0, Ordering::Relaxed);
-        for (frames, span) in self.output_frames.iter().zip(&self.output_span) {
-            frames.store(0, Ordering::Relaxed);
-            *locked(span) = None;
+        for output in &self.outputs {
+            output.reset();
         }
-        *locked(&self.state) = State::Starting;
+        self.set_state(State::Starting);
+    }
+
+    fn set_state(&self, state: State) {
+        self.state.store(state as u8, Ordering::Relaxed);
     }
 
     pub fn failed(&self, reason: &str) {
         *locked(&self.last_error) = Some(reason.to_owned());
-        *locked(&self.state) = State::Restarting;
+        self.set_state(State::Restarting);
         *locked(&self.run) = None;
         self.restarts.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn refused(&self, reason: &str) {
         *locked(&self.last_error) = Some(reason.to_owned());
-        *locked(&self.state) = State::Refused;
+        self.set_state(State::Refused);
         *locked(&self.run) = None;
     }
 
@@ -103,20 +153,17 @@ impl JobStatus {
 
     /// Rendition `index` published a frame presented at `pts` (90 kHz).
     pub fn output_frame(&self, index: usize, pts: i64) {
-        if let Some(frames) = self.output_frames.get(index) {
-            frames.fetch_add(1, Ordering::Relaxed);
+        if let Some(output) = self.outputs.get(index) {
+            output.frames.fetch_add(1, Ordering::Relaxed);
+            output.first.fetch_min(pts, Ordering::Relaxed);
+            output.last.fetch_max(pts, Ordering::Relaxed);
         }
-        if let Some(span) = self.output_span.get(index) {
-            let mut span = locked(span);
-            *span = Some(match *span {
-                Some((first, last)) => (first.min(pts), last.max(pts)),
-                None => (pts, pts),
-            });
-        }
-        let mut state = locked(&self.state);
-        if *state == State::Starting {
-            *state = State::Running;
-        }
+        let _ = self.state.compare_exchange(
+            State::Starting as u8,
+            State::Running as u8,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 
     /// ffmpeg's CPU over the current run, percent of one core (0 between runs).
@@ -133,7 +180,7 @@ impl JobStatus {
 
     /// The transcode as the API shows it.
     pub fn to_json(&self) -> Value {
-        let state = *locked(&self.state);
+        let state = State::from_u8(self.state.load(Ordering::Relaxed));
         let run = locked(&self.run);
         let elapsed = run
             .as_ref()
@@ -148,11 +195,10 @@ impl JobStatus {
         let renditions: Vec<Value> = self
             .renditions
             .iter()
-            .zip(self.output_frames.iter().zip(&self.output_span))
-            .map(|(spec, (frames, span))| {
-                let frames = frames.load(Ordering::Relaxed);
-                let media_secs =
-                    locked(span).map_or(0.0, |(first, last)| (last - first) as f64 / 90_000.0);
+            .zip(&self.outputs)
+            .map(|(spec, output)| {
+                let frames = output.frames.load(Ordering::Relaxed);
+                let media_secs = output.media_secs();
                 json!({
                     "name": spec.name,
                     "stream": rendition_stream(&self.key.stream, &spec.name),
