@@ -264,3 +264,71 @@ fn thirty_fps_segments_have_four_parts_and_bad_directives_get_400() {
     assert_eq!(status, 200);
     publisher.stop_and_stderr();
 }
+
+/// `part_<msn>_<index>` of a part URI (query and all).
+fn part_numbers(uri: &str) -> (u64, usize) {
+    let name = uri.split('?').next().unwrap();
+    let (msn, index) = name
+        .strip_prefix("part_")
+        .and_then(|n| n.strip_suffix(".m4s"))
+        .and_then(|n| n.split_once('_'))
+        .unwrap_or_else(|| panic!("not a part URI: {uri}"));
+    (msn.parse().unwrap(), index.parse().unwrap())
+}
+
+/// A preload hint names the next part before strom knows where the next keyframe
+/// falls; when a keyframe ends the segment first, the hinted part (the one past the
+/// segment's last) never comes. Players that requested it (Shaka, gohlslib) must get the
+/// media that follows, the next segment's first part, not a 404 (which Shaka took as
+/// fatal in the player matrix). The request is answered the same whether a hint named
+/// it or not, so the test asks for it after the segment ended.
+#[test]
+fn the_part_past_the_end_of_a_segment_is_the_next_segments_first_part() {
+    let server = start();
+    let mut publisher = ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
+         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
+         -tune zerolatency -g 60 -sc_threshold 0 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 \
+         -f flv {}",
+        rtmp_url(&server, "live/hinted")
+    ));
+    let base = format!("http://127.0.0.1:{}/live/hinted", server.ports.http);
+    let chunklist = format!("{base}/chunks_fmp4.m3u8");
+    // A complete segment listed with its parts, and the next segment's first part.
+    let (msn, count) = wait_for(LIVE, "a segment with parts followed by a part", || {
+        let (status, body) = text(&chunklist);
+        std::thread::sleep(Duration::from_millis(200));
+        if status != 200 {
+            return None;
+        }
+        let listed: Vec<_> = parts(&body)
+            .into_iter()
+            .map(|(_, uri, _)| part_numbers(&uri))
+            .collect();
+        let ended = parts_per_segment(&body);
+        ended.iter().rev().find_map(|(msn, count)| {
+            (*count > 0 && listed.contains(&(msn + 1, 0))).then_some((*msn, *count))
+        })
+    })
+    .unwrap_or_else(|| panic!("no segment with parts; log:\n{}", server.log()));
+    let (status, past) = get(&format!("{base}/part_{msn}_{count}.m4s"));
+    assert_eq!(
+        status,
+        200,
+        "part_{msn}_{count}, past segment {msn}'s {count} parts: {}",
+        String::from_utf8_lossy(&past)
+    );
+    let (status, next) = get(&format!("{base}/part_{}_0.m4s", msn + 1));
+    assert_eq!(status, 200);
+    assert!(
+        !past.is_empty() && past == next,
+        "part_{msn}_{count} is not segment {}'s first part ({} vs {} bytes)",
+        msn + 1,
+        past.len(),
+        next.len()
+    );
+    // Further past the end is no part at all.
+    let (status, _) = get(&format!("{base}/part_{msn}_{}.m4s", count + 1));
+    assert_eq!(status, 404);
+    publisher.stop_and_stderr();
+}

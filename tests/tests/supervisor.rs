@@ -485,3 +485,23 @@ fn a_failed_reload_is_logged_once_with_its_reason() {
     let (_, settings) = server.get("/manage/rtmp_settings");
     assert_eq!(settings["RtmpSettings"]["duration"], 6, "old rules kept");
 }
+
+/// The harness's own guard against port races between parallel tests: a port taken
+/// between `free_port` and the supervisor's bind makes the supervisor exit, and the
+/// harness starts it again on fresh ports (rewriting both config files).
+#[test]
+fn a_server_whose_port_is_taken_at_start_is_moved_to_fresh_ports() {
+    let mut server = Server::prepare("");
+    let taken = server.ports.rtmp;
+    let _squatter = std::net::TcpListener::bind(("127.0.0.1", taken)).unwrap();
+    server.spawn();
+    server.wait_ready();
+    assert_ne!(server.ports.rtmp, taken, "the harness kept the taken port");
+    let rules = std::fs::read_to_string(server.path("rules.conf")).unwrap();
+    assert!(
+        rules.contains(&server.ports.rtmp.to_string()) && !rules.contains(&taken.to_string()),
+        "rules.conf not rewritten: {rules}"
+    );
+    TcpStream::connect(("127.0.0.1", server.ports.rtmp))
+        .unwrap_or_else(|e| panic!("RTMP not listening on the fresh port: {e}"));
+}

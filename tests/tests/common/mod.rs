@@ -108,6 +108,29 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// `text` with every whole-number occurrence of port `old` replaced by `new` (a port
+/// inside a longer number is left alone).
+fn replace_port(text: &str, old: u16, new: u16) -> String {
+    let old = old.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&old) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + old.len()..].chars().next();
+        let whole = !before.is_some_and(|c| c.is_ascii_digit())
+            && !after.is_some_and(|c| c.is_ascii_digit());
+        out.push_str(&rest[..at]);
+        if whole {
+            out.push_str(&new.to_string());
+        } else {
+            out.push_str(&old);
+        }
+        rest = &rest[at + old.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 pub struct Ports {
     pub http: u16,
     pub management: u16,
@@ -199,7 +222,67 @@ impl Server {
     }
 
     /// [`Self::spawn`] with extra environment variables (`TZ`, say) for the server.
+    ///
+    /// `free_port` only knows that a port was free when it looked: a client of another
+    /// test (ffmpeg's RTSP client picks UDP ports anywhere in 5000-65000) may take it
+    /// before the supervisor binds it. A supervisor that exits at start because one of its
+    /// ports is in use is therefore started again on fresh ports, rewritten in strom.conf
+    /// and rules.conf; any other exit is left for the test to see.
     pub fn spawn_with_env(&mut self, env: &[(&str, &str)]) {
+        for _ in 0..3 {
+            self.spawn_once(env);
+            if !self.exited_on_a_taken_port() {
+                return;
+            }
+            eprintln!(
+                "a port of this test's server was taken; starting it on fresh ports. log:\n{}",
+                self.log()
+            );
+            self.move_to_fresh_ports();
+        }
+        self.spawn_once(env);
+    }
+
+    /// Waits until the management port accepts connections or the supervisor exits, and
+    /// says whether it exited because one of its listen addresses was in use.
+    fn exited_on_a_taken_port(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let management = SocketAddr::from(([127, 0, 0, 1], self.ports.management));
+        while Instant::now() < deadline {
+            let exited = matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(Some(_))));
+            if exited {
+                let log = self.log();
+                return log.contains("cannot listen on") && log.contains("Address already in use");
+            }
+            if TcpStream::connect_timeout(&management, Duration::from_millis(200)).is_ok() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn move_to_fresh_ports(&mut self) {
+        let fresh = Ports::new();
+        let moves = [
+            (self.ports.http, fresh.http),
+            (self.ports.management, fresh.management),
+            (self.ports.rtmp, fresh.rtmp),
+        ];
+        for file in ["strom.conf", "rules.conf"] {
+            let path = self.path(file);
+            let Ok(mut text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for (old, new) in moves {
+                text = replace_port(&text, old, new);
+            }
+            std::fs::write(&path, text).unwrap();
+        }
+        self.ports = fresh;
+    }
+
+    fn spawn_once(&mut self, env: &[(&str, &str)]) {
         let log = std::fs::File::create(self.log_path()).unwrap();
         let child = Command::new(strom_bin())
             .envs(env.iter().copied())

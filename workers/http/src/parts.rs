@@ -107,6 +107,23 @@ impl PartLists {
         self.of(msn).get(index).map(|p| p.bytes.clone())
     }
 
+    /// The part that a request for part `index` of segment `msn` is answered with, while
+    /// segment `building` is being built: that part itself, except for the part just past
+    /// the last one of a segment that ended, which is the first part of the next
+    /// segment. `EXT-X-PRELOAD-HINT` names the next part before the server knows where
+    /// the next keyframe falls: when one ends the segment, the hinted part is the next
+    /// segment's first (players such as Shaka and gohlslib take a hinted part that never
+    /// comes as a fatal error; the bytes carry their own `tfdt`, so they land in place).
+    pub fn answering(&self, msn: u64, index: usize, building: u64) -> (u64, usize) {
+        let parts = self.of(msn).len();
+        let past_an_ended_segment = msn < building && index > 0 && index == parts;
+        if past_an_ended_segment {
+            (msn + 1, 0)
+        } else {
+            (msn, index)
+        }
+    }
+
     /// The latest part: its segment's sequence number and its index there.
     pub fn last(&self) -> Option<(u64, usize)> {
         let (msn, parts) = self.lists.back()?;
@@ -132,6 +149,22 @@ mod tests {
             duration_secs: 0.5,
             independent: n == 0,
         }
+    }
+
+    #[test]
+    fn the_part_hinted_past_an_ended_segment_is_the_next_segments_first() {
+        let mut lists = PartLists::default();
+        lists.set_part_target(Some(0.5));
+        for n in 0..3 {
+            lists.add(7, part(n), 0);
+        }
+        // Segment 7 is still being built: part 3 is its next part.
+        assert_eq!(lists.answering(7, 3, 7), (7, 3));
+        // A keyframe ended it after 3 parts: the hinted part 3 is segment 8's part 0.
+        assert_eq!(lists.answering(7, 3, 8), (8, 0));
+        assert_eq!(lists.answering(7, 1, 8), (7, 1));
+        assert_eq!(lists.answering(7, 4, 8), (7, 4), "not a hinted part: 404");
+        assert_eq!(lists.answering(5, 1, 8), (5, 1), "parts pruned: 404");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //!   the playlist holds segment N (part M of segment N, or a later part), answered 400 at
 //!   once when N (or M) is too far ahead, and 503 after 3 target durations;
 //! - a part named by `#EXT-X-PRELOAD-HINT` (`part_<msn>_<index>.m4s`) that does not exist
-//!   yet is held until it does (then served), or until 3 target durations pass (then 404,
-//!   like a part that never comes because its segment ended first);
+//!   yet is held until it does (then served), or until 3 target durations pass (then 404);
+//!   when a keyframe ends its segment first, the hinted part is the next segment's first
+//!   part, and that is what the request waits for and gets;
 //! - `#EXT-X-RENDITION-REPORT`s of the other renditions of the stream's ABR groups.
 //!
 //! Nothing polls: a held request waits on the stream's version ([`HlsStream`] bumps it at
@@ -201,12 +202,16 @@ impl Context {
         else {
             return None;
         };
+        if file != "chunks_fmp4.m3u8" && part_name(file).is_none() {
+            return None;
+        }
+        // `get` refuses names that fail the check.
+        let hls = self.packaging.store.get(app, stream)?;
         let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if file == "chunks_fmp4.m3u8" {
             let directives = match directives(request.uri().query()) {
                 Ok(directives) => directives,
                 // Refused for LL-HLS streams only (others ignore the query).
                 Err(why) => {
-                    let hls = self.packaging.store.get(app, stream)?;
                     hls.ll_position()?;
                     return Some(error(StatusCode::BAD_REQUEST, why));
                 }
@@ -216,11 +221,13 @@ impl Context {
             Box::new(move |position| playlist_hold(position, msn, part))
         } else {
             let (msn, index) = part_name(file)?;
-            Box::new(move |position| part_hold(position, msn, index))
+            let hinted = hls.clone();
+            Box::new(move |position| {
+                let (msn, index) = hinted.answering_part(msn, index);
+                part_hold(position, msn, index)
+            })
         };
         let playlist = file == "chunks_fmp4.m3u8";
-        // `get` refuses names that fail the check.
-        let hls = self.packaging.store.get(app, stream)?;
         let mut version = hls.watch_version();
         let target = hls.ll_position()?.target_duration;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3 * u64::from(target));

@@ -98,8 +98,20 @@ impl HlsStream {
                 .is_some_and(|s| s.entry.init_id == init_id)
     }
 
+    /// Part `index` of segment `msn`, or the part a preload hint past the end of an ended
+    /// segment stands for ([`PartLists::answering`]).
+    ///
+    /// [`PartLists::answering`]: crate::parts::PartLists::answering
     pub fn part(&self, msn: u64, index: usize) -> Option<Bytes> {
-        locked(&self.state).parts.get(msn, index)
+        let state = locked(&self.state);
+        let (msn, index) = state.parts.answering(msn, index, state.meta.next_sequence);
+        state.parts.get(msn, index)
+    }
+
+    /// The part a request for part `index` of segment `msn` waits for and gets.
+    pub fn answering_part(&self, msn: u64, index: usize) -> (u64, usize) {
+        let state = locked(&self.state);
+        state.parts.answering(msn, index, state.meta.next_sequence)
     }
 
     /// Where the LL-HLS playlist stands; `None` for a stream that is not LL-HLS.
