@@ -4,7 +4,9 @@
 //! `<stream>_abr` lists the source and its renditions in one HLS master playlist and
 //! one DASH manifest, and hls.js and dash.js in Chromium switch between them; the ffmpeg process
 //! of a transcode killed with `kill -9` comes back with its renditions while the source
-//! plays on; a source that stops and comes back at another size is transcoded again.
+//! plays on; a source that stops and comes back at another size is transcoded again;
+//! sources without H.264/H.265 video (AV1 over Enhanced RTMP, audio only) are refused
+//! once with a log line, and stay live untranscoded.
 //! `/manage/transcodes`, `/metrics` and the web console's stream page show each
 //! transcode.
 
@@ -454,4 +456,97 @@ fn the_console_shows_the_ladder_on_the_stream_page() {
     assert_eq!(rows.len(), 2, "{result}");
     assert!(rows[0].starts_with("shown_mid480x270"), "{rows:?}");
     assert!(rows[1].starts_with("shown_low320x180"), "{rows:?}");
+}
+
+/// Sources the transcoder cannot take (AV1 over Enhanced RTMP, which ffmpeg is not
+/// given; audio without video) are refused once, out loud, with no restart loop, and
+/// stay live themselves.
+#[test]
+fn sources_without_h26x_video_are_refused_once_and_stay_live() {
+    let server = start();
+    // av1C (profile 0, level 8, 8-bit 4:2:0 with a sequence header OBU), then a frame:
+    // Enhanced RTMP SequenceStart and CodedFrames of FourCC `av01`.
+    let mut av1 = common::raw_rtmp::raw_publisher(
+        std::net::SocketAddr::from(([127, 0, 0, 1], server.ports.rtmp)),
+        "live",
+        "av1cam",
+    );
+    let mut sequence_start = vec![0x80 | 0x10];
+    sequence_start.extend_from_slice(b"av01");
+    sequence_start.extend_from_slice(&[
+        0x81, 0x08, 0x0c, 0x00, 0x0a, 0x0b, 0x00, 0x00, 0x00, 0x24, 0xc6, 0xab, 0xdf, 0x3e, 0xfe,
+        0x24, 0x04,
+    ]);
+    av1.video(&sequence_start);
+    let mut keyframe = vec![0x80 | 0x10 | 1];
+    keyframe.extend_from_slice(b"av01");
+    keyframe.extend_from_slice(&[
+        0x12, 0x00, 0x0a, 0x0b, 0x00, 0x00, 0x00, 0x24, 0xc6, 0xab, 0x32,
+    ]);
+    av1.video(&keyframe);
+    let _audio_only = ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i sine=frequency=440:sample_rate=48000 \
+         -c:a aac -b:a 96k -t 300 -f flv rtmp://127.0.0.1:{}/live/radio",
+        server.ports.rtmp
+    ));
+    for (stream, why) in [("av1cam", "Av1"), ("radio", "no video")] {
+        let refusal = wait_for(LIVE, "the refusal", || {
+            let (_, list) = server.get("/manage/transcodes");
+            list.as_array()?
+                .iter()
+                .find(|t| t["stream"] == stream && t["state"] == "refused")
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("live/{stream} not refused\n{}", server.log()));
+        assert!(
+            refusal["last_error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(why),
+            "{refusal}"
+        );
+        let line = server
+            .log()
+            .lines()
+            .find(|l| l.contains("transcode refused") && l.contains(&format!("live/{stream}")))
+            .map(str::to_owned);
+        assert!(
+            line.is_some_and(|l| l.contains(why)),
+            "no refusal logged\n{}",
+            server.log()
+        );
+    }
+    // No restart loop: the refusals stand, and the sources are still live (the AV1
+    // publisher keeps sending, or strom would end its idle publish).
+    for _ in 0..30 {
+        av1.video(&keyframe);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, list) = server.get("/manage/transcodes");
+    for transcode in list.as_array().unwrap() {
+        assert_eq!(transcode["state"], "refused", "{list}");
+        assert_eq!(transcode["restarts"], 0, "{list}");
+    }
+    let (_, live) = server.get("/manage/live_streams_status");
+    for stream in ["av1cam", "radio"] {
+        let listed = live.as_array().unwrap().iter().any(|app| {
+            app["streams"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["strm"] == stream))
+        });
+        assert!(
+            listed,
+            "live/{stream} is no longer live: {live}\n{}",
+            server.log()
+        );
+        let starts = server
+            .log()
+            .matches(&format!("stream=live/{stream} pid="))
+            .count();
+        assert!(
+            starts <= 1,
+            "live/{stream}: ffmpeg started {starts} times\n{}",
+            server.log()
+        );
+    }
 }

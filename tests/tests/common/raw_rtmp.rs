@@ -50,6 +50,12 @@ impl RawRtmp {
         let _ = self.stream.write_all(&packet.bytes);
     }
 
+    /// An FLV video tag body (a VideoData message) on the published stream.
+    pub fn video(&mut self, tag: &[u8]) {
+        let data = tag.to_vec().into();
+        self.send(RtmpMessage::VideoData { data }, 1);
+    }
+
     pub fn command(&mut self, name: &str, object: Amf0Value, args: Vec<Amf0Value>, msid: u32) {
         self.transaction += 1.0;
         let message = RtmpMessage::Amf0Command {

@@ -5,8 +5,9 @@
 //!
 //! The ffmpeg process is the unit of containment: when it crashes, hangs up or is
 //! killed, only this stream's renditions stop; the transcode restarts after a backoff
-//! while the source is live. A source whose video codec ffmpeg is not given (strom
-//! carries H.264 and H.265 into it) is refused once with a log line, not retried.
+//! while the source is live. A source without video, or whose video codec ffmpeg is not
+//! given (strom carries H.264 and H.265 into it), is refused once with a log line, not
+//! retried.
 
 use crate::ffmpeg_args;
 use crate::status::JobStatus;
@@ -16,7 +17,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::transcode_rules::{RenditionSpec, rendition_stream};
-use strom_media::frame::{Codec, Track};
+use strom_media::frame::{Codec, Frame, Track};
 use strom_media::ts_demux::TsDemuxer;
 use strom_stream::ts_feed::TsFeed;
 use strom_stream::{Hub, PublisherInfo, Publishing, Queue, StreamKey};
@@ -179,15 +180,13 @@ impl Job {
         let mut ts = TsFeed::new();
         let mut out = BytesMut::with_capacity(READ_CHUNK);
         let mut checked = false;
+        let mut first_audio_dts = None;
         while let Some(frame) = frames.recv().await {
-            if !checked && frame.frame.track == Track::Video && frame.frame.config {
-                if !matches!(frame.frame.codec, Codec::H264 | Codec::H265) {
-                    return Ended::Refused(format!(
-                        "video codec {:?} cannot be transcoded (H.264 and H.265 can)",
-                        frame.frame.codec
-                    ));
+            if !checked {
+                if let Some(refusal) = refusal(&frame.frame, &mut first_audio_dts) {
+                    return Ended::Refused(refusal);
                 }
-                checked = true;
+                checked = frame.frame.track == Track::Video;
             }
             out.clear();
             if ts.push(&frame, &mut out) == 0 {
@@ -202,6 +201,32 @@ impl Job {
         }
         drop(reader.place);
         Ended::Stopped
+    }
+}
+
+/// Audio a source may send before its first video configuration; past it, the source
+/// counts as audio-only (ffmpeg itself gives up on a video map after 5 s of probing, and
+/// would be restarted in a loop).
+const NO_VIDEO_AFTER_90KHZ: i64 = 3 * 90_000;
+
+/// Why the source that sent `frame` (one of those before its first video frame) cannot
+/// be transcoded, if it now shows it: its video is in a codec not carried to ffmpeg, or
+/// it sent 3 s of audio without video.
+/// `first_audio_dts` is the first audio frame's time, kept between calls.
+fn refusal(frame: &Frame, first_audio_dts: &mut Option<i64>) -> Option<String> {
+    match frame.track {
+        Track::Video if !matches!(frame.codec, Codec::H264 | Codec::H265) => Some(format!(
+            "video codec {:?} cannot be transcoded (H.264 and H.265 can)",
+            frame.codec
+        )),
+        Track::Audio => {
+            let first = *first_audio_dts.get_or_insert(frame.dts);
+            (frame.dts.saturating_sub(first) >= NO_VIDEO_AFTER_90KHZ).then(|| {
+                "the source has no video (3 s of audio came first): only video is transcoded"
+                    .to_owned()
+            })
+        }
+        _ => None,
     }
 }
 
@@ -373,6 +398,20 @@ async fn remove_all(paths: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_without_h26x_video_are_refused() {
+        use bytes::Bytes;
+        let frame = |track, codec, dts| Frame::neutral(track, codec, dts, Bytes::new());
+        let mut first = None;
+        assert!(refusal(&frame(Track::Video, Codec::H264, 0), &mut first).is_none());
+        let av1 = refusal(&frame(Track::Video, Codec::Av1, 0), &mut first);
+        assert!(av1.is_some_and(|r| r.contains("Av1")));
+        assert!(refusal(&frame(Track::Audio, Codec::Aac, 1_000), &mut first).is_none());
+        assert!(refusal(&frame(Track::Audio, Codec::Aac, 200_000), &mut first).is_none());
+        let audio_only = refusal(&frame(Track::Audio, Codec::Aac, 271_000), &mut first);
+        assert!(audio_only.is_some_and(|r| r.contains("no video")));
+    }
 
     #[tokio::test]
     async fn stderr_lines_are_cut_and_the_rest_of_a_long_one_skipped() {
