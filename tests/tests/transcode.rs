@@ -32,17 +32,18 @@ fn start_with(server: Server) -> Server {
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {}}}]}},
  "Delivery": {{"outputs": ["HLS", "DASH"], "segment_duration_secs": 2}},
  "Transcoding": {{"ladders": [{{"app": "live", "renditions": [
-   {{"name": "mid", "width": 480, "height": 270, "video_bitrate": 500, "preset": "ultrafast"}},
-   {{"name": "low", "width": 320, "height": 180, "video_bitrate": 250, "preset": "ultrafast",
+   {{"name": "mid", "width": 854, "height": 480, "video_bitrate": 1000, "preset": "ultrafast"}},
+   {{"name": "low", "width": 426, "height": 240, "video_bitrate": 300, "preset": "ultrafast",
      "max_fps": 15, "audio": {{"bitrate": 48, "channels": 1}}}}]}}]}}}}"#,
         server.ports.rtmp
     ));
     server
 }
 
-/// A 640x360 30 fps source with a keyframe every 2 s and stereo AAC, as `live/<stream>`.
+/// A 1280x720 30 fps source with a keyframe every 2 s and stereo AAC, as `live/<stream>`
+/// (the ladder: the source passed through as 720p, 480p and 240p).
 fn publish_source(server: &Server, stream: &str) -> common::media::Proc {
-    publish_sized(server, stream, "640x360")
+    publish_sized(server, stream, "1280x720")
 }
 
 /// [`publish_source`] at `size`.
@@ -120,14 +121,15 @@ fn a_ladder_publishes_renditions_that_play_over_rtmp_and_hls() {
             server.ports.http
         )
     };
-    assert_eq!(probe(&rtmp("src_mid")), ("480,270".into(), "aac,2".into()));
-    assert_eq!(probe(&rtmp("src_low")), ("320,180".into(), "aac,1".into()));
+    assert_eq!(probe(&rtmp("src_mid")), ("854,480".into(), "aac,2".into()));
+    assert_eq!(probe(&rtmp("src_low")), ("426,240".into(), "aac,1".into()));
+    assert_eq!(probe(&rtmp("src")), ("1280,720".into(), "aac,2".into()));
     let hls_low = wait_for(LIVE, "the low rendition over HLS", || {
         let probed = probe(&hls("src_low"));
         (!probed.0.is_empty()).then_some(probed)
     })
     .unwrap_or_else(|| panic!("no HLS of src_low\n{}", server.log()));
-    assert_eq!(hls_low, ("320,180".into(), "aac,1".into()));
+    assert_eq!(hls_low, ("426,240".into(), "aac,1".into()));
 
     // The API shows the transcode running, with frames in and out and its CPU.
     let transcodes = wait_for(LIVE, "a running transcode with frames", || {
@@ -154,7 +156,7 @@ fn a_ladder_publishes_renditions_that_play_over_rtmp_and_hls() {
     let low = &transcode["renditions"][1];
     assert_eq!(
         (&low["stream"], &low["width"]),
-        (&"src_low".into(), &320.into())
+        (&"src_low".into(), &426.into())
     );
     assert!(low["speed"].as_f64().unwrap_or(0.0) > 0.3, "{transcode}");
     // And /metrics the same.
@@ -238,7 +240,7 @@ fn a_killed_transcode_comes_back_and_the_source_plays_on() {
     let rtmp = format!("rtmp://127.0.0.1:{}/live/kept_mid", server.ports.rtmp);
     wait_for(LIVE, "the rendition back", || {
         let (video, _) = probe(&rtmp);
-        (video == "480,270").then_some(())
+        (video == "854,480").then_some(())
     })
     .unwrap_or_else(|| panic!("no rendition after the restart\n{}", server.log()));
     // The source kept its one publish all along.
@@ -291,15 +293,44 @@ fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_and_dash_js_switc
         ready.then_some(master)
     })
     .unwrap_or_else(|| panic!("no ABR master\n{}", server.log()));
-    for resolution in ["640x360", "480x270", "320x180"] {
+    for resolution in ["1280x720", "854x480", "426x240"] {
         assert!(
             master.contains(&format!("RESOLUTION={resolution}")),
             "{master}"
         );
     }
+    // One timeline: the renditions' segments start where the source's do (the same
+    // keyframes, `-copyts`), so a player switching between them lands on a boundary.
+    let variants: Vec<String> = master
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|uri| resolve(&format!("{base}/"), uri))
+        .collect();
+    let starts: Vec<Vec<f64>> = variants.iter().map(|v| segment_starts(v)).collect();
+    for (variant, times) in variants.iter().zip(&starts).skip(1) {
+        let (first, last) = (starts[0][0], starts[0][starts[0].len() - 1]);
+        let within: Vec<f64> = times
+            .iter()
+            .copied()
+            .filter(|t| (first - 0.05..=last + 0.05).contains(t))
+            .collect();
+        let matched = within
+            .iter()
+            .filter(|t| starts[0].iter().any(|s| (*s - **t).abs() < 0.05))
+            .count();
+        assert!(
+            matched >= 2 && matched == within.len(),
+            "segment starts of {variant} {times:?} against the source's {:?}",
+            starts[0]
+        );
+    }
     let (status, mpd) = curl_text(&format!("{base}/manifest.mpd"));
     assert_eq!(status, 200, "{mpd}");
-    for size in [r#"width="640" height="360""#, r#"width="480" height="270""#] {
+    for size in [
+        r#"width="1280" height="720""#,
+        r#"width="854" height="480""#,
+        r#"width="426" height="240""#,
+    ] {
         assert!(mpd.contains(size), "{mpd}");
     }
 
@@ -318,6 +349,67 @@ fn the_source_and_its_renditions_form_an_abr_group_that_hls_js_and_dash_js_switc
         "players on the ABR group: {problems:?}\nstrom log:\n{}",
         server.log()
     );
+}
+
+/// `reference` resolved against the URL `base` (which ends in `/` for a directory),
+/// dot segments removed, as a player resolves playlist URIs.
+fn resolve(base: &str, reference: &str) -> String {
+    let (origin, path) = base
+        .split_once("://")
+        .and_then(|(scheme, rest)| {
+            rest.find('/')
+                .map(|at| (format!("{scheme}://{}", &rest[..at]), &rest[at..]))
+        })
+        .unwrap_or_else(|| panic!("not an absolute URL: {base}"));
+    let joined = if reference.starts_with('/') {
+        reference.to_owned()
+    } else {
+        format!("{}{reference}", &path[..=path.rfind('/').unwrap()])
+    };
+    let (joined, query) = match joined.split_once('?') {
+        Some((path, query)) => (path.to_owned(), format!("?{query}")),
+        None => (joined, String::new()),
+    };
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in joined.split('/').skip(1) {
+        match segment {
+            ".." => {
+                segments.pop();
+            }
+            "." => {}
+            other => segments.push(other),
+        }
+    }
+    format!("{origin}/{}{query}", segments.join("/"))
+}
+
+/// The PTS of the first video packet of each segment a media playlist lists.
+fn segment_starts(media: &str) -> Vec<f64> {
+    let (status, playlist) = curl_text(media);
+    assert_eq!(status, 200, "{media}: {playlist}");
+    let starts: Vec<f64> = playlist
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|uri| {
+            let segment = resolve(media, uri);
+            let out = ffprobe(&[
+                "-select_streams",
+                "v:0",
+                "-show_entries",
+                "packet=pts_time",
+                "-read_intervals",
+                "%+#1",
+                "-of",
+                "csv=p=0",
+                &segment,
+            ]);
+            out.lines()
+                .find_map(|l| l.trim().trim_end_matches(',').parse().ok())
+                .unwrap_or_else(|| panic!("no video packet in {segment}: {out:?}"))
+        })
+        .collect();
+    assert!(starts.len() >= 2, "{media}:\n{playlist}");
+    starts
 }
 
 /// What went wrong when the player page `page` (with `src`) played the ABR group from
@@ -360,7 +452,7 @@ fn a_source_that_comes_back_at_another_size_is_transcoded_again() {
     let mut first = publish_source(&server, "again");
     let rtmp = format!("rtmp://127.0.0.1:{}/live/again_low", server.ports.rtmp);
     wait_for(LIVE, "the first rendition", || {
-        (probe(&rtmp).0 == "320,180").then_some(())
+        (probe(&rtmp).0 == "426,240").then_some(())
     })
     .unwrap_or_else(|| panic!("no rendition\n{}", server.log()));
     first.stop_and_stderr();
@@ -369,11 +461,11 @@ fn a_source_that_comes_back_at_another_size_is_transcoded_again() {
         list.as_array().is_some_and(Vec::is_empty).then_some(())
     })
     .unwrap_or_else(|| panic!("the transcode outlived its source\n{}", server.log()));
-    let _second = publish_sized(&server, "again", "1280x720");
+    let _second = publish_sized(&server, "again", "640x360");
     wait_for(LIVE, "the rendition of the new publisher", || {
         let (_, list) = server.get("/manage/transcodes");
         let running = list[0]["state"] == "running";
-        (running && probe(&rtmp).0 == "320,180").then_some(())
+        (running && probe(&rtmp).0 == "426,240").then_some(())
     })
     .unwrap_or_else(|| panic!("no rendition after the source came back\n{}", server.log()));
     let (_, list) = server.get("/manage/transcodes");
@@ -454,8 +546,8 @@ fn the_console_shows_the_ladder_on_the_stream_page() {
         .map(|rows| rows.iter().filter_map(|r| r.as_str()).collect())
         .unwrap_or_default();
     assert_eq!(rows.len(), 2, "{result}");
-    assert!(rows[0].starts_with("shown_mid480x270"), "{rows:?}");
-    assert!(rows[1].starts_with("shown_low320x180"), "{rows:?}");
+    assert!(rows[0].starts_with("shown_mid854x480"), "{rows:?}");
+    assert!(rows[1].starts_with("shown_low426x240"), "{rows:?}");
 }
 
 /// Sources the transcoder cannot take (AV1 over Enhanced RTMP, which ffmpeg is not
