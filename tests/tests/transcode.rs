@@ -6,7 +6,9 @@
 //! of a transcode killed with `kill -9` comes back with its renditions while the source
 //! plays on; a source that stops and comes back at another size is transcoded again;
 //! sources without H.264/H.265 video (AV1 over Enhanced RTMP, audio only) are refused
-//! once with a log line, and stay live untranscoded.
+//! once with a log line, and stay live untranscoded; a rendition plays over every
+//! output (RTSP, SRT, LL-HLS, DASH, WHEP in Chromium) and records in the DVR like any
+//! stream.
 //! `/manage/transcodes`, `/metrics` and the web console's stream page show each
 //! transcode.
 
@@ -14,7 +16,9 @@
 
 mod common;
 
-use common::browser::{DASH_JS, playback_problems, require_browser, run_script, serve_player};
+use common::browser::{
+    DASH_JS, playback_problems, require_browser, run_script, serve_player, webrtc_page,
+};
 use common::media::{ffmpeg, ffprobe, wait_live};
 use common::{Server, curl_text, free_port, wait_for};
 use std::process::Command;
@@ -641,4 +645,63 @@ fn sources_without_h26x_video_are_refused_once_and_stay_live() {
             server.log()
         );
     }
+}
+
+/// A rendition is a stream like any other: ffprobe reads it at its size over RTSP, SRT,
+/// LL-HLS, DASH and from the DVR (a DVR rule names it), and Chromium plays it over WHEP.
+#[test]
+fn a_rendition_plays_over_every_output_and_records_in_the_dvr() {
+    require_browser(&[]);
+    let server = Server::start("");
+    let (rtsp, srt, ice) = (free_port(), free_port(), free_port());
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
+ "RtspSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtsp}}}]}},
+ "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}]}},
+ "TsOutputs": [{{"id": "viewers", "protocol": "srt", "mode": "listen", "ip": "127.0.0.1", "port": {srt}}}],
+ "Delivery": {{"outputs": ["HLS", "LLHLS", "DASH"], "segment_duration_secs": 2,
+   "streams": [{{"app": "live", "stream": "src_low", "outputs": ["HLS", "LLHLS", "DASH", "DVR"]}}]}},
+ "Dvr": {{"segment_duration_secs": 2, "min_free_space_mb": 0}},
+ "Transcoding": {{"ladders": [{{"app": "live", "renditions": [
+   {{"name": "low", "width": 426, "height": 240, "video_bitrate": 300, "preset": "ultrafast"}}]}}]}}}}"#,
+        rtmp = server.ports.rtmp
+    ));
+    let _source = publish_source(&server, "src");
+    wait_live(&server, "live", "src_low", LIVE)
+        .unwrap_or_else(|| panic!("src_low not live\n{}", server.log()));
+    let http = |path: &str| format!("http://127.0.0.1:{}/live/src_low/{path}", server.ports.http);
+    let outputs = [
+        ("RTSP", format!("rtsp://127.0.0.1:{rtsp}/live/src_low")),
+        (
+            "SRT",
+            format!("srt://127.0.0.1:{srt}?mode=caller&streamid=#!::r=live/src_low,m=request"),
+        ),
+        ("LL-HLS", http("playlist_fmp4.m3u8")),
+        ("DASH", http("manifest.mpd")),
+        ("DVR", http("playlist_dvr.m3u8")),
+    ];
+    for (name, url) in &outputs {
+        let probed = wait_for(LIVE, name, || {
+            let probed = probe(url);
+            (!probed.0.is_empty()).then_some(probed)
+        })
+        .unwrap_or_else(|| panic!("{name}: nothing read from {url}\n{}", server.log()));
+        assert_eq!(probed.0, "426,240", "{name} ({url})");
+        assert_eq!(probed.1, "aac,2", "{name} ({url})");
+    }
+
+    let whep = http("whep.stream");
+    let result = run_script("webrtc.mjs", &[&webrtc_page(), "whep", &whep, "6"], 90)
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log()));
+    assert_eq!(result["ok"], true, "{result}\nlog:\n{}", server.log());
+    let video = &result["last"]["video"];
+    assert!(
+        video["framesDecoded"].as_u64().unwrap_or(0) >= 30,
+        "WHEP frames decoded: {result}"
+    );
+    assert_eq!(
+        (video["frameWidth"].as_u64(), video["frameHeight"].as_u64()),
+        (Some(426), Some(240)),
+        "{result}"
+    );
 }
