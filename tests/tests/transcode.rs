@@ -8,7 +8,9 @@
 //! sources without H.264/H.265 video (AV1 over Enhanced RTMP, audio only) are refused
 //! once with a log line, and stay live untranscoded; a rendition plays over every
 //! output (RTSP, SRT, LL-HLS, DASH, WHEP in Chromium) and records in the DVR like any
-//! stream.
+//! stream; within one publish (MPEG-TS over UDP), a corrupted stretch of video and a
+//! change from 640x360 to 1280x720 leave the renditions going at their sizes, with
+//! ffmpeg's complaints in the log.
 //! `/manage/transcodes`, `/metrics` and the web console's stream page show each
 //! transcode.
 
@@ -703,5 +705,132 @@ fn a_rendition_plays_over_every_output_and_records_in_the_dvr() {
         (video["frameWidth"].as_u64(), video["frameHeight"].as_u64()),
         (Some(426), Some(240)),
         "{result}"
+    );
+}
+
+/// `seconds` of a `size` test source with AAC as an MPEG-TS file (keyframes every 2 s).
+fn ts_clip(path: &std::path::Path, size: &str, seconds: u32) {
+    let status = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
+        .arg(format!("testsrc2=size={size}:rate=30:duration={seconds}"))
+        .args(["-f", "lavfi", "-i"])
+        .arg(format!(
+            "sine=frequency=440:sample_rate=48000:duration={seconds}"
+        ))
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "60",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-ac",
+            "2",
+            "-f",
+            "mpegts",
+        ])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "ffmpeg could not write {}",
+        path.display()
+    );
+}
+
+/// Overwrites part of the payload of every 5th video packet (PID 0x100, not a PES
+/// start) in the middle third of an MPEG-TS file: slices that no longer decode.
+fn corrupt_video(path: &std::path::Path) -> usize {
+    let mut ts = std::fs::read(path).unwrap();
+    let packets = ts.len() / 188;
+    let mut corrupted = 0;
+    for index in (packets / 3..packets * 2 / 3).step_by(5) {
+        let packet = &mut ts[index * 188..(index + 1) * 188];
+        let pid = (u16::from(packet[1] & 0x1f) << 8) | u16::from(packet[2]);
+        let pes_start = packet[1] & 0x40 != 0;
+        let adaptation = packet[3] & 0x20 != 0;
+        if packet[0] == 0x47 && pid == 0x100 && !pes_start && !adaptation {
+            packet[40..160].fill(0xa5);
+            corrupted += 1;
+        }
+    }
+    std::fs::write(path, ts).unwrap();
+    corrupted
+}
+
+#[test]
+fn a_corrupted_stretch_and_a_size_change_within_one_publish_keep_the_renditions_going() {
+    let server = Server::start("");
+    let camera = free_port();
+    server.apply_rules(&format!(
+        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
+ "Delivery": {{"outputs": ["HLS"], "segment_duration_secs": 2}},
+ "Cameras": [{{"id": "cam", "ip": "127.0.0.1", "port": {camera}, "protocol": "udp", "app": "live", "stream": "cam"}}],
+ "Transcoding": {{"ladders": [{{"app": "live", "renditions": [
+   {{"name": "low", "width": 426, "height": 240, "video_bitrate": 300, "preset": "ultrafast"}}]}}]}}}}"#,
+        rtmp = server.ports.rtmp
+    ));
+    let small = server.path("small.ts");
+    let large = server.path("large.ts");
+    ts_clip(&small, "640x360", 14);
+    ts_clip(&large, "1280x720", 40);
+    assert!(corrupt_video(&small) > 20, "too little to corrupt");
+    let list = server.path("clips.txt");
+    std::fs::write(
+        &list,
+        format!("file '{}'\nfile '{}'\n", small.display(), large.display()),
+    )
+    .unwrap();
+    // One publish: the two clips back to back on one continuous timeline.
+    let _sender = ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f concat -safe 0 -i {} -c copy -f mpegts \
+         udp://127.0.0.1:{camera}?pkt_size=1316",
+        list.display()
+    ));
+    let rtmp = format!("rtmp://127.0.0.1:{}/live/cam_low", server.ports.rtmp);
+    wait_for(LIVE, "the rendition of the 640x360 part", || {
+        (probe(&rtmp).0 == "426,240").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no rendition\n{}", server.log()));
+    wait_live(&server, "live", "cam", LIVE).unwrap_or_else(|| panic!("{}", server.log()));
+    wait_for(LIVE, "the source at 1280x720", || {
+        let entry = wait_live(&server, "live", "cam", Duration::from_secs(1))?;
+        (entry["resolution"] == "1280x720").then_some(())
+    })
+    .unwrap_or_else(|| panic!("the source never changed size\n{}", server.log()));
+    let frames = || {
+        let (_, list) = server.get("/manage/transcodes");
+        list[0]["renditions"][0]["frames"].as_u64().unwrap_or(0)
+    };
+    let at_change = frames();
+    wait_for(LIVE, "rendition frames of the 1280x720 part", || {
+        (frames() > at_change + 90).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the rendition stopped after the change\n{}", server.log()));
+    assert_eq!(probe(&rtmp).0, "426,240", "the rendition keeps its size");
+    let (_, list) = server.get("/manage/transcodes");
+    assert_eq!(list[0]["state"], "running", "{list}");
+    let complaints = server
+        .log()
+        .lines()
+        .filter(|l| l.contains("transcoder ffmpeg says") && l.contains("live/cam"))
+        .count();
+    assert!(
+        complaints > 0,
+        "ffmpeg's decoding errors are not in the log\n{}",
+        server.log()
     );
 }
