@@ -25,9 +25,12 @@
 # 500 ms parts (streams `plain`: HLS + DASH, `ll`: HLS + LLHLS), 200, 333 and 100 ms
 # parts (`ll` only); all in SEGMENT s segments (2 by default). Browser runs are one after
 # the other; VLC, GStreamer and ffmpeg play each protocol side by side.
+# --transcode (issue 44): the 500 ms strom also transcodes `ll` into `ll_re` (320x240,
+# 300 kbit/s, x264 ultrafast: the same picture size, so the barcode reads the same), and
+# hls.js plays both in LL-HLS one after the other: the latency a rendition adds.
 #
 #   bash bench/player_latency/run.sh [--no-build] [--settle 8] [--window 12] [--gop 60]
-#                                    [--segment 2] [--only REGEX] [--keep DIR]
+#                                    [--segment 2] [--only REGEX] [--keep DIR] [--transcode]
 # (--only: run the rows whose "player|protocol" matches REGEX; --keep: copy the logs and
 # samples to DIR at the end.) Prints a Markdown table.
 set -euo pipefail
@@ -42,6 +45,7 @@ GOP=60
 SEGMENT=2
 ONLY=.
 KEEP=
+TRANSCODE=0
 PAGE_PORT=18490
 
 while (($#)); do
@@ -53,6 +57,7 @@ while (($#)); do
         --segment) SEGMENT=$2; shift ;;
         --only) ONLY=$2; shift ;;
         --keep) KEEP=$2; shift ;;
+        --transcode) TRANSCODE=1 ;;
         -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -96,8 +101,12 @@ targets=()
 for server in "${SERVERS[@]}"; do
     read -r name part http mgmt rtmp <<<"$server"
     mkdir "$dir/$name"
+    ladder=
     if [[ $name == p500 ]]; then
-        outputs='"outputs": ["HLS", "DASH"], "streams": [{"app": "live", "stream": "ll", "outputs": ["HLS", "LLHLS"]}]'
+        outputs='"outputs": ["HLS", "DASH"], "streams": [{"app": "live", "stream": "ll", "outputs": ["HLS", "LLHLS"]},
+                                                        {"app": "live", "stream": "ll_re", "outputs": ["HLS", "LLHLS"]}]'
+        ((TRANSCODE)) && ladder=', "Transcoding": {"ladders": [{"app": "live", "stream": "ll", "renditions": [
+            {"name": "re", "width": 320, "height": 240, "video_bitrate": 300, "preset": "ultrafast"}]}]}'
         targets+=("[f=flv:onfail=ignore]rtmp://127.0.0.1:$rtmp/live/plain")
     else
         outputs='"outputs": ["HLS", "LLHLS"]'
@@ -105,7 +114,7 @@ for server in "${SERVERS[@]}"; do
     targets+=("[f=flv:onfail=ignore]rtmp://127.0.0.1:$rtmp/live/ll")
     cat >"$dir/$name/rules.conf" <<EOF
 {"RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": $rtmp}]},
- "Delivery": {$outputs, "segment_duration_secs": $SEGMENT, "part_target_ms": $part}}
+ "Delivery": {$outputs, "segment_duration_secs": $SEGMENT, "part_target_ms": $part}$ladder}
 EOF
     strom_start "$dir/$name" "$http" "$mgmt" 0 || die "strom $name did not start"
     PIDS+=("$STROM_PID")
@@ -146,6 +155,7 @@ declare -A URL=(
     [hls_fmp4]=$base/plain/playlist_fmp4.m3u8
     [dash]=$base/plain/manifest.mpd
     [ll500]=$base/ll/playlist_fmp4.m3u8
+    [ll500_re]=$base/ll_re/playlist_fmp4.m3u8
     [ll200]=http://127.0.0.1:18483/live/ll/playlist_fmp4.m3u8
     [ll333]=http://127.0.0.1:18485/live/ll/playlist_fmp4.m3u8
     [ll100]=http://127.0.0.1:18487/live/ll/playlist_fmp4.m3u8
@@ -153,6 +163,7 @@ declare -A URL=(
 declare -A LABEL=(
     [hls_ts]="HLS (TS)" [hls_fmp4]="HLS (fMP4)" [dash]="DASH"
     [ll500]="LL-HLS, 500 ms parts" [ll200]="LL-HLS, 200 ms parts"
+    [ll500_re]="LL-HLS, 500 ms parts, transcoded rendition"
     [ll333]="LL-HLS, 333 ms parts" [ll100]="LL-HLS, 100 ms parts"
 )
 
@@ -192,6 +203,9 @@ print("{} waiting, {} non-fatal / {} fatal errors{}".format(r["waiting"], r["non
 browser hls.js index.html hls_ts ""
 browser hls.js index.html hls_fmp4 ""
 browser "hls.js lowLatencyMode" index.html ll500 "&lowLatency=1"
+if ((TRANSCODE)); then
+    browser "hls.js lowLatencyMode" index.html ll500_re "&lowLatency=1"
+fi
 browser "hls.js lowLatencyMode" index.html ll333 "&lowLatency=1"
 browser "hls.js lowLatencyMode" index.html ll200 "&lowLatency=1"
 browser "hls.js lowLatencyMode" index.html ll100 "&lowLatency=1"
