@@ -27,7 +27,11 @@
 # the other; VLC, GStreamer and ffmpeg play each protocol side by side.
 # --transcode (issue 44): the 500 ms strom also transcodes `ll` into `ll_re` (320x240,
 # 300 kbit/s, x264 ultrafast: the same picture size, so the barcode reads the same), and
-# hls.js plays both in LL-HLS one after the other: the latency a rendition adds.
+# hls.js plays both in LL-HLS one after the other: the latency a rendition adds. As
+# hls.js keeps whatever lag it starts with (catch-up off), that difference is within
+# its start-to-start spread; so ffmpeg also reads both over RTMP side by side, unpaced
+# (`-fflags nobuffer`, frames taken as they arrive): the transcode's own delay, which
+# LL-HLS turns into at most one part more (a frame that misses its part goes in the next).
 #
 #   bash bench/player_latency/run.sh [--no-build] [--settle 8] [--window 12] [--gop 60]
 #                                    [--segment 2] [--only REGEX] [--keep DIR] [--transcode]
@@ -156,6 +160,8 @@ declare -A URL=(
     [dash]=$base/plain/manifest.mpd
     [ll500]=$base/ll/playlist_fmp4.m3u8
     [ll500_re]=$base/ll_re/playlist_fmp4.m3u8
+    [rtmp]=rtmp://127.0.0.1:19481/live/ll
+    [rtmp_re]=rtmp://127.0.0.1:19481/live/ll_re
     [ll200]=http://127.0.0.1:18483/live/ll/playlist_fmp4.m3u8
     [ll333]=http://127.0.0.1:18485/live/ll/playlist_fmp4.m3u8
     [ll100]=http://127.0.0.1:18487/live/ll/playlist_fmp4.m3u8
@@ -164,6 +170,7 @@ declare -A LABEL=(
     [hls_ts]="HLS (TS)" [hls_fmp4]="HLS (fMP4)" [dash]="DASH"
     [ll500]="LL-HLS, 500 ms parts" [ll200]="LL-HLS, 200 ms parts"
     [ll500_re]="LL-HLS, 500 ms parts, transcoded rendition"
+    [rtmp]="RTMP, unpaced" [rtmp_re]="RTMP, unpaced, transcoded rendition"
     [ll333]="LL-HLS, 333 ms parts" [ll100]="LL-HLS, 100 ms parts"
 )
 
@@ -215,6 +222,28 @@ browser Shaka shaka.html hls_fmp4 ""
 browser "Shaka lowLatencyMode" shaka.html ll500 "&lowLatency=1"
 browser "Shaka lowLatencyMode" shaka.html ll200 "&lowLatency=1"
 browser Shaka shaka.html dash ""
+
+# The source and its rendition read side by side over RTMP, each frame timed as it
+# arrives.
+if ((TRANSCODE)); then
+    files=()
+    group=()
+    for proto in rtmp rtmp_re; do
+        [[ "ffmpeg|$proto" =~ $ONLY ]] || continue
+        taskset -c 1 ffmpeg -hide_banner -loglevel error -fflags nobuffer -flags low_delay \
+            -i "${URL[$proto]}" -an -f rawvideo -pix_fmt gray pipe:1 </dev/null 2>"$dir/ffmpeg_$proto.log" |
+            taskset -c 1 python3 "$HERE/barcode.py" read 320 240 0 "$dir/ffmpeg_$proto.samples" &
+        group+=("$!")
+        files+=("$dir/ffmpeg_$proto.samples")
+    done
+    if ((${#files[@]})); then
+        python3 "$HERE/barcode.py" wait "$SETTLE" "$WINDOW" $((SETTLE + WINDOW + 25)) "${files[@]}"
+        for pid in "${group[@]}"; do kill "$pid" 2>/dev/null || true; done
+        for proto in rtmp rtmp_re; do
+            if [[ "ffmpeg|$proto" =~ $ONLY ]]; then row ffmpeg "$proto" "$dir/ffmpeg_$proto.samples" ""; fi
+        done
+    fi
+fi
 
 # VLC, GStreamer and ffmpeg side by side, one protocol at a time.
 home=$dir/vlc-home
