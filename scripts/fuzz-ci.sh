@@ -76,8 +76,8 @@ parallel="${FUZZ_JOBS:-2}"
 targets=(rtmp_server_input)
 if [ "$other_seconds" -gt 0 ]; then
   targets+=(flv_tags codec_configs control_frames bus_headers ts_demux scte35 icecast_source id3
-    rtmp_handshake client_replies signatures http_range_and_paths config_files hls_index muxing dvr_archive
-    mp4_files rtsp_requests webrtc_input)
+    rtmp_handshake client_replies signatures http_range_and_paths http2_frames config_files hls_index
+    muxing dvr_archive mp4_files rtsp_requests webrtc_input)
 fi
 for target in "${targets[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do

@@ -2,7 +2,9 @@
 // dash.js, served by tests/tests/browser.rs) in Debian's headless Chromium, waits until
 // it plays, samples video.currentTime for 10 s of wall time, takes a screenshot and prints one JSON line:
 // {started, start, end, wallSeconds, samples, fatalErrors, nonFatalErrors, levels,
-// fragLevels, levelsSwitched, widthsSeen, dateRanges, ...}.
+// fragLevels, levelsSwitched, widthsSeen, dateRanges, protocols, ...}; `protocols`: the
+// HTTP versions (`nextHopProtocol`: `h2`, `http/1.1`) of the requests to the playlist's
+// origin. The test servers' self-signed certificates are accepted.
 //
 //   node tests/browser/play.mjs <page URL> <screenshot.png>
 import { launch } from './chromium.mjs';
@@ -19,10 +21,15 @@ const browser = await launch();
 const log = [];
 let result;
 try {
-  const page = await browser.newPage({ viewport: { width: 660, height: 540 } });
+  const page = await browser.newPage({ viewport: { width: 660, height: 540 }, ignoreHTTPSErrors: true });
   page.on('console', (m) => log.push(`console.${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
   page.on('requestfailed', (r) => log.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  // The protocol of every response, as Chromium's network stack reports it.
+  const responses = [];
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Network.enable');
+  cdp.on('Network.responseReceived', (e) => responses.push({ url: e.response.url, protocol: e.response.protocol }));
   await page.goto(pageUrl);
 
   const snapshot = () => page.evaluate(() => {
@@ -92,6 +99,9 @@ try {
     videoHeight: last.videoHeight,
     totalVideoFrames: last.totalVideoFrames,
     droppedVideoFrames: last.droppedVideoFrames,
+    protocols: [...new Set(responses
+      .filter((r) => last.playlistOrigin && r.url.startsWith(last.playlistOrigin))
+      .map((r) => r.protocol))],
     chromium: browser.version(),
     log,
   };

@@ -568,6 +568,7 @@ pub fn process_alive(pid: i32) -> bool {
 }
 
 pub mod browser;
+pub mod h2_raw;
 pub mod http;
 pub mod media;
 pub mod raw_rtmp;

@@ -120,24 +120,33 @@ impl ConnectionHandler for Delivery {
                 }
                 let acceptor = TlsAcceptor::from(Arc::clone(&self.tls));
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => self.sniff_and_serve(tls, peer, local, shutdown).await,
+                    Ok(Ok(tls)) => {
+                        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                        self.sniff_and_serve(tls, peer, local, h2, shutdown).await;
+                    }
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "tls handshake failed"),
                     Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
                 }
             }
-            _ => self.sniff_and_serve(stream, peer, local, shutdown).await,
+            _ => {
+                self.sniff_and_serve(stream, peer, local, false, shutdown)
+                    .await;
+            }
         }
     }
 }
 
 impl Delivery {
     /// Reads the first bytes: an Icecast source (`PUT`, `SOURCE`) goes to
-    /// [`crate::source`], everything else to the HTTP server, bytes read included.
+    /// [`crate::source`], everything else to the HTTP server, bytes read included, as
+    /// HTTP/2 when TLS negotiated it (`alpn_h2`) or the bytes are its preface
+    /// ([`crate::http2`]).
     async fn sniff_and_serve<S>(
         &self,
         mut io: S,
         peer: SocketAddr,
         local: Option<std::net::IpAddr>,
+        alpn_h2: bool,
         shutdown: CancellationToken,
     ) where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -145,7 +154,9 @@ impl Delivery {
         let mut start = Vec::new();
         let mut chunk = [0u8; 2048];
         let source = loop {
-            if let Some(source) = SourceMethod::starts(&start) {
+            if let Some(source) = SourceMethod::starts(&start)
+                && (source || crate::http2::opens_h2(&start).is_some())
+            {
                 break source;
             }
             let read = tokio::select! {
@@ -161,10 +172,12 @@ impl Delivery {
             let rules = self.packaging.rules();
             self.sources.serve(io, peer, start, rules, shutdown).await;
         } else {
+            let h2 = alpn_h2 || crate::http2::opens_h2(&start) == Some(true);
             self.serve(
                 TokioIo::new(Prefixed::new(start, io)),
                 peer,
                 local,
+                h2,
                 shutdown,
             )
             .await;
@@ -178,6 +191,7 @@ impl Delivery {
         io: I,
         peer: SocketAddr,
         local: Option<std::net::IpAddr>,
+        h2: bool,
         shutdown: CancellationToken,
     ) where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
@@ -201,9 +215,13 @@ impl Delivery {
             shutdown: shutdown.clone(),
         };
         let context = Arc::new(context);
+        let in_flight = Arc::new(crate::http2::InFlight::default());
+        let counted = Arc::clone(&in_flight);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let context = Arc::clone(&context);
+            let request_guard = counted.begin();
             async move {
+                let _request = request_guard;
                 if crate::webrtc_proxy::is_signaling(request.uri().path()) {
                     let rules = context.packaging.rules();
                     let response = context
@@ -228,6 +246,10 @@ impl Delivery {
                 Ok::<_, Infallible>(context.respond_any(&request))
             }
         });
+        if h2 {
+            self.serve_h2(io, service, &in_flight, peer, shutdown).await;
+            return;
+        }
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(self.header_timeout)
@@ -245,6 +267,42 @@ impl Delivery {
                 let _ = connection.await;
             }
         }
+    }
+}
+
+impl Delivery {
+    /// Serves an HTTP/2 connection under [`crate::http2`]'s limits until the peer or the
+    /// worker ends it, or it stays idle for `http_header_timeout`.
+    async fn serve_h2<I, S>(
+        &self,
+        io: I,
+        service: S,
+        in_flight: &crate::http2::InFlight,
+        peer: SocketAddr,
+        shutdown: CancellationToken,
+    ) where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+        S: hyper::service::HttpService<Incoming, ResBody = DeliveryBody> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let builder = crate::http2::builder(MAX_REQUEST_HEAD as u32);
+        let connection = builder.serve_connection(io, service);
+        tokio::pin!(connection);
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "http/2 connection ended with an error");
+                }
+                return;
+            }
+            () = shutdown.cancelled() => {}
+            () = in_flight.idle_for(self.header_timeout) => {
+                tracing::debug!(%peer, "http/2 connection idle: closed");
+            }
+        }
+        connection.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(crate::http2::GOAWAY_GRACE, connection).await;
     }
 }
 
@@ -266,6 +324,9 @@ struct Context {
     local: Option<std::net::IpAddr>,
     shutdown: CancellationToken,
 }
+
+/// Every answer's body: whole (playlists, segments, errors) or a live stream.
+type DeliveryBody = Either<Full<Bytes>, TsBody>;
 
 const PLAYLIST_TYPE: &str = "application/vnd.apple.mpegurl";
 

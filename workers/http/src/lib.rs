@@ -11,6 +11,7 @@ mod dash;
 mod dvr_playback;
 mod edge_demand;
 mod http;
+mod http2;
 mod icecast;
 mod icecast_push;
 mod json_error;
@@ -36,6 +37,7 @@ pub use service::{DeliveryWorker, start};
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::http::parse_range;
+    pub use crate::http2::exercise as exercise_http2;
     pub use crate::store::{
         Limits, SegmentFacts, Store, exercise_restore, parse_index, stream_dir,
     };

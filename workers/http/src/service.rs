@@ -133,7 +133,7 @@ pub fn start(context: WorkerContext) -> Result<Arc<DeliveryWorker>, String> {
     let handler = Delivery {
         counters: Arc::clone(&context.counters),
         certificate: Arc::clone(&certificate),
-        tls: server_config(Arc::clone(&certificate))?,
+        tls: delivery_tls(Arc::clone(&certificate))?,
         packaging: Arc::clone(&packaging),
         edge: Arc::clone(&edge),
         draining: Arc::clone(&draining),
@@ -342,4 +342,14 @@ impl WorkerService for DeliveryWorker {
     async fn drain(&self) {
         self.accept.drain(Duration::from_secs(5)).await;
     }
+}
+
+/// The HTTPS delivery port's TLS: HTTP/2 offered first by ALPN, then HTTP/1.1
+/// ([`crate::http2`]).
+fn delivery_tls(
+    certificate: Arc<crate::tls::SwappableCertificate>,
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    let mut config = (*server_config(certificate)?).clone();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
