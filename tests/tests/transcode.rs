@@ -420,7 +420,7 @@ fn segment_starts(media: &str) -> Vec<f64> {
 
 /// What went wrong when the player page `page` (with `src`) played the ABR group from
 /// `origins` (page, stream), switching level every 2.5 s: it must play 5 s, see three
-/// levels and show at least two picture sizes.
+/// levels, show at least two picture sizes and never stall longer than a segment.
 fn switching_problems(page: &str, (page_origin, stream_origin): &(&str, String)) -> Vec<String> {
     let shots = tempfile::tempdir().unwrap();
     let url = format!("{page_origin}/{page}&switch=2500");
@@ -443,6 +443,27 @@ fn switching_problems(page: &str, (page_origin, stream_origin): &(&str, String))
         .unwrap_or_default();
     if widths.len() < 2 {
         problems.push(format!("video widths played: {widths:?}"));
+    }
+    // No stall longer than one segment (2 s) across the switches: currentTime, sampled
+    // every 0.5 s, never stands still that long.
+    let samples: Vec<(f64, f64)> = result["samples"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| Some((s["t"].as_f64()?, s["currentTime"].as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut still_since = samples.first().map(|s| s.0);
+    for pair in samples.windows(2) {
+        if pair[1].1 > pair[0].1 {
+            still_since = Some(pair[1].0);
+        } else if let Some(since) = still_since
+            && pair[1].0 - since > 2.0
+        {
+            problems.push(format!("stalled over 2 s from {since} s"));
+            break;
+        }
     }
     problems
         .into_iter()
