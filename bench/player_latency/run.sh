@@ -22,7 +22,7 @@
 #   - ffmpeg: `ffmpeg -re -i URL -f rawvideo` on stdout: it paces decoded frames by their
 #     timestamps from its start, an approximation of ffplay.
 # strom (release build, pinned to core 0) runs four times, as part_target_ms is global:
-# 500 ms parts (streams `plain`: HLS + DASH, `ll`: HLS + LLHLS), 200, 333 and 100 ms
+# 500 ms parts (streams `plain`: HLS + DASH, `ll`: HLS + LLHLS), 200, 334 and 100 ms
 # parts (`ll` only); all in SEGMENT s segments (2 by default). Browser runs are one after
 # the other; VLC, GStreamer and ffmpeg play each protocol side by side.
 # --transcode (issue 44): the 500 ms strom also transcodes `ll` into `ll_re` (320x240,
@@ -33,8 +33,12 @@
 # (`-fflags nobuffer`, frames taken as they arrive): the transcode's own delay, which
 # LL-HLS turns into at most one part more (a frame that misses its part goes in the next).
 #
+# --catchup (issue 47): hls.js also plays the 500 and 334 ms LL-HLS streams with its
+# catch-up on (`maxLiveSyncPlaybackRate` 1.5, tests/browser/index.html `&catchup=1`).
+#
 #   bash bench/player_latency/run.sh [--no-build] [--settle 8] [--window 12] [--gop 60]
 #                                    [--segment 2] [--only REGEX] [--keep DIR] [--transcode]
+#                                    [--catchup]
 # (--only: run the rows whose "player|protocol" matches REGEX; --keep: copy the logs and
 # samples to DIR at the end.) Prints a Markdown table.
 set -euo pipefail
@@ -50,6 +54,7 @@ SEGMENT=2
 ONLY=.
 KEEP=
 TRANSCODE=0
+CATCHUP=0
 PAGE_PORT=18490
 
 while (($#)); do
@@ -62,6 +67,7 @@ while (($#)); do
         --only) ONLY=$2; shift ;;
         --keep) KEEP=$2; shift ;;
         --transcode) TRANSCODE=1 ;;
+        --catchup) CATCHUP=1 ;;
         -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -100,7 +106,7 @@ trap cleanup EXIT
 source "$ROOT/bench/strom.sh"
 # One strom per part target: name, part_target_ms, HTTP, management and RTMP ports.
 SERVERS=("p500 500 18481 18482 19481" "p200 200 18483 18484 19482"
-         "p333 333 18485 18486 19483" "p100 100 18487 18488 19484")
+         "p334 334 18485 18486 19483" "p100 100 18487 18488 19484")
 targets=()
 for server in "${SERVERS[@]}"; do
     read -r name part http mgmt rtmp <<<"$server"
@@ -163,7 +169,7 @@ declare -A URL=(
     [rtmp]=rtmp://127.0.0.1:19481/live/ll
     [rtmp_re]=rtmp://127.0.0.1:19481/live/ll_re
     [ll200]=http://127.0.0.1:18483/live/ll/playlist_fmp4.m3u8
-    [ll333]=http://127.0.0.1:18485/live/ll/playlist_fmp4.m3u8
+    [ll334]=http://127.0.0.1:18485/live/ll/playlist_fmp4.m3u8
     [ll100]=http://127.0.0.1:18487/live/ll/playlist_fmp4.m3u8
 )
 declare -A LABEL=(
@@ -171,7 +177,7 @@ declare -A LABEL=(
     [ll500]="LL-HLS, 500 ms parts" [ll200]="LL-HLS, 200 ms parts"
     [ll500_re]="LL-HLS, 500 ms parts, transcoded rendition"
     [rtmp]="RTMP, unpaced" [rtmp_re]="RTMP, unpaced, transcoded rendition"
-    [ll333]="LL-HLS, 333 ms parts" [ll100]="LL-HLS, 100 ms parts"
+    [ll334]="LL-HLS, 334 ms parts" [ll100]="LL-HLS, 100 ms parts"
 )
 
 echo "## Player latency ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -213,7 +219,11 @@ browser "hls.js lowLatencyMode" index.html ll500 "&lowLatency=1"
 if ((TRANSCODE)); then
     browser "hls.js lowLatencyMode" index.html ll500_re "&lowLatency=1"
 fi
-browser "hls.js lowLatencyMode" index.html ll333 "&lowLatency=1"
+browser "hls.js lowLatencyMode" index.html ll334 "&lowLatency=1"
+if ((CATCHUP)); then
+    browser "hls.js lowLatencyMode catch-up" index.html ll500 "&lowLatency=1&catchup=1"
+    browser "hls.js lowLatencyMode catch-up" index.html ll334 "&lowLatency=1&catchup=1"
+fi
 browser "hls.js lowLatencyMode" index.html ll200 "&lowLatency=1"
 browser "hls.js lowLatencyMode" index.html ll100 "&lowLatency=1"
 browser dash.js dash.html dash ""

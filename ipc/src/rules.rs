@@ -789,9 +789,13 @@ pub enum DashAddressing {
     Number,
 }
 
-/// Half a second: LL-HLS players then hold back 1.5 s (3 part targets).
+/// A third of a second, rounded up to the millisecond so that 10 frames at 30 fps
+/// (333.3 ms, or RTMP's 333/334 ms) fit one part: LL-HLS players then hold back 1.0 s
+/// (3 part targets), which hls.js with its catch-up on plays at about 1.4 s glass to
+/// glass (BENCHMARKS.md). 333 would cut 9-frame parts and leave a short one at each
+/// segment's end.
 fn default_part_target_ms() -> u32 {
-    500
+    334
 }
 
 /// Overrides for one app; `None` keeps the global value.

@@ -75,7 +75,11 @@ const StromPlayer = (() => {
       dash.initialize(video, url, true);
       current = { dash };
     } else if (typeof Hls !== 'undefined' && Hls.isSupported()) {
-      const hls = new Hls({ lowLatencyMode: kind === 'LL-HLS' });
+      // LL-HLS with hls.js's catch-up on (docs/hls-dash.md, "LL-HLS at about 1.5 s"):
+      // its default plays on at whatever lag it started with.
+      const hls = new Hls(kind === 'LL-HLS'
+        ? { lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 }
+        : { lowLatencyMode: false });
       state.version = Hls.version;
       hls.on(Hls.Events.ERROR, (_, data) => {
         if (data.fatal) state.fatalErrors.push(`${data.type}: ${data.details}`);

@@ -264,6 +264,9 @@ struct Timeline {
     audio_without_video_since: Option<i64>,
     /// The dates of its segments and parts.
     clock: MediaClock,
+    /// Whether this publisher was told (once) that its keyframes are too far apart for
+    /// LL-HLS.
+    long_gop_logged: bool,
 }
 
 /// The date the server's clock suggests for media of `duration_secs` that just arrived
@@ -278,6 +281,9 @@ fn arrival_ms(duration_secs: f64) -> i64 {
 /// would cut a video stream as audio only for as long as it lasts, at any frame. Ten
 /// seconds cover the longest common GOP (OBS's default, 8.3 s).
 const AUDIO_ONLY_AFTER: i64 = 10 * 90_000;
+/// A segment this many times its target long means keyframes further apart than the
+/// target (a segment ends at the first keyframe past it): logged once for LL-HLS.
+const LONG_GOP_FACTOR: f64 = 1.5;
 
 impl Timeline {
     fn new(generation: u32, style: CueStyle, part_target_ms: Option<u32>) -> Self {
@@ -294,6 +300,7 @@ impl Timeline {
             parts: part_target_ms.map(|ms| PartCutter::new(i64::from(ms) * 90)),
             audio_without_video_since: None,
             clock: MediaClock::default(),
+            long_gop_logged: false,
         }
     }
 
@@ -492,6 +499,19 @@ impl Packager {
         let for_part = current.parts.is_some().then(|| sample.clone());
         match segmenter.push(sample) {
             Some(cut) => {
+                let long = f64::from(self.duration) * LONG_GOP_FACTOR;
+                if current.parts.is_some() && !current.long_gop_logged && cut.duration_secs() > long
+                {
+                    current.long_gop_logged = true;
+                    tracing::warn!(
+                        stream = %self.key,
+                        segment_secs = cut.duration_secs(),
+                        target_secs = self.duration,
+                        "LL-HLS stream's keyframes are further apart than its segment target: segments, \
+                         playlists and players' latency follow the keyframes; set the encoder's keyframe \
+                         interval to the segment duration (1 s keyframes with 1 s segments for the lowest latency)"
+                    );
+                }
                 self.hls.target_duration(segmenter.limit_secs());
                 current.last_part(cut.end, &self.hls);
                 finish(current, cut, &self.hls, &self.store).await;

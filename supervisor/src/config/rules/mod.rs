@@ -42,7 +42,7 @@
 //!   "Edge": [{"apps": ["live"], "idle_grace_secs": 30,
 //!             "origins": ["rtmp://origin1.example.com:1935", "rtmp://origin2.example.com"]}],
 //!   "Delivery": {
-//!     "outputs": ["HLS"], "segment_duration_secs": 6, "part_target_ms": 500,
+//!     "outputs": ["HLS"], "segment_duration_secs": 6, "part_target_ms": 334,
 //!     "dash_segment_addressing": "timeline",
 //!     "apps": [{"app": "live", "outputs": ["HLS", "DASH"], "segment_duration_secs": 4}],
 //!     "streams": [{"app": "live", "stream": "news", "outputs": ["LLHLS"],
@@ -81,7 +81,7 @@
 //! `Delivery` defaults (`outputs` `["HLS"]`, `segment_duration_secs` 6), each field on its
 //! own. Outputs are `HLS`, `DASH`, `LLHLS`, `ICECAST`, `MPEGTS`, `DVR` and `SCTE35`
 //! (`SCTE35` is accepted and carried; `AdInsertion` switches SCTE-35 on).
-//! `part_target_ms` (100..=1000, default 500, top level only) is the LL-HLS part target
+//! `part_target_ms` (100..=1000, default 334, top level only) is the LL-HLS part target
 //! of the `LLHLS` streams. Without a `Delivery` key
 //! the delivery comes from the legacy keys of `RtmpSettings` (`protocols` less `RTMP`,
 //! `duration`, `apps[].protocols/duration`, `abr`), so old files keep their meaning.

@@ -583,7 +583,7 @@ fn legacy_rtmp_settings_become_delivery_settings() {
         DeliverySettings {
             outputs: vec![DeliveryOutput::Hls, DeliveryOutput::Icecast],
             segment_duration_secs: 4,
-            part_target_ms: 500,
+            part_target_ms: 334,
             dash_segment_addressing: DashAddressing::Timeline,
             apps: vec![
                 AppDelivery {
