@@ -2,8 +2,8 @@
 //! - h2c with prior knowledge on the plain port and h2 by ALPN on the TLS port serve the
 //!   HLS master and media playlists, segments, LL-HLS blocking reloads and parts, DASH
 //!   and WHEP signaling, while HTTP/1.1 on the same ports answers as before;
-//! - Chromium negotiates h2 over TLS and plays LL-HLS in hls.js (`lowLatencyMode`) and
-//!   DASH in dash.js over it;
+//! - Chromium negotiates h2 over TLS and plays LL-HLS in hls.js and Shaka Player (both in
+//!   `lowLatencyMode`) and DASH in dash.js over it;
 //! - hostile HTTP/2 clients (raw frames, `common::h2_raw`) are bounded per connection and
 //!   per stream: more streams than allowed are refused, a rapid-reset storm ends its
 //!   connection, an oversized header block and a CONTINUATION flood are refused, an
@@ -14,7 +14,9 @@
 
 mod common;
 
-use common::browser::{DASH_JS, playback_problems, require_browser, run_script, serve_player};
+use common::browser::{
+    DASH_JS, SHAKA_JS, playback_problems, require_browser, run_script, serve_player,
+};
 use common::h2_raw::{
     CONTINUATION, GOAWAY, HEADERS, REFUSED_STREAM, RST_STREAM, RawH2, request_block,
 };
@@ -356,13 +358,15 @@ fn hostile_http2_clients_are_bounded_and_others_are_still_served() {
     assert_eq!(delivery_pid(&server), pid, "the delivery worker restarted");
 }
 
-/// Chromium, which offers h2 by ALPN to an HTTPS origin, plays LL-HLS in hls.js and DASH
-/// in dash.js from the TLS port, and every request of it went over HTTP/2.
+/// Chromium, which offers h2 by ALPN to an HTTPS origin, plays LL-HLS in hls.js and
+/// Shaka Player and DASH in dash.js from the TLS port, and every request of it went over
+/// HTTP/2.
 #[test]
 fn chromium_plays_ll_hls_and_dash_over_h2() {
     require_browser(&[
         "hls.js/dist/hls.min.js",
         DASH_JS.trim_start_matches("node_modules/"),
+        SHAKA_JS.trim_start_matches("node_modules/"),
     ]);
     let page_port = free_port();
     let page_origin = format!("http://127.0.0.1:{page_port}");
@@ -384,6 +388,10 @@ fn chromium_plays_ll_hls_and_dash_over_h2() {
         (
             "hls.js LL-HLS",
             format!("index.html?src={stream_origin}/live/cam/playlist_fmp4.m3u8&lowLatency=1"),
+        ),
+        (
+            "Shaka Player LL-HLS",
+            format!("shaka.html?src={stream_origin}/live/cam/playlist_fmp4.m3u8&lowLatency=1"),
         ),
         (
             "dash.js",
