@@ -57,7 +57,6 @@ impl UdpReceivers {
         let sockets: Vec<_> = sockets.into_iter().map(Arc::new).collect();
         for inherited in &sockets {
             tracing::info!(role = ?inherited.spec.role, addr = %inherited.spec.addr, "udp socket adopted");
-            join_multicast(inherited, rules);
         }
         *locked(&self.sockets) = sockets;
         self.restart(rules);
@@ -67,8 +66,15 @@ impl UdpReceivers {
         locked(&self.srt_threads).extend(thread);
     }
 
-    /// Restarts every receive task with the inputs `rules` describe.
+    /// Restarts every receive task with the inputs `rules` describe, after joining the
+    /// multicast groups as they ask. Joins happen here, not when the sockets arrive: a
+    /// reload sends the new sockets before the rules that name their `interface`, and a
+    /// group joined on the default interface instead of the named one receives nothing
+    /// (loopback multicast, a second NIC).
     pub fn restart(&self, rules: &Rules) {
+        for inherited in locked(&self.sockets).iter() {
+            join_multicast(inherited, rules);
+        }
         let next = self.shutdown.child_token();
         let previous = std::mem::replace(&mut *locked(&self.current), next.clone());
         previous.cancel();
@@ -164,6 +170,9 @@ fn join_multicast(inherited: &InheritedUdpSocket, rules: &Rules) {
     };
     match joined {
         Ok(()) => tracing::info!(%group, %interface, "joined multicast group"),
+        // Joined at an earlier restart: the membership belongs to the socket, which the
+        // supervisor keeps across reloads.
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {}
         Err(e) => tracing::warn!(%group, %interface, error = %e, "multicast join failed"),
     }
 }
