@@ -22,7 +22,7 @@ import h2.events
 import h2.exceptions
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ll_hls"))
-from blocking_viewers import MAX_BODY, next_part, tree_cpu_secs  # noqa: E402
+from blocking_viewers import MAX_BODY, record, tree_cpu_secs  # noqa: E402
 
 
 class Connection:
@@ -87,17 +87,8 @@ async def viewer(connection, path, stats, stop):
         while not stop.is_set():
             query = "" if target is None else f"?_HLS_msn={target[0]}&_HLS_part={target[1]}"
             status, body = await connection.get(path + query)
-            if stats["measuring"]:
-                stats["status"][status] = stats["status"].get(status, 0) + 1
-                if status == 200 and target is not None and (
-                    f"part_{target[0]}_{target[1]}.m4s".encode() not in body
-                    and f"part_{target[0] + 1}_0.m4s".encode() not in body
-                ):
-                    stats["without_asked_part"] += 1
-            if status == 200:
-                target = next_part(body) or target
-            else:
-                target = None
+            target = record(stats, target, status, body)
+            if status != 200:
                 await asyncio.sleep(0.1)
     except OSError:
         stats["errors"] += 1

@@ -36,6 +36,21 @@ def next_part(body):
     return (last[0], last[1] + 1)
 
 
+def record(stats, target, status, body):
+    """Counts an answer to the request for part `target` (while measuring) and returns
+    the part to ask for next (None: a plain reload)."""
+    if stats["measuring"]:
+        stats["status"][status] = stats["status"].get(status, 0) + 1
+        if status == 200 and target is not None and (
+            f"part_{target[0]}_{target[1]}.m4s".encode() not in body
+            and f"part_{target[0] + 1}_0.m4s".encode() not in body
+        ):
+            stats["without_asked_part"] += 1
+    if status != 200:
+        return None
+    return next_part(body) or target
+
+
 def tree_cpu_secs(root):
     """utime + stime (seconds) of `root` and its descendants."""
     parents, times = {}, {}
@@ -87,17 +102,8 @@ async def viewer(host, port, path, stats, stop):
             writer.write(request.encode())
             await writer.drain()
             status, body = await read_response(reader)
-            if stats["measuring"]:
-                stats["status"][status] = stats["status"].get(status, 0) + 1
-                if status == 200 and target is not None and (
-                    f"part_{target[0]}_{target[1]}.m4s".encode() not in body
-                    and f"part_{target[0] + 1}_0.m4s".encode() not in body
-                ):
-                    stats["without_asked_part"] += 1
-            if status == 200:
-                target = next_part(body) or target
-            else:
-                target = None
+            target = record(stats, target, status, body)
+            if status != 200:
                 await asyncio.sleep(0.1)
     except (OSError, asyncio.IncompleteReadError, ValueError):
         stats["errors"] += 1

@@ -361,25 +361,7 @@ fn https_playback() {
     let mut server = Server::prepare("");
     let ssl_port = common::free_port();
     let dir = server.dir.path().to_path_buf();
-    let status = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-        ])
-        .arg(dir.join("key.pem"))
-        .arg("-out")
-        .arg(dir.join("cert.pem"))
-        .output()
-        .unwrap();
-    assert!(status.status.success());
+    common::self_signed_certificate(&dir, "localhost", "cert.pem", "key.pem");
     let conf = std::fs::read_to_string(dir.join("strom.conf")).unwrap();
     std::fs::write(dir.join("strom.conf"), format!("{conf}ssl_port = {ssl_port}\nssl_certificate = cert.pem\nssl_certificate_key = key.pem\n")).unwrap();
     std::fs::write(

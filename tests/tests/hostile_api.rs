@@ -10,14 +10,14 @@
 
 mod common;
 
-use common::{Server, require_tool, run_curl, try_curl, wait_for};
+use common::{Server, run_curl, try_curl, wait_for};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Short timeouts so that the test sees them fire quickly.
@@ -135,23 +135,7 @@ fn a_connection_flood_is_capped_and_the_api_answers_once_it_ends() {
 
 /// Writes a self-signed certificate for `localhost` and 127.0.0.1 into `dir`.
 fn make_certificate(dir: &Path) {
-    require_tool("openssl", "openssl");
-    let output = Command::new("openssl")
-        .current_dir(dir)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .args(["-keyout", "api-key.pem", "-out", "api-cert.pem"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "openssl req failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::self_signed_certificate(dir, "localhost", "api-cert.pem", "api-key.pem");
 }
 
 #[test]

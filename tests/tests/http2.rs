@@ -30,29 +30,10 @@ const LIVE: Duration = Duration::from_secs(40);
 /// A server with RTMP, HLS + LL-HLS + DASH in 2 s segments, WebRTC, an HTTPS port with a
 /// self-signed certificate (returned), and `extra` strom.conf lines.
 fn start(extra: &str) -> (Server, u16) {
-    require_tool("openssl", "openssl");
     let mut server = Server::prepare(extra);
     let ssl_port = free_port();
     let dir = server.dir.path().to_path_buf();
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-        ])
-        .arg(dir.join("key.pem"))
-        .arg("-out")
-        .arg(dir.join("cert.pem"))
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "openssl: {made:?}");
+    common::self_signed_certificate(&dir, "localhost", "cert.pem", "key.pem");
     let conf = std::fs::read_to_string(dir.join("strom.conf")).unwrap();
     std::fs::write(
         dir.join("strom.conf"),

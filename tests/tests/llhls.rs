@@ -41,6 +41,18 @@ fn start() -> Server {
     server
 }
 
+/// ffmpeg publishing 30 fps with a keyframe every 2 s (60 frames, no scene cuts) and
+/// AAC for 60 s to `live/<stream>` over RTMP.
+fn publish_thirty_fps(server: &Server, stream: &str) -> common::media::Proc {
+    ffmpeg(&format!(
+        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
+         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
+         -tune zerolatency -g 60 -sc_threshold 0 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 \
+         -f flv {}",
+        rtmp_url(server, &format!("live/{stream}"))
+    ))
+}
+
 /// GET with curl: status and body (bytes).
 fn get(url: &str) -> (u16, Vec<u8>) {
     require_tool("curl", "curl");
@@ -220,13 +232,7 @@ fn parts_per_segment(playlist: &str) -> std::collections::BTreeMap<u64, usize> {
 #[test]
 fn thirty_fps_segments_have_six_parts_and_bad_directives_get_400() {
     let server = start();
-    let mut publisher = ffmpeg(&format!(
-        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
-         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
-         -tune zerolatency -g 60 -sc_threshold 0 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 \
-         -f flv {}",
-        rtmp_url(&server, "live/thirty")
-    ));
+    let mut publisher = publish_thirty_fps(&server, "thirty");
     let chunklist = format!(
         "http://127.0.0.1:{}/live/thirty/chunks_fmp4.m3u8",
         server.ports.http
@@ -289,13 +295,7 @@ fn part_numbers(uri: &str) -> (u64, usize) {
 #[test]
 fn the_part_past_the_end_of_a_segment_is_the_next_segments_first_part() {
     let server = start();
-    let mut publisher = ffmpeg(&format!(
-        "-hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=30 \
-         -f lavfi -i sine=frequency=440:sample_rate=44100 -c:v libx264 -preset ultrafast \
-         -tune zerolatency -g 60 -sc_threshold 0 -pix_fmt yuv420p -c:a aac -b:a 64k -t 60 \
-         -f flv {}",
-        rtmp_url(&server, "live/hinted")
-    ));
+    let mut publisher = publish_thirty_fps(&server, "hinted");
     let base = format!("http://127.0.0.1:{}/live/hinted", server.ports.http);
     let chunklist = format!("{base}/chunks_fmp4.m3u8");
     // A complete segment listed with its parts, and the next segment's first part.

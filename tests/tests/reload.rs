@@ -26,23 +26,7 @@ const STEP: Duration = Duration::from_secs(15);
 /// Writes a self-signed certificate for `CN=<cn>` as `<cn>-cert.pem` and `<cn>-key.pem`
 /// in `dir`.
 fn make_certificate(dir: &Path, cn: &str) {
-    require_tool("openssl", "openssl");
-    let output = Command::new("openssl")
-        .current_dir(dir)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", &format!("/CN={cn}")])
-        .args(["-keyout", &format!("{cn}-key.pem")])
-        .args(["-out", &format!("{cn}-cert.pem")])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "openssl req failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::self_signed_certificate(dir, cn, &format!("{cn}-cert.pem"), &format!("{cn}-key.pem"));
 }
 
 /// Makes the `<cn>` certificate the one in cert.pem/key.pem.

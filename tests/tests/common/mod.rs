@@ -131,6 +131,28 @@ fn replace_port(text: &str, old: u16, new: u16) -> String {
     out
 }
 
+/// Writes a self-signed certificate for `CN=<cn>` (valid for `localhost` and 127.0.0.1)
+/// into `dir` as `cert` and its key as `key`.
+pub fn self_signed_certificate(dir: &Path, cn: &str, cert: &str, key: &str) {
+    require_tool("openssl", "openssl");
+    let output = Command::new("openssl")
+        .current_dir(dir)
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", &format!("/CN={cn}")])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-keyout", key, "-out", cert])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "openssl req failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 pub struct Ports {
     pub http: u16,
     pub management: u16,

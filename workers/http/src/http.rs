@@ -219,7 +219,8 @@ impl Delivery {
         let counted = Arc::clone(&in_flight);
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let context = Arc::clone(&context);
-            let request_guard = counted.begin();
+            // Only HTTP/2 connections have an idle watchdog to tell.
+            let request_guard = h2.then(|| counted.begin());
             async move {
                 let _request = request_guard;
                 if crate::webrtc_proxy::is_signaling(request.uri().path()) {
