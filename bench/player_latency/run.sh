@@ -35,6 +35,7 @@
 #
 # --catchup (issue 47): hls.js also plays the 500 and 334 ms LL-HLS streams with its
 # catch-up on (`maxLiveSyncPlaybackRate` 1.5, tests/browser/index.html `&catchup=1`).
+# Shaka plays LL-HLS at 500, 334 and 200 ms parts.
 #
 #   bash bench/player_latency/run.sh [--no-build] [--settle 8] [--window 12] [--gop 60]
 #                                    [--segment 2] [--only REGEX] [--keep DIR] [--transcode]
@@ -230,6 +231,7 @@ browser dash.js dash.html dash ""
 browser Shaka shaka.html hls_ts ""
 browser Shaka shaka.html hls_fmp4 ""
 browser "Shaka lowLatencyMode" shaka.html ll500 "&lowLatency=1"
+browser "Shaka lowLatencyMode" shaka.html ll334 "&lowLatency=1"
 browser "Shaka lowLatencyMode" shaka.html ll200 "&lowLatency=1"
 browser Shaka shaka.html dash ""
 

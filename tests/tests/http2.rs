@@ -6,8 +6,9 @@
 //!   `lowLatencyMode`) and DASH in dash.js over it;
 //! - hostile HTTP/2 clients (raw frames, `common::h2_raw`) are bounded per connection and
 //!   per stream: more streams than allowed are refused, a rapid-reset storm ends its
-//!   connection, an oversized header block and a CONTINUATION flood are refused, an
-//!   idle connection is closed after `http_header_timeout`; through all of it, other
+//!   connection, an oversized header block and a CONTINUATION flood are refused,
+//!   readers that never read hold shared references to a segment (flow control), not
+//!   copies, an idle connection is closed after `http_header_timeout`; through all of it, other
 //!   clients are served by the same delivery worker.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -315,6 +316,43 @@ fn hostile_http2_clients_are_bounded_and_others_are_still_served() {
         flood.closed || frames.iter().any(|f| f.kind == GOAWAY),
         "a CONTINUATION flood of {flooded} bytes was taken in"
     );
+
+    // Readers that stop reading: 5 connections each ask for one segment on 100 streams
+    // and never read a byte. Flow control holds what the server sends (64 KiB per
+    // connection); the rest waits in the send buffers as shared references to the one
+    // segment in memory, not 500 copies, and everyone else is served meanwhile.
+    let (_, _, listed) = curl(
+        H2C,
+        &format!("http://127.0.0.1:{port}/live/cam/chunks_fmp4.m3u8"),
+    );
+    let segment = first_uri(&listed)
+        .unwrap_or_else(|| panic!("no segment in {listed}"))
+        .to_owned();
+    let (_, status, body) = curl(H2C, &format!("http://127.0.0.1:{port}/live/cam/{segment}"));
+    assert_eq!(status, 200, "segment {segment}");
+    let segment_length = body.len();
+    let before = common::rss(pid);
+    let stalled: Vec<RawH2> = (0..5)
+        .map(|_| {
+            let mut reader = RawH2::connect(port);
+            for n in 0..100u32 {
+                reader.get(2 * n + 1, &format!("/live/cam/{segment}"));
+            }
+            reader
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        curl(H2C, &playlist).1,
+        200,
+        "served while 500 streams are not read"
+    );
+    let grown = common::rss(pid).saturating_sub(before);
+    assert!(
+        grown < 64 * 1024 * 1024,
+        "500 unread responses of a {segment_length}-byte segment grew the delivery worker by {grown} bytes"
+    );
+    drop(stalled);
 
     // An idle connection (preface and settings, then nothing, not even a PING
     // acknowledged) is told to go away after http_header_timeout (3 s here), like an

@@ -9,6 +9,8 @@
 //!   listed with parts has 6 of them (no one-frame part at its end), only the segments
 //!   starting within 3 target durations of the end list parts, and malformed delivery
 //!   directives (`_HLS_part` without `_HLS_msn`, non-numeric values) get 400;
+//! - a plain chunklist request is answered when the next part is out (a fresh first
+//!   playlist for players placing their live edge);
 //! - with the publisher gone, a blocking reload for a segment that never comes gets 503
 //!   (after 3 target durations).
 //!
@@ -334,6 +336,38 @@ fn the_part_past_the_end_of_a_segment_is_the_next_segments_first_part() {
     // Further past the end is no part at all.
     let (status, _) = get(&format!("{base}/part_{msn}_{}.m4s", count + 1));
     assert_eq!(status, 404);
+    publisher.stop_and_stderr();
+}
+
+/// A plain chunklist request (no `_HLS_msn`, what a player's first load is) is answered
+/// when the next part is out, so that the playlist a player places its live edge from
+/// is fresh: asked twice in a row, the second answer lists a newer part than the first,
+/// every time (without the hold, both usually list the same last part).
+#[test]
+fn a_plain_chunklist_request_is_answered_with_the_next_part() {
+    let server = start();
+    let mut publisher = publish_thirty_fps(&server, "fresh");
+    let chunklist = format!(
+        "http://127.0.0.1:{}/live/fresh/chunks_fmp4.m3u8",
+        server.ports.http
+    );
+    let last_part = |body: &str| parts(body).last().map(|(_, uri, _)| part_numbers(uri));
+    wait_for(LIVE, "a chunklist with parts", || {
+        let (status, body) = text(&chunklist);
+        std::thread::sleep(Duration::from_millis(200));
+        (status == 200 && last_part(&body).is_some()).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no LL chunklist; log:\n{}", server.log()));
+    for round in 0..5 {
+        let (first_status, first) = text(&chunklist);
+        let (second_status, second) = text(&chunklist);
+        assert_eq!((first_status, second_status), (200, 200), "round {round}");
+        let (first, second) = (last_part(&first), last_part(&second));
+        assert!(
+            second > first,
+            "round {round}: the second plain request listed {second:?}, the first {first:?}"
+        );
+    }
     publisher.stop_and_stderr();
 }
 

@@ -8,6 +8,9 @@
 //!   yet is held until it does (then served), or until 3 target durations pass (then 404);
 //!   when a keyframe ends its segment first, the hinted part is the next segment's first
 //!   part, and that is what the request waits for and gets;
+//! - a plain playlist request (no `_HLS_msn`) is answered when the next part is out (at
+//!   most about one part target later), so that the first playlist a player reads is not
+//!   most of a part old: players place their live edge from it;
 //! - `#EXT-X-RENDITION-REPORT`s of the other renditions of the stream's ABR groups.
 //!
 //! Nothing polls: a held request waits on the stream's version ([`HlsStream`] bumps it at
@@ -88,6 +91,16 @@ pub(super) fn playlist_hold(position: &LlPosition, msn: u64, part: Option<usize>
         return Hold::TooFar;
     }
     Hold::Wait
+}
+
+/// A plain playlist request that found `first_seen` as the latest part: answered once a
+/// newer part (or the end) is out.
+pub(super) fn fresh_playlist_hold(position: &LlPosition, first_seen: Option<(u64, usize)>) -> Hold {
+    if position.closed || position.last_part != first_seen {
+        Hold::Ready
+    } else {
+        Hold::Wait
+    }
 }
 
 /// A request for part `index` of segment `msn`: held while it may still come.
@@ -207,7 +220,9 @@ impl Context {
         }
         // `get` refuses names that fail the check.
         let hls = self.packaging.store.get(app, stream)?;
-        let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if file == "chunks_fmp4.m3u8" {
+        let playlist = file == "chunks_fmp4.m3u8";
+        let mut fresh = false;
+        let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if playlist {
             let directives = match directives(request.uri().query()) {
                 Ok(directives) => directives,
                 // Refused for LL-HLS streams only (others ignore the query).
@@ -216,9 +231,17 @@ impl Context {
                     return Some(error(StatusCode::BAD_REQUEST, why));
                 }
             };
-            let msn = directives.msn?;
-            let part = directives.part;
-            Box::new(move |position| playlist_hold(position, msn, part))
+            match directives.msn {
+                Some(msn) => {
+                    let part = directives.part;
+                    Box::new(move |position| playlist_hold(position, msn, part))
+                }
+                None => {
+                    fresh = true;
+                    let first_seen = hls.ll_position()?.last_part;
+                    Box::new(move |position| fresh_playlist_hold(position, first_seen))
+                }
+            }
         } else {
             let (msn, index) = part_name(file)?;
             let hinted = hls.clone();
@@ -227,10 +250,16 @@ impl Context {
                 part_hold(position, msn, index)
             })
         };
-        let playlist = file == "chunks_fmp4.m3u8";
         let mut version = hls.watch_version();
-        let target = hls.ll_position()?.target_duration;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(3 * u64::from(target));
+        let first = hls.ll_position()?;
+        // A plain request waits for one part at most (with room for a late one), then
+        // gets the playlist as it is: it never fails for want of a new part.
+        let wait = if fresh {
+            Duration::from_secs_f64(first.part_target_secs.clamp(0.05, 5.0) * 1.5)
+        } else {
+            Duration::from_secs(3 * u64::from(first.target_duration))
+        };
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             let position = hls.ll_position()?;
             match check(&position) {
@@ -249,7 +278,7 @@ impl Context {
                     return None;
                 },
                 () = tokio::time::sleep_until(deadline) => {
-                    return playlist.then(|| {
+                    return (playlist && !fresh).then(|| {
                         error(StatusCode::SERVICE_UNAVAILABLE, "playlist not updated within 3 target durations")
                     });
                 }
@@ -308,6 +337,27 @@ mod tests {
             ..ended
         };
         assert_eq!(playlist_hold(&next, 10, Some(5)), Hold::Ready);
+    }
+
+    #[test]
+    fn a_plain_playlist_request_waits_for_the_next_part() {
+        let p = position();
+        assert_eq!(fresh_playlist_hold(&p, Some((10, 1))), Hold::Wait);
+        assert_eq!(fresh_playlist_hold(&p, Some((10, 0))), Hold::Ready);
+        let next_segment = LlPosition {
+            last_part: Some((11, 0)),
+            ..position()
+        };
+        assert_eq!(
+            fresh_playlist_hold(&next_segment, Some((10, 1))),
+            Hold::Ready
+        );
+        let closed = LlPosition {
+            closed: true,
+            ..position()
+        };
+        assert_eq!(fresh_playlist_hold(&closed, Some((10, 1))), Hold::Ready);
+        assert_eq!(fresh_playlist_hold(&p, None), Hold::Ready);
     }
 
     #[test]
