@@ -687,6 +687,18 @@ pub fn srt_request_id(app: &str, stream: &str) -> String {
     format!("#!::r={app}/{stream},m=request")
 }
 
+/// What strom's SRT edge pulls add to their streamid: a strom origin closes such a call
+/// at once when it does not have the stream and cannot start it, so that the edge moves
+/// on to its next origin instead of waiting for media that will not come. Other servers
+/// ignore the key (the access-control syntax lets a caller add its own).
+pub const SRT_PULL_MARK: (&str, &str) = ("strom", "pull");
+
+/// The streamid a strom edge calls an SRT origin with for `app/stream`.
+pub fn srt_pull_request_id(app: &str, stream: &str) -> String {
+    let (key, value) = SRT_PULL_MARK;
+    format!("{},{key}={value}", srt_request_id(app, stream))
+}
+
 /// An output a stream can be delivered as. [`DeliveryOutput::Scte35`] is accepted and
 /// carried (`AdInsertion` switches SCTE-35 on); the others are produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

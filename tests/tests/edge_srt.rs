@@ -24,17 +24,7 @@ const GRACE_SECS: u64 = 3;
 
 /// A strom instance with `rules` (`{rtmp}` stands for its RTMP port).
 fn server(rules: &str) -> Server {
-    server_with(rules, "")
-}
-
-/// [`server`] with `settings` lines in its settings file.
-fn server_with(rules: &str, settings: &str) -> Server {
-    let mut server = Server::prepare(settings);
-    let rules = rules.replace("{rtmp}", &server.ports.rtmp.to_string());
-    std::fs::write(server.path("rules.conf"), rules).unwrap();
-    server.spawn();
-    server.wait_ready();
-    server
+    Server::with_rules("", rules)
 }
 
 fn pulls_on_edge(edge: &Server) -> bool {
@@ -182,10 +172,11 @@ fn srt_viewer_of_an_edge_starts_the_pull_and_gets_the_stream() {
 
 /// An edge whose rule pulls over SRT: its origin serves `live` on an SRT output
 /// listener (`TsOutputs` in `listen` mode), which the edge calls with streamid
-/// `#!::r=live/<name>,m=request`.
+/// `#!::r=live/<name>,m=request,strom=pull`.
 fn srt_edge_of(origin_srt_port: u16, rtsp_port: u16) -> Server {
     // HLS viewers hold a stream for the session timeout after their last request.
-    server_with(
+    Server::with_rules(
+        "hls_session_timeout = 5",
         &r#"{"RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": {rtmp}}]},
             "RtspSettings": {"interfaces": [{"ip": "127.0.0.1", "port": RTSP}]},
             "Delivery": {"outputs": ["HLS"], "segment_duration_secs": 1},
@@ -194,7 +185,6 @@ fn srt_edge_of(origin_srt_port: u16, rtsp_port: u16) -> Server {
             .replace("GRACE", &GRACE_SECS.to_string())
             .replace("ORIGIN", &origin_srt_port.to_string())
             .replace("RTSP", &rtsp_port.to_string()),
-        "hls_session_timeout = 5",
     )
 }
 

@@ -164,16 +164,6 @@ fn ready_server() -> Server {
     server
 }
 
-/// A server whose rules.conf is `rules` (with its own RTMP port filled in for `{rtmp}`).
-fn server_with_rules(rules: &str) -> Server {
-    let mut server = Server::prepare("");
-    let rules = rules.replace("{rtmp}", &server.ports.rtmp.to_string());
-    std::fs::write(server.path("rules.conf"), rules).unwrap();
-    server.spawn();
-    server.wait_ready();
-    server
-}
-
 fn create_rule(server: &Server, rule: Value) -> String {
     let (code, body) = server.post("/manage/rtmp/republish", &rule.to_string());
     assert_eq!(code, 200, "{body}");
@@ -346,7 +336,8 @@ fn a_push_reconnects_after_the_destination_restarts_and_stops_when_deleted() {
 #[test]
 fn pushing_to_a_strom_that_requires_credentials() {
     let source = ready_server();
-    let destination = server_with_rules(
+    let destination = Server::with_rules(
+        "",
         r#"{"RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": {rtmp}}], "login": "enc", "password": "s3cret"}}"#,
     );
     let _publisher = publish(&rtmp_url(&source, "live/cam"));
@@ -389,12 +380,15 @@ fn pushing_to_a_strom_that_requires_credentials() {
 #[test]
 fn a_reload_drops_api_rules_and_keeps_the_configured_ones_pushing() {
     let destination = ready_server();
-    let source = server_with_rules(&format!(
-        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}]}},
+    let source = Server::with_rules(
+        "",
+        &format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}]}},
             "RtmpRepublishRules": [{{"id": "fixed", "src_app": "live", "src_stream": "a",
               "dest_addr": "127.0.0.1", "dest_port": {}, "dest_app": "live", "dest_stream": "a"}}]}}"#,
-        destination.ports.rtmp
-    ));
+            destination.ports.rtmp
+        ),
+    );
     let _a = publish(&rtmp_url(&source, "live/a"));
     let _b = publish(&rtmp_url(&source, "live/b"));
     let api = create_rule(&source, push_rule("b", destination.ports.rtmp, "b"));
@@ -434,10 +428,13 @@ fn a_pulled_source_is_played_over_rtmp_and_hls() {
     let _publisher = publish(&rtmp_url(&origin, "live/src"));
     wait_live(&origin, "live", "src", LIVE).unwrap();
     let url = rtmp_url(&origin, "live/src");
-    let edge = server_with_rules(&format!(
-        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}], "duration": 1}},
+    let edge = Server::with_rules(
+        "",
+        &format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}], "duration": 1}},
             "RtmpPullSources": [{{"app": "live", "stream": "pulled", "url": "{url}", "mode": "always"}}]}}"#
-    ));
+        ),
+    );
     let entry = wait_live(&edge, "live", "pulled", LIVE)
         .unwrap_or_else(|| panic!("not pulled; log:\n{}", edge.log()));
     assert_eq!(entry["resolution"], "320x240");
@@ -480,11 +477,14 @@ fn an_on_demand_source_is_pulled_while_played() {
     wait_live(&origin, "live", "src", LIVE).unwrap();
     let url = rtmp_url(&origin, "live/src");
     // No HLS for `od`: the packager would otherwise subscribe and keep the pull alive.
-    let edge = server_with_rules(&format!(
-        r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}],
+    let edge = Server::with_rules(
+        "",
+        &format!(
+            r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {{rtmp}}}}],
               "apps": [{{"app": "od", "protocols": []}}]}},
             "RtmpPullSources": [{{"app": "od", "stream": "s", "url": "{url}", "mode": "on_demand", "idle_grace_secs": 1}}]}}"#
-    ));
+        ),
+    );
     wait_log(&edge, "pulled source configured");
     assert!(!is_live(&edge, "od", "s"), "nothing pulled without players");
     assert_eq!(wait_probe(&rtmp_url(&edge, "od/s")), EXPECTED);

@@ -217,6 +217,17 @@ impl Server {
         server
     }
 
+    /// A started server whose rules.conf is `rules` (its own RTMP port filled in for
+    /// `{rtmp}`), with `extra` strom.conf lines; returns once every worker is ready.
+    pub fn with_rules(extra: &str, rules: &str) -> Self {
+        let mut server = Self::prepare(extra);
+        let rules = rules.replace("{rtmp}", &server.ports.rtmp.to_string());
+        std::fs::write(server.path("rules.conf"), rules).unwrap();
+        server.spawn();
+        server.wait_ready();
+        server
+    }
+
     /// Writes the config (plus `extra` strom.conf lines) and a default rules.conf without
     /// starting anything, so that a test can add files (certificates, rules) first.
     pub fn prepare(extra: &str) -> Self {

@@ -2,8 +2,9 @@
 //! app gets its first reader in this worker's hub (the delivery worker or the rtmp worker
 //! subscribing for their viewers, an SRT viewer of a TS output) and nobody produces it on
 //! this server, it is pulled from the rule's origins, tried in order: an SRT call with
-//! streamid `#!::r=<app>/<stream>,m=request`, which an origin's SRT output listener
-//! answers with the stream as MPEG-TS. The pull is dropped `idle_grace_secs` after the
+//! streamid `#!::r=<app>/<stream>,m=request,strom=pull`, which an origin's SRT output
+//! listener answers with the stream as MPEG-TS, or closes at once when it does not have
+//! the stream and cannot start it (then the next origin is tried without a wait). The pull is dropped `idle_grace_secs` after the
 //! last reader left, as the rtmp worker does for RTMP origins: which pulls run, the
 //! failover and the waits are the pull supervisor's for both
 //! ([`strom_stream::pulls::edges`]); this worker supplies how one origin is pulled.
@@ -18,7 +19,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strom_ipc::WorkerKind;
-use strom_ipc::rules::{EdgeRule, PullSource, srt_origin_parts, srt_request_id};
+use strom_ipc::rules::{EdgeRule, PullSource, srt_origin_parts, srt_pull_request_id};
 use strom_stream::StreamKey;
 use strom_stream::pulls::{EdgePulls, PullEnd, PullJob, Puller, Pulling};
 use tokio_util::sync::CancellationToken;
@@ -99,7 +100,10 @@ fn pull_from(
     stop: &CancellationToken,
 ) -> PullEnd {
     let (address, mut parameters) = srt_origin_parts(origin);
-    parameters.push(("streamid".into(), srt_request_id(&key.app, &key.stream)));
+    parameters.push((
+        "streamid".into(),
+        srt_pull_request_id(&key.app, &key.stream),
+    ));
     let options = match SrtOptions::from_parameters(&parameters) {
         Ok(options) => options,
         Err(e) => return PullEnd::Failed(e.to_string()),

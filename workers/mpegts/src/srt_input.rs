@@ -85,6 +85,7 @@ pub fn listen(
         16,
         &name,
         &stop,
+        None,
         |socket, peer, stream_id| {
             let key = match crate::srt::stream_id::requested(&stream_id, "publish") {
                 Ok(Some(key)) => key,

@@ -5,11 +5,17 @@
 //!
 //! The chunk guard reassembles and checks every command before `rml_rtmp` sees it, and
 //! keeps the values of the first `connect` ([`ChunkGuard::take_connect`]); they are read
-//! here.
+//! here. strom's own pulls are told apart by their `flashVer` ([`ConnectInfo::is_strom_pull`]).
 //!
 //! [`ChunkGuard::take_connect`]: crate::chunk_guard::ChunkGuard::take_connect
 
 use rml_amf0::Amf0Value;
+
+/// What strom's pulls (edges, pulled sources) announce themselves as: a strom origin
+/// answers their play of a stream it does not have and cannot start with
+/// `NetStream.Play.StreamNotFound` at once ([`ConnectInfo::is_strom_pull`]) instead of
+/// holding them like a player that waits for its publisher.
+pub const PULL_FLASH_VERSION: &str = "LNX 9,0,124,2 (compatible; strom-pull)";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnectInfo {
@@ -18,6 +24,11 @@ pub struct ConnectInfo {
 }
 
 impl ConnectInfo {
+    /// Whether the client is another strom's pull ([`PULL_FLASH_VERSION`]).
+    pub fn is_strom_pull(&self) -> bool {
+        self.flash_ver == PULL_FLASH_VERSION
+    }
+
     /// Reads the AMF0 values of a `connect` command (name, transaction id, command
     /// object, ...). Only for values the AMF guard has bounded: `rml_amf0` recurses.
     pub fn from_command(values: &[u8]) -> Self {

@@ -747,6 +747,11 @@ impl Connection {
         let limits = rules.rtmp.limits;
         let admitted = match names::check_stream(stream_name) {
             Err(e) => Err(("NetStream.Play.StreamNotFound", e.to_string())),
+            // Another strom trying its origins: waiting would cost it a timeout.
+            Ok(()) if self.connect.is_strom_pull() && self.shared.gate.cannot_start(&key) => Err((
+                "NetStream.Play.StreamNotFound",
+                "not live on this server, and nothing here starts it".to_owned(),
+            )),
             Ok(()) if self.publishing.is_some() => Err((
                 "NetStream.Play.Failed",
                 "a publishing connection cannot play".to_owned(),
@@ -775,7 +780,11 @@ impl Connection {
         let (place, reading) = match place {
             Ok(admitted) => admitted,
             Err((code, why)) => {
-                tracing::warn!(peer = %self.peer, stream = %key, code, reason = %why, "play refused");
+                if code.ends_with("StreamNotFound") {
+                    tracing::info!(peer = %self.peer, stream = %key, code, reason = %why, "play refused");
+                } else {
+                    tracing::warn!(peer = %self.peer, stream = %key, code, reason = %why, "play refused");
+                }
                 self.send(on_status(stream_id, "error", code, &why)).await;
                 self.closing = true;
                 return Ok(());

@@ -222,6 +222,15 @@ impl Hub {
         locked(&self.inner.map).get(key).cloned()
     }
 
+    /// Whether `key` may be produced on this server: published in this hub, or claimed
+    /// by a producer of any worker (see [`NameClaims::may_be_claimed`]).
+    pub fn may_be_produced_here(&self, key: &StreamKey) -> bool {
+        let published = self
+            .get(key)
+            .is_some_and(|stream| stream.publisher().is_some());
+        published || (self.inner.claims.as_ref()).is_some_and(|claims| claims.may_be_claimed(key))
+    }
+
     /// Streams known to the hub (with a publisher or readers) right now.
     pub fn count(&self) -> usize {
         locked(&self.inner.map).len()

@@ -11,6 +11,10 @@
 //! A caller is released when it is gone or when its stream has not been live for the
 //! output's `player_wait_timeout_secs` ([`caller_watch`]).
 //!
+//! A strom edge's pull (streamid key `strom=pull`) of a stream that is not live here and
+//! that nothing here starts is refused in the handshake (`SRT_REJX_NOTFOUND`), so the
+//! edge tries its next origin at once.
+//!
 //! A caller of a stream of an `Edge` app that is not live here makes the relays read it
 //! from the rtmp worker, which pulls it from the origins on that demand; the caller waits
 //! for it up to [`EDGE_WAIT`] and is closed if it does not come.
@@ -20,6 +24,7 @@ use super::follow::Follower;
 use super::{SrtSender, source};
 use crate::shared::MpegTsShared;
 use crate::srt::accepting::accept_callers;
+use crate::srt::handshakes::StreamIdFilter;
 use crate::srt::{SrtOptions, SrtSocket};
 use crate::srt_connections::SocketBytes;
 use bytes::BytesMut;
@@ -60,6 +65,19 @@ fn stream_for(output: &TsOutputSettings, stream_id: &str) -> Result<StreamKey, S
         .ok_or_else(|| "no stream named (streamid #!::r=app/stream,m=request)".to_owned())
 }
 
+/// Refuses another strom's edge pull (streamid key `strom=pull`) of a stream that is not
+/// live here and that nothing here starts, in the handshake, so the edge's call fails at
+/// once and it tries its next origin. Other callers are never refused here: they wait for
+/// their stream ([`caller_watch`]).
+fn not_found(output: &TsOutputSettings, shared: &Arc<MpegTsShared>) -> StreamIdFilter {
+    let (output, shared) = (output.clone(), Arc::clone(shared));
+    Box::new(move |stream_id: &str| {
+        let (mark, pull) = strom_ipc::rules::SRT_PULL_MARK;
+        crate::srt::stream_id::value(stream_id, mark).as_deref() == Some(pull)
+            && stream_for(&output, stream_id).is_ok_and(|key| shared.gate.cannot_start(&key))
+    })
+}
+
 /// Serves callers on the lent socket until `stop`.
 pub fn listen(
     inherited: Arc<InheritedUdpSocket>,
@@ -83,6 +101,7 @@ pub fn listen(
         64,
         &name,
         &stop,
+        Some(not_found(&output, &shared)),
         |socket, peer, stream_id| {
             let key = match stream_for(&output, &stream_id) {
                 Ok(key) => key,

@@ -2,9 +2,10 @@
 //! inputs (contributors call in) and SRT outputs (viewers call in): libsrt takes over a
 //! duplicate of the lent socket, and every caller is handed to `on_caller` with its
 //! `streamid`, until `stop`. On a listener with a passphrase, failed handshakes are
-//! failed logins ([`super::handshakes`]).
+//! failed logins, and a listener may refuse callers by their streamid in the handshake
+//! ([`super::handshakes`]).
 
-use super::handshakes::Handshakes;
+use super::handshakes::{Handshakes, StreamIdFilter};
 use super::{SrtListener, SrtOptions, SrtSocket};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -18,12 +19,14 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// Listens on `inherited` with `options` and hands each caller (socket, address,
 /// streamid) to `on_caller` until `stop`; `name` names the listener in log lines.
+/// Callers whose streamid `not_found` refuses are told so in the handshake.
 pub fn accept_callers(
     inherited: &InheritedUdpSocket,
     options: &SrtOptions,
     backlog: i32,
     name: &str,
     stop: &CancellationToken,
+    not_found: Option<StreamIdFilter>,
     mut on_caller: impl FnMut(SrtSocket, SocketAddr, String),
 ) {
     super::startup();
@@ -35,10 +38,10 @@ pub fn accept_callers(
         }
     };
     // Only a passphrase makes libsrt refuse callers over credentials (see `handshakes`).
-    let handshakes = options
-        .passphrase
-        .is_some()
-        .then(|| Arc::new(Handshakes::new(name)));
+    let handshakes = Handshakes::new(name)
+        .counting_logins(options.passphrase.is_some())
+        .refusing_streams(not_found);
+    let handshakes = handshakes.is_needed().then(|| Arc::new(handshakes));
     if let Some(handshakes) = &handshakes
         && let Err(e) = listener.watch_handshakes(Arc::clone(handshakes))
     {

@@ -14,6 +14,12 @@
 //!   listener's side; a listener with a passphrase refuses callers over credentials and
 //!   little else.)
 //!
+//! A listener may also refuse callers by their streamid before they are accepted
+//! ([`StreamIdFilter`]): an SRT output tells another strom's edge pull of a stream it
+//! does not have "not found" (`SRT_REJX_NOTFOUND`) in the handshake, so the edge's call
+//! fails at once instead of connecting to nothing. Without a passphrase nothing is
+//! noted or counted.
+//!
 //! Success is left to whoever checks the rest of the caller's credentials (the publish
 //! gate), so that a right passphrase does not wipe the failures of `u=`/`s=` guesses.
 //! The notes are bounded ([`MAX_PENDING`] in all, [`MAX_PENDING_PER_ADDRESS`] from one
@@ -41,6 +47,11 @@ pub const MAX_PENDING_PER_ADDRESS: usize = 8;
 const STALE: Duration = Duration::from_secs(30);
 /// `SRT_REJX_UNAUTHORIZED` (`<srt/access_control.h>`): what a refused caller is told.
 const REJECT_UNAUTHORIZED: c_int = 1401;
+/// `SRT_REJX_NOTFOUND`: what a caller refused by the [`StreamIdFilter`] is told.
+const REJECT_NOT_FOUND: c_int = 1404;
+
+/// Whether to refuse a caller, by its streamid, as asking for what is not here.
+pub type StreamIdFilter = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -50,12 +61,24 @@ struct Pending {
 }
 
 /// The handshakes of one listener not settled yet.
-#[derive(Debug)]
 pub struct Handshakes {
     throttle: &'static LoginThrottle,
     /// Names the listener in log lines.
     listener: String,
     pending: Mutex<Vec<Pending>>,
+    /// Whether failed handshakes are failed logins (the listener has a passphrase).
+    counts_logins: bool,
+    not_found: Option<StreamIdFilter>,
+}
+
+impl std::fmt::Debug for Handshakes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handshakes")
+            .field("listener", &self.listener)
+            .field("counts_logins", &self.counts_logins)
+            .field("filters_streams", &self.not_found.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What happened to a noted handshake.
@@ -86,7 +109,39 @@ impl Handshakes {
             throttle,
             listener: listener.to_owned(),
             pending: Mutex::new(Vec::new()),
+            counts_logins: true,
+            not_found: None,
         }
+    }
+
+    /// Failed handshakes count as failed logins only when `passphrase` (libsrt refuses
+    /// callers over credentials only then).
+    pub fn counting_logins(mut self, passphrase: bool) -> Self {
+        self.counts_logins = passphrase;
+        self
+    }
+
+    /// Callers whose streamid `filter` refuses are told "not found" in the handshake.
+    pub fn refusing_streams(mut self, filter: Option<StreamIdFilter>) -> Self {
+        self.not_found = filter;
+        self
+    }
+
+    /// Whether the callback has anything to do for this listener.
+    pub fn is_needed(&self) -> bool {
+        self.counts_logins || self.not_found.is_some()
+    }
+
+    /// Whether the filter refuses a caller asking for `stream_id`.
+    fn refuses_stream(&self, stream_id: &str) -> bool {
+        let refused = self
+            .not_found
+            .as_ref()
+            .is_some_and(|filter| filter(stream_id));
+        if refused {
+            limited_log!(info, 5, Duration::from_secs(10); listener = %self.listener, %stream_id, "SRT caller refused: not found (the stream is not live here and nothing here starts it)");
+        }
+        refused
     }
 
     /// A caller's handshake reached the listener: `false` refuses it (locked out, or too
@@ -181,6 +236,20 @@ unsafe fn peer_ip(peer: *const sockaddr) -> Option<IpAddr> {
     }
 }
 
+/// A C string libsrt handed over, as text (lossy; empty for null).
+///
+/// # Safety
+/// `text` is null or points to a NUL-terminated string that lives for the call.
+unsafe fn c_text(text: *const c_char) -> String {
+    if text.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null and NUL-terminated, as promised above.
+    unsafe { std::ffi::CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// libsrt's listen callback; `opaque` is the listener's [`Handshakes`].
 ///
 /// # Safety
@@ -192,12 +261,21 @@ pub unsafe extern "C" fn on_handshake(
     ns: SRTSOCKET,
     _hs_version: c_int,
     peer: *const sockaddr,
-    _stream_id: *const c_char,
+    stream_id: *const c_char,
 ) -> c_int {
     // SAFETY: see above: the listener passes a pointer to its live `Handshakes`.
     let Some(handshakes) = (unsafe { opaque.cast::<Handshakes>().as_ref() }) else {
         return 0;
     };
+    // SAFETY: libsrt passes the caller's streamid, NUL-terminated, or null.
+    if handshakes.not_found.is_some() && handshakes.refuses_stream(&unsafe { c_text(stream_id) }) {
+        // SAFETY: `ns` is the socket libsrt is creating for this caller.
+        unsafe { ffi::srt_setrejectreason(ns, REJECT_NOT_FOUND) };
+        return -1;
+    }
+    if !handshakes.counts_logins {
+        return 0;
+    }
     // SAFETY: libsrt passes the caller's address.
     let Some(ip) = (unsafe { peer_ip(peer) }) else {
         return 0;
@@ -246,6 +324,28 @@ mod tests {
             "locked out before any check"
         );
         assert!(handshakes.admit_settled(11, other));
+    }
+
+    #[test]
+    fn a_filtered_streamid_is_refused_before_any_note() {
+        static OPEN: LoginThrottle =
+            LoginThrottle::new(3, Duration::from_secs(60), Duration::from_secs(60));
+        let handshakes = Handshakes::with_throttle("test", &OPEN)
+            .counting_logins(false)
+            .refusing_streams(Some(Box::new(|id: &str| id.contains("strom=pull"))));
+        assert!(handshakes.is_needed());
+        assert!(handshakes.refuses_stream("#!::r=live/x,m=request,strom=pull"));
+        assert!(!handshakes.refuses_stream("#!::r=live/x,m=request"));
+        assert_eq!(handshakes.pending(), 0);
+        let plain = Handshakes::with_throttle("test", &OPEN).counting_logins(false);
+        assert!(!plain.is_needed() && !plain.refuses_stream("#!::r=live/x,strom=pull"));
+    }
+
+    #[test]
+    fn c_text_reads_null_and_strings() {
+        // SAFETY: null is allowed; the literal is NUL-terminated and static.
+        let (none, some) = unsafe { (c_text(std::ptr::null()), c_text(c"#!::r=a/b".as_ptr())) };
+        assert_eq!((none.as_str(), some.as_str()), ("", "#!::r=a/b"));
     }
 
     #[test]

@@ -42,7 +42,6 @@ const MAX_EVENTS: usize = 4096;
 const MAX_MESSAGE_BYTES: u32 = 8 * 1024 * 1024;
 /// What pushes announce themselves as (encoders send `FMLE/3.0`).
 pub const PUBLISHER_FLASH_VERSION: &str = "FMLE/3.0 (compatible; strom)";
-pub const PLAYER_FLASH_VERSION: &str = "LNX 9,0,124,2";
 
 /// What every outgoing connection needs besides its endpoint.
 #[derive(Clone)]

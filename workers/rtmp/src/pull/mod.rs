@@ -13,8 +13,9 @@ mod claim;
 pub mod edge;
 mod ingest;
 
-use crate::client::session::{PLAYER_FLASH_VERSION, Setup};
+use crate::client::session::Setup;
 use crate::client::traffic::Traffic;
+use crate::connect_info::PULL_FLASH_VERSION;
 use crate::shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,7 @@ impl Puller for RtmpPuller {
         Box::pin(async move {
             let setup = Setup {
                 limit: STEP_LIMIT,
-                flash_version: PLAYER_FLASH_VERSION,
+                flash_version: PULL_FLASH_VERSION,
                 traffic: Arc::new(Traffic::default()),
                 counters: Arc::clone(&shared.counters),
             };

@@ -6,6 +6,7 @@
 //! the pull. So an RTMP player, an HLS request, an SRT viewer or an RTSP player all start
 //! an RTSP camera's on-demand pull or an edge pull alike.
 
+use super::Gate;
 use crate::key::StreamKey;
 use std::path::{Path, PathBuf};
 use strom_ipc::WorkerKind;
@@ -33,6 +34,16 @@ pub fn producer_on_demand(rules: &Rules, key: &StreamKey) -> Option<WorkerKind> 
                 WorkerKind::Rtmp
             }
         }),
+    }
+}
+
+impl Gate {
+    /// Whether `key` is nowhere on this server and reading it would start nothing: no
+    /// worker produces it and no on-demand or edge pull covers it. Another server's pull
+    /// asking for it (an edge trying its origins) is then told "not found" at once, so it
+    /// moves on to the next origin instead of waiting for media that will not come.
+    pub fn cannot_start(&self, key: &StreamKey) -> bool {
+        !self.hub().may_be_produced_here(key) && producer_on_demand(&self.rules(), key).is_none()
     }
 }
 

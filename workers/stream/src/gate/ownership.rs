@@ -72,6 +72,13 @@ impl NameClaims {
         self.dir.join(name)
     }
 
+    /// Whether a producer of this server may hold `key`: its claim file exists. A worker
+    /// that crashed leaves its files behind until the name is claimed again, so `true`
+    /// may be stale; `false` is sure (up to a claim made right now).
+    pub fn may_be_claimed(&self, key: &StreamKey) -> bool {
+        self.path_of(key).exists()
+    }
+
     /// Takes `key` unless another producer holds it; never waits.
     pub fn claim(&self, key: &StreamKey) -> Result<NameClaim, ClaimError> {
         let path = self.path_of(key);

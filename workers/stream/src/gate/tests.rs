@@ -217,6 +217,47 @@ fn one_owner_per_name_across_the_hubs_of_a_server() {
     );
 }
 
+/// What an origin tells another strom's pull: "not found" only for a name that no
+/// worker of the server produces and that reading would not start.
+#[test]
+fn a_stream_nothing_here_produces_or_starts_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _received) = EventSender::detached();
+    let mut with_edge = rules();
+    with_edge.edges.push(strom_ipc::rules::EdgeRule {
+        apps: vec!["edge".into()],
+        origins: vec!["rtmp://origin".into()],
+        idle_grace_secs: 10,
+    });
+    let rtmp = Gate::new(
+        Hub::for_worker(events.clone(), dir.path()).unwrap(),
+        Arc::new(with_edge.clone()),
+        Vec::new(),
+    );
+    let ingest = Gate::new(
+        Hub::for_worker(events, dir.path()).unwrap(),
+        Arc::new(with_edge),
+        Vec::new(),
+    );
+    let tv = StreamKey::new("live", "tv");
+    assert!(rtmp.cannot_start(&tv) && ingest.cannot_start(&tv));
+    assert!(
+        !rtmp.cannot_start(&StreamKey::new("edge", "any")),
+        "an edge app pulls it"
+    );
+    let publishing = publish(&rtmp, &access(Protocol::Rtmp, "live", "tv"), None, info(1)).unwrap();
+    assert!(!rtmp.cannot_start(&tv), "published in this worker");
+    assert!(
+        !ingest.cannot_start(&tv),
+        "published in another worker of the server"
+    );
+    drop(publishing);
+    assert!(
+        rtmp.cannot_start(&tv) && ingest.cannot_start(&tv),
+        "released"
+    );
+}
+
 #[test]
 fn stream_requests_are_answered_by_the_gate() {
     let gate = gate();
