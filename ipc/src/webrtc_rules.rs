@@ -37,6 +37,9 @@ pub struct WebRtcLimits {
     /// Send and receive buffer asked for on each shared ICE UDP socket, bytes (the kernel
     /// caps it at `net.core.wmem_max` / `rmem_max`).
     pub socket_buffer_bytes: u32,
+    /// How far back a viewer's retransmissions (NACK, RTX) reach, milliseconds: the
+    /// per-viewer cache holds references to the stream's shared packets of this long.
+    pub retransmission_window_ms: u32,
 }
 
 impl Default for WebRtcLimits {
@@ -49,6 +52,9 @@ impl Default for WebRtcLimits {
             // About 0.4 s of 1,000 viewers' 650 kbit/s: a burst of every viewer's
             // packets of one keyframe fits.
             socket_buffer_bytes: 8 * 1024 * 1024,
+            // A few round trips of a distant viewer: later than that, a resent packet
+            // comes after its frame was due.
+            retransmission_window_ms: 1000,
         }
     }
 }

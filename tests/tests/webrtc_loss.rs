@@ -22,7 +22,8 @@ use std::time::Duration;
 const LIVE: Duration = Duration::from_secs(40);
 const MEASURE_SECS: u64 = 10;
 
-/// A server with RTMP in and WebRTC out, and a 640x360 30 fps stream at 800 kbit/s on
+/// A server with RTMP in and WebRTC out (a 2 s retransmission window, set as an operator
+/// would), and a 640x360 30 fps stream at 800 kbit/s on
 /// `live/cam` (several packets a frame, so that loss hits fragments).
 fn server_with_stream() -> (Server, common::media::Proc) {
     let server = Server::start("");
@@ -31,7 +32,8 @@ fn server_with_stream() -> (Server, common::media::Proc) {
     server.apply_rules(&format!(
         r#"{{"RtmpSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {rtmp}}}]}},
  "Delivery": {{"outputs": []}},
- "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}]}}}}"#,
+ "WebRtcSettings": {{"interfaces": [{{"ip": "127.0.0.1", "port": {ice}}}],
+                     "limits": {{"retransmission_window_ms": 2000}}}}}}"#,
         rtmp = server.ports.rtmp,
     ));
     let publisher = ffmpeg(&format!(

@@ -32,11 +32,12 @@ const PEER_SILENCE: Duration = Duration::from_secs(15);
 /// A connected publisher that sends no media this long loses its stream, as silent
 /// RTMP, SRT and Icecast publishers do.
 const PUBLISHER_SILENCE: Duration = Duration::from_secs(10);
-/// A viewer's retransmission cache per track: the packets of the last [`RTX_CACHE_AGE`],
-/// at most [`RTX_CACHE_PACKETS`] (str0m keeps 3 s by default). The packets' payloads
-/// are the stream's shared ones: the cache holds references, not copies.
-const RTX_CACHE_AGE: Duration = Duration::from_secs(1);
-const RTX_CACHE_PACKETS: usize = 1000;
+/// A viewer's retransmission cache per track holds the packets of the last
+/// `WebRtcSettings.limits.retransmission_window_ms` (str0m keeps 3 s by default), at
+/// most this many per second of it (about 12 Mbit/s of 1,200-byte packets). The
+/// packets' payloads are the stream's shared ones: the cache holds references, not
+/// copies.
+const RTX_CACHE_PACKETS_PER_SEC: u32 = 1000;
 /// str0m's default: queued resends are dropped past 15% of what is sent.
 const RTX_RATIO_CAP: Option<f32> = Some(0.15);
 /// Reply paths a session keeps at most (a peer's candidate pairs over UDP and TCP).
@@ -129,6 +130,16 @@ pub struct Core {
     pub armed: Option<Instant>,
     /// Wakes the session task (an earlier deadline, or the end).
     pub wake: Arc<Notify>,
+    /// How far back retransmissions reach (`limits.retransmission_window_ms`).
+    rtx_window: Duration,
+}
+
+/// Packets a viewer's retransmission cache keeps per track for `window`.
+fn rtx_cache_packets(window: Duration) -> usize {
+    let per_sec = u128::from(RTX_CACHE_PACKETS_PER_SEC);
+    usize::try_from(window.as_millis() * per_sec / 1000)
+        .unwrap_or(usize::MAX)
+        .max(1)
 }
 
 impl Core {
@@ -137,6 +148,7 @@ impl Core {
         publisher: Option<Box<Publisher>>,
         entry: Arc<SessionEntry>,
         counters: Arc<strom_worker_runtime::WorkerCounters>,
+        rtx_window: Duration,
     ) -> Self {
         Self {
             rtc,
@@ -153,6 +165,7 @@ impl Core {
             closed: false,
             armed: None,
             wake: Arc::new(Notify::new()),
+            rtx_window,
         }
     }
 
@@ -376,7 +389,11 @@ impl Core {
                 .max_by_key(|p| p.spec().format.packetization_mode == Some(1))
                 .map(|p| (p.pt(), p.spec().clock_rate.get()));
             if let Some(stream) = self.rtc.direct_api().stream_tx_by_mid(mid, None) {
-                stream.set_rtx_cache(RTX_CACHE_PACKETS, RTX_CACHE_AGE, RTX_RATIO_CAP);
+                stream.set_rtx_cache(
+                    rtx_cache_packets(self.rtx_window),
+                    self.rtx_window,
+                    RTX_RATIO_CAP,
+                );
             }
             match (kind, params) {
                 (MediaKind::Video, Some((pt, clock))) if self.sending.video.is_none() => {
@@ -452,5 +469,18 @@ impl Core {
     /// For the closing log: keyframe requests and video frames sent.
     pub fn tally(&self) -> (u64, u64) {
         (self.sending.keyframe_requests, self.sending.frames_sent)
+    }
+}
+
+#[cfg(test)]
+mod rtx_tests {
+    use super::*;
+
+    #[test]
+    fn the_retransmission_cache_is_sized_by_its_window() {
+        assert_eq!(rtx_cache_packets(Duration::from_secs(1)), 1000);
+        assert_eq!(rtx_cache_packets(Duration::from_millis(100)), 100);
+        assert_eq!(rtx_cache_packets(Duration::from_secs(10)), 10_000);
+        assert_eq!(rtx_cache_packets(Duration::ZERO), 1);
     }
 }

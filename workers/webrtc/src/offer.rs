@@ -361,6 +361,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         publisher,
         Arc::clone(&entry),
         Arc::clone(&shared.counters),
+        Duration::from_millis(u64::from(limits.retransmission_window_ms)),
     );
     let session = Session {
         core: Arc::new(std::sync::Mutex::new(core)),

@@ -34,6 +34,7 @@ struct RawWebRtcLimits {
     max_sdp_bytes: Option<u32>,
     connect_timeout_secs: Option<u32>,
     socket_buffer_bytes: Option<u32>,
+    retransmission_window_ms: Option<u32>,
 }
 
 impl RawWebRtcSettings {
@@ -121,6 +122,12 @@ impl RawWebRtcLimits {
                 defaults.socket_buffer_bytes,
                 65_536..=1024 * 1024 * 1024,
             )?,
+            retransmission_window_ms: limit(
+                "retransmission_window_ms",
+                self.retransmission_window_ms,
+                defaults.retransmission_window_ms,
+                100..=10_000,
+            )?,
         })
     }
 }
@@ -165,6 +172,19 @@ mod tests {
         );
         let sized = parse(r#"{"limits": {"socket_buffer_bytes": 1048576}}"#).unwrap();
         assert_eq!(sized.limits.socket_buffer_bytes, 1_048_576);
+        assert_eq!(sized.limits.retransmission_window_ms, 1000, "the default");
+        let window = parse(r#"{"limits": {"retransmission_window_ms": 3000}}"#).unwrap();
+        assert_eq!(window.limits.retransmission_window_ms, 3000);
+        for out_of_range in [0, 99, 10_001] {
+            let json = format!(r#"{{"limits": {{"retransmission_window_ms": {out_of_range}}}}}"#);
+            let error = parse(&json).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains("limits.retransmission_window_ms"),
+                "{error}"
+            );
+        }
         assert!(parse(r#"{"port": 1}"#).is_err(), "unknown keys are errors");
         let error = parse(r#"{"udp": false, "tcp": false}"#).unwrap_err();
         assert!(error.to_string().contains("udp"), "{error}");
