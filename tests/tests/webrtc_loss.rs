@@ -8,6 +8,9 @@
 //! - one viewer stops reading for 3 s: the others lose no frame and see no gap, and the
 //!   stalled one plays again after its stall.
 //!
+//! The lossy viewers' packets go out as UDP GSO messages where the kernel takes them (the
+//! log says which, once).
+//!
 //! Bounds are generous (no timing thresholds): frames are counted, not timed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -115,6 +118,15 @@ fn viewers_with_three_percent_loss_decode_what_a_clean_viewer_decodes() {
         lossy >= floor,
         "a viewer with 3% loss decoded {lossy} frames, the clean one {clean} (at least {floor} expected): {report}\nlog:\n{}",
         server.log()
+    );
+    // A frame's packets to a viewer went as one UDP GSO message, or the worker found
+    // GSO refused here and said so, once.
+    let log = server.log();
+    let gso = log.matches("webrtc: sending with UDP GSO").count();
+    let refused = log.matches("UDP GSO refused here").count();
+    assert!(
+        gso + refused == 1,
+        "GSO in use {gso} times, refused {refused} times in the log:\n{log}"
     );
 }
 

@@ -5,9 +5,17 @@
 //! a `sendto` per datagram, logged once. A datagram the socket has no room for is dropped,
 //! as a full socket buffer drops it, and counted ([`UdpBatch::refused`]) so that the
 //! session can skip to the next keyframe; the next drain goes on.
+//!
+//! With UDP GSO (`UDP_SEGMENT`, Linux 4.18), a viewer's run of equal-sized datagrams (a
+//! frame's FU-A fragments: all of one size but the last) is one message of the
+//! `sendmmsg`, which the kernel cuts into datagrams late, after one pass through the UDP
+//! and IP layers ([`gso_messages`]). A kernel or device that refuses it (no checksum
+//! offload gives `EIO`) is found at the first send that fails with it and succeeds
+//! without it; GSO is then off for the worker, logged once.
 
 use std::io::{ErrorKind, IoSlice};
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +27,14 @@ pub const MAX_BATCH: usize = 64;
 
 /// Whether `sendmmsg` works here; cleared at the first `ENOSYS`.
 static BATCHING: AtomicBool = AtomicBool::new(true);
+/// Whether UDP GSO works here; cleared at the first send it made fail.
+static SEGMENTING: AtomicBool = AtomicBool::new(true);
+/// Whether the first GSO send was logged.
+static SEGMENTING_LOGGED: AtomicBool = AtomicBool::new(false);
+/// Segments of one GSO message at most (the kernel's `UDP_MAX_SEGMENTS` is 64 before
+/// Linux 5.x raised it), and its bytes at most (one UDP datagram's payload).
+const MAX_SEGMENTS: usize = 64;
+const MAX_GSO_BYTES: usize = 65_000;
 
 /// Datagrams waiting for one socket; sent when the socket changes, when
 /// [`MAX_BATCH`] are waiting, on [`UdpBatch::flush`] and on drop.
@@ -84,15 +100,29 @@ fn send_all(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) -> usize {
             }
             return sent;
         }
-        match socket.try_io(Interest::WRITABLE, || send_some(socket, rest)) {
+        let segmenting = SEGMENTING.load(Ordering::Relaxed);
+        match socket.try_io(Interest::WRITABLE, || send_some(socket, rest, segmenting)) {
             Ok(count) => sent += count.max(1),
-            // No room: the rest is dropped, as `try_send_to` drops it.
-            Err(error) if error.kind() == ErrorKind::WouldBlock => return sent,
-            Err(error) if error.raw_os_error() == Some(nix::libc::ENOSYS) => {
-                if BATCHING.swap(false, Ordering::Relaxed) {
-                    tracing::warn!("webrtc: the kernel has no sendmmsg; one sendto per datagram");
+            Err(error) if segmenting && error.kind() != ErrorKind::WouldBlock => {
+                // Without GSO: if that goes, GSO was what failed.
+                match socket.try_io(Interest::WRITABLE, || send_some(socket, rest, false)) {
+                    Ok(count) => {
+                        if SEGMENTING.swap(false, Ordering::Relaxed) {
+                            tracing::warn!(%error, "webrtc: UDP GSO refused here; sending each datagram of a batch on its own");
+                        }
+                        sent += count.max(1);
+                    }
+                    Err(error) if error.kind() == ErrorKind::WouldBlock => return sent,
+                    // Not GSO's fault: the next round tells what it was.
+                    Err(error) if error.raw_os_error() == Some(nix::libc::ENOSYS) => {
+                        no_batching();
+                    }
+                    Err(_) => sent += 1,
                 }
             }
+            // No room: the rest is dropped, as `try_send_to` drops it.
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return sent,
+            Err(error) if error.raw_os_error() == Some(nix::libc::ENOSYS) => no_batching(),
             // The first datagram was refused (an unreachable address): skip it.
             Err(_) => sent += 1,
         }
@@ -100,28 +130,81 @@ fn send_all(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) -> usize {
     sent
 }
 
-/// One `sendmmsg` of the first [`MAX_BATCH`] of `datagrams`; how many went out.
-fn send_some(socket: &UdpSocket, datagrams: &[(Vec<u8>, SocketAddr)]) -> std::io::Result<usize> {
+/// The kernel has no `sendmmsg`: one `sendto` per datagram from now on.
+fn no_batching() {
+    if BATCHING.swap(false, Ordering::Relaxed) {
+        tracing::warn!("webrtc: the kernel has no sendmmsg; one sendto per datagram");
+    }
+}
+
+/// One `sendmmsg` of the first [`MAX_BATCH`] of `datagrams`; how many datagrams went
+/// out. With `segmenting`, runs of equal-sized datagrams to one address go as one GSO
+/// message each.
+fn send_some(
+    socket: &UdpSocket,
+    datagrams: &[(Vec<u8>, SocketAddr)],
+    segmenting: bool,
+) -> std::io::Result<usize> {
     use nix::sys::socket::{ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, sendmmsg};
     let datagrams = &datagrams[..datagrams.len().min(MAX_BATCH)];
-    let slices: Vec<[IoSlice<'_>; 1]> = (datagrams.iter())
-        .map(|(datagram, _)| [IoSlice::new(datagram)])
+    let segment = datagrams.iter().map(|(d, _)| d.len()).max().unwrap_or(0);
+    let size = u16::try_from(segment).ok().filter(|_| segmenting);
+    let messages = match size {
+        Some(_) => gso_messages(datagrams, segment),
+        None => (0..datagrams.len()).map(|i| i..i + 1).collect(),
+    };
+    let slices: Vec<Vec<IoSlice<'_>>> = (messages.iter())
+        .map(|range| {
+            (datagrams[range.clone()].iter())
+                .map(|(datagram, _)| IoSlice::new(datagram))
+                .collect()
+        })
         .collect();
-    let addresses: Vec<Option<SockaddrStorage>> = (datagrams.iter())
-        .map(|(_, to)| Some(SockaddrStorage::from(*to)))
+    let addresses: Vec<Option<SockaddrStorage>> = (messages.iter())
+        .map(|range| Some(SockaddrStorage::from(datagrams[range.start].1)))
         .collect();
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(datagrams.len(), None);
-    let no_cmsgs: [ControlMessage<'_>; 0] = [];
+    let cmsg_space = size.map(|_| nix::cmsg_space!(u16));
+    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(messages.len(), cmsg_space);
+    let segment_size = size.unwrap_or(0);
+    let gso = [ControlMessage::UdpGsoSegments(&segment_size)];
+    let cmsgs: &[ControlMessage<'_>] = if size.is_some() { &gso } else { &[] };
     let results = sendmmsg(
         socket.as_raw_fd(),
         &mut headers,
         &slices,
         &addresses,
-        no_cmsgs,
+        cmsgs,
         MsgFlags::empty(),
     )
     .map_err(std::io::Error::from)?;
-    Ok(results.count())
+    let sent_messages = results.count();
+    if size.is_some() && sent_messages > 0 && !SEGMENTING_LOGGED.swap(true, Ordering::Relaxed) {
+        tracing::info!(
+            "webrtc: sending with UDP GSO (a viewer's packets of a frame in one message)"
+        );
+    }
+    Ok(messages
+        .get(..sent_messages)
+        .and_then(<[Range<usize>]>::last)
+        .map_or(0, |last| last.end))
+}
+
+/// `datagrams` cut into GSO messages of `segment`-byte segments: a run to one address
+/// whose datagrams all have `segment` bytes but the last, which may have fewer (the
+/// kernel cuts a message at every `segment` bytes, so a shorter datagram ends it).
+/// Every datagram is at most `segment` bytes.
+fn gso_messages(datagrams: &[(Vec<u8>, SocketAddr)], segment: usize) -> Vec<Range<usize>> {
+    let most = MAX_SEGMENTS.min(MAX_GSO_BYTES / segment.max(1)).max(1);
+    let mut messages = Vec::new();
+    let mut start = 0;
+    for (i, (datagram, to)) in datagrams.iter().enumerate() {
+        let next_elsewhere = datagrams.get(i + 1).is_none_or(|(_, next)| next != to);
+        if datagram.len() != segment || next_elsewhere || i + 1 - start >= most {
+            messages.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    messages
 }
 
 #[cfg(test)]
@@ -158,6 +241,63 @@ mod tests {
             (&b"from b"[..], sender_b.local_addr().unwrap())
         );
         assert!(BATCHING.load(Ordering::Relaxed), "Linux has sendmmsg");
+    }
+
+    fn datagram(len: usize, to: &str) -> (Vec<u8>, SocketAddr) {
+        (vec![0; len], to.parse().unwrap())
+    }
+
+    #[test]
+    fn gso_messages_are_runs_of_full_segments_to_one_address() {
+        let (a, b) = ("127.0.0.1:1", "127.0.0.1:2");
+        let batch = [
+            datagram(1200, a),
+            datagram(1200, a),
+            datagram(700, a),
+            datagram(1200, a),
+            datagram(1200, b),
+            datagram(300, b),
+            datagram(1200, b),
+            datagram(90, a),
+        ];
+        assert_eq!(
+            gso_messages(&batch, 1200),
+            vec![0..3, 3..4, 4..6, 6..7, 7..8]
+        );
+        // A run longer than one datagram's bytes is cut.
+        let long: Vec<_> = (0..60).map(|_| datagram(1200, a)).collect();
+        assert_eq!(gso_messages(&long, 1200), vec![0..54, 54..60]);
+    }
+
+    #[tokio::test]
+    async fn gso_runs_arrive_as_their_datagrams_in_order() {
+        let sender = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let (first, second) = (
+            UdpSocket::bind("127.0.0.1:0").await.unwrap(),
+            UdpSocket::bind("127.0.0.1:0").await.unwrap(),
+        );
+        sender.writable().await.unwrap();
+        let mut batch = UdpBatch::default();
+        let mut expected = Vec::new();
+        // Two viewers' frames: three full fragments and a short last one each.
+        for (viewer, receiver) in [&first, &second].into_iter().enumerate() {
+            for i in 0..4u8 {
+                let len = if i == 3 { 500 } else { 1100 };
+                let datagram: Vec<u8> = (0..len).map(|n| (n as u8) ^ i ^ viewer as u8).collect();
+                batch.push(&sender, datagram.clone(), receiver.local_addr().unwrap());
+                expected.push((viewer, datagram));
+            }
+        }
+        batch.flush();
+        assert_eq!(batch.take_refused(), 0);
+        let mut buffer = [0u8; 2048];
+        for (viewer, datagram) in expected {
+            let receiver = if viewer == 0 { &first } else { &second };
+            let (len, from) = receiver.recv_from(&mut buffer).await.unwrap();
+            assert_eq!(&buffer[..len], &datagram[..], "viewer {viewer}");
+            assert_eq!(from, sender.local_addr().unwrap());
+        }
+        assert!(SEGMENTING.load(Ordering::Relaxed), "loopback takes UDP GSO");
     }
 
     #[tokio::test]
