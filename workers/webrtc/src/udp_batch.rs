@@ -153,12 +153,12 @@ fn send_some(
         Some(_) => gso_messages(datagrams, segment),
         None => (0..datagrams.len()).map(|i| i..i + 1).collect(),
     };
-    let slices: Vec<Vec<IoSlice<'_>>> = (messages.iter())
-        .map(|range| {
-            (datagrams[range.clone()].iter())
-                .map(|(datagram, _)| IoSlice::new(datagram))
-                .collect()
-        })
+    // One buffer of every datagram's slice; a message is its run of them.
+    let all: Vec<IoSlice<'_>> = (datagrams.iter())
+        .map(|(datagram, _)| IoSlice::new(datagram))
+        .collect();
+    let slices: Vec<&[IoSlice<'_>]> = (messages.iter())
+        .filter_map(|range| all.get(range.clone()))
         .collect();
     let addresses: Vec<Option<SockaddrStorage>> = (messages.iter())
         .map(|range| Some(SockaddrStorage::from(datagrams[range.start].1)))
