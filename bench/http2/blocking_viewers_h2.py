@@ -22,7 +22,7 @@ import h2.events
 import h2.exceptions
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ll_hls"))
-from blocking_viewers import MAX_BODY, record, tree_cpu_secs  # noqa: E402
+from blocking_viewers import MAX_BODY, record, summary, tree_cpu_secs  # noqa: E402
 
 
 class Connection:
@@ -124,21 +124,9 @@ async def main():
     elapsed = time.monotonic() - began
     cpu = (tree_cpu_secs(server) - cpu_before) / elapsed
     stop.set()
-    answered = sum(stats["status"].values())
-    print(json.dumps({
-        "viewers": viewers,
-        "connections": connections,
-        "connected": stats["connected"],
-        "connect_failed": stats["connect_failed"],
-        "errors": stats["errors"],
-        "window_secs": round(elapsed, 2),
-        "answers": answered,
-        "answers_per_sec": round(answered / elapsed, 1),
-        "status": {str(k): v for k, v in sorted(stats["status"].items())},
-        "without_asked_part": stats["without_asked_part"],
-        "server_cpu_percent": round(cpu * 100, 1),
-        "answers_per_core_sec": round(answered / elapsed / cpu) if cpu > 0 else None,
-    }), flush=True)
+    report = {"viewers": viewers, "connections": connections}
+    report.update(summary(stats, viewers, elapsed, cpu))
+    print(json.dumps(report), flush=True)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

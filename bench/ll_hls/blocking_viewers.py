@@ -51,6 +51,27 @@ def record(stats, target, status, body):
     return next_part(body) or target
 
 
+def summary(stats, viewers, elapsed, cpu=None):
+    """The report of a measuring window of `elapsed` s; `cpu`: the server's share of one
+    core over it, when measured."""
+    answered = sum(stats["status"].values())
+    result = {
+        "viewers": viewers,
+        "connected": stats["connected"],
+        "connect_failed": stats["connect_failed"],
+        "errors": stats["errors"],
+        "window_secs": round(elapsed, 2),
+        "answers": answered,
+        "answers_per_sec": round(answered / elapsed, 1),
+        "status": {str(k): v for k, v in sorted(stats["status"].items())},
+        "without_asked_part": stats["without_asked_part"],
+    }
+    if cpu is not None:
+        result["server_cpu_percent"] = round(cpu * 100, 1)
+        result["answers_per_core_sec"] = round(answered / elapsed / cpu) if cpu > 0 else None
+    return result
+
+
 def tree_cpu_secs(root):
     """utime + stime (seconds) of `root` and its descendants."""
     parents, times = {}, {}
@@ -137,23 +158,8 @@ async def main():
     elapsed = time.monotonic() - began
     cpu_after = tree_cpu_secs(server) if server else None
     stop.set()
-    answered = sum(stats["status"].values())
-    result = {
-        "viewers": viewers,
-        "connected": stats["connected"],
-        "connect_failed": stats["connect_failed"],
-        "errors": stats["errors"],
-        "window_secs": round(elapsed, 2),
-        "answers": answered,
-        "answers_per_sec": round(answered / elapsed, 1),
-        "status": {str(k): v for k, v in sorted(stats["status"].items())},
-        "without_asked_part": stats["without_asked_part"],
-    }
-    if server:
-        cpu = (cpu_after - cpu_before) / elapsed
-        result["server_cpu_percent"] = round(cpu * 100, 1)
-        result["answers_per_core_sec"] = round(answered / elapsed / cpu) if cpu > 0 else None
-    print(json.dumps(result), flush=True)
+    cpu = (cpu_after - cpu_before) / elapsed if server else None
+    print(json.dumps(summary(stats, viewers, elapsed, cpu)), flush=True)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

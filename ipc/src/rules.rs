@@ -687,8 +687,8 @@ pub fn srt_request_id(app: &str, stream: &str) -> String {
     format!("#!::r={app}/{stream},m=request")
 }
 
-/// What strom's SRT edge pulls add to their streamid: a strom origin closes such a call
-/// at once when it does not have the stream and cannot start it, so that the edge moves
+/// What strom's SRT edge pulls add to their streamid: a strom origin refuses such a call
+/// in the handshake when it does not have the stream and cannot start it, so that the edge moves
 /// on to its next origin instead of waiting for media that will not come. Other servers
 /// ignore the key (the access-control syntax lets a caller add its own).
 pub const SRT_PULL_MARK: (&str, &str) = ("strom", "pull");

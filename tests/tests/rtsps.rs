@@ -12,27 +12,12 @@
 mod common;
 
 use common::media::{ffprobe, publish, publish_as, rtmp_url, wait_live};
-use common::{Server, free_port, require_tool, strom_bin, wait_for};
+use common::{Server, free_port, openssl, require_tool, strom_bin, wait_for};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const LIVE: Duration = Duration::from_secs(30);
-
-fn openssl(dir: &Path, args: &[&str]) {
-    require_tool("openssl", "openssl");
-    let output = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 /// A CA (`ca.pem`) and a certificate for `localhost` and 127.0.0.1 signed by it
 /// (`cert.pem`, `key.pem`), with `subject` as its common name; the same steps as the

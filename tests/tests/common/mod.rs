@@ -131,25 +131,45 @@ fn replace_port(text: &str, old: u16, new: u16) -> String {
     out
 }
 
-/// Writes a self-signed certificate for `CN=<cn>` (valid for `localhost` and 127.0.0.1)
-/// into `dir` as `cert` and its key as `key`.
-pub fn self_signed_certificate(dir: &Path, cn: &str, cert: &str, key: &str) {
+/// Runs `openssl` with `args` in `dir`; fails the test with its error output.
+pub fn openssl(dir: &Path, args: &[&str]) {
     require_tool("openssl", "openssl");
     let output = Command::new("openssl")
         .current_dir(dir)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", &format!("/CN={cn}")])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .args(["-keyout", key, "-out", cert])
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(
         output.status.success(),
-        "openssl req failed: {}",
+        "openssl {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Writes a self-signed certificate for `CN=<cn>` (valid for `localhost` and 127.0.0.1)
+/// into `dir` as `cert` and its key as `key`.
+pub fn self_signed_certificate(dir: &Path, cn: &str, cert: &str, key: &str) {
+    let subject = format!("/CN={cn}");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &subject,
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+        ],
     );
 }
 

@@ -3,8 +3,9 @@
 //! subscribing for their viewers, an SRT viewer of a TS output) and nobody produces it on
 //! this server, it is pulled from the rule's origins, tried in order: an SRT call with
 //! streamid `#!::r=<app>/<stream>,m=request,strom=pull`, which an origin's SRT output
-//! listener answers with the stream as MPEG-TS, or closes at once when it does not have
-//! the stream and cannot start it (then the next origin is tried without a wait). The pull is dropped `idle_grace_secs` after the
+//! listener answers with the stream as MPEG-TS, or refuses in the handshake
+//! (`SRT_REJX_NOTFOUND`) when it does not have the stream and cannot start it (then the
+//! next origin is tried without a wait). The pull is dropped `idle_grace_secs` after the
 //! last reader left, as the rtmp worker does for RTMP origins: which pulls run, the
 //! failover and the waits are the pull supervisor's for both
 //! ([`strom_stream::pulls::edges`]); this worker supplies how one origin is pulled.

@@ -220,16 +220,15 @@ impl Context {
         }
         // `get` refuses names that fail the check.
         let hls = self.packaging.store.get(app, stream)?;
+        // Only LL-HLS streams hold requests.
+        let first = hls.ll_position()?;
         let playlist = file == "chunks_fmp4.m3u8";
         let mut fresh = false;
         let check: Box<dyn Fn(&LlPosition) -> Hold + Send> = if playlist {
             let directives = match directives(request.uri().query()) {
                 Ok(directives) => directives,
                 // Refused for LL-HLS streams only (others ignore the query).
-                Err(why) => {
-                    hls.ll_position()?;
-                    return Some(error(StatusCode::BAD_REQUEST, why));
-                }
+                Err(why) => return Some(error(StatusCode::BAD_REQUEST, why)),
             };
             match directives.msn {
                 Some(msn) => {
@@ -238,7 +237,7 @@ impl Context {
                 }
                 None => {
                     fresh = true;
-                    let first_seen = hls.ll_position()?.last_part;
+                    let first_seen = first.last_part;
                     Box::new(move |position| fresh_playlist_hold(position, first_seen))
                 }
             }
@@ -251,7 +250,6 @@ impl Context {
             })
         };
         let mut version = hls.watch_version();
-        let first = hls.ll_position()?;
         // A plain request waits for one part at most (with room for a late one), then
         // gets the playlist as it is: it never fails for want of a new part.
         let wait = if fresh {
