@@ -9,6 +9,7 @@
 pub mod access_rules;
 pub mod bus;
 pub mod channel;
+pub mod cluster;
 pub mod contract;
 pub mod dvr_export;
 pub mod dvr_rules;

@@ -302,6 +302,8 @@ pub enum WorkerRequest {
     SetDraining(bool),
     /// The transcoder's transcodes, one JSON object each ([`WorkerReply::JsonItems`]).
     Transcodes,
+    /// A change of the cluster registry's copy; answered with [`WorkerReply::Done`].
+    Cluster(crate::cluster::ClusterUpdate),
 }
 
 /// A worker's answer.
@@ -360,8 +362,20 @@ impl WorkerReply {
 /// Things a worker tells the supervisor without being asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum WorkerEvent {
-    StreamPublished { app: String, stream: String },
-    StreamUnpublished { app: String, stream: String },
+    StreamPublished {
+        app: String,
+        stream: String,
+    },
+    StreamUnpublished {
+        app: String,
+        stream: String,
+    },
+    /// A publish was refused because `holder` holds the name in the cluster registry.
+    ClusterConflict {
+        app: String,
+        stream: String,
+        holder: String,
+    },
 }
 
 #[cfg(test)]

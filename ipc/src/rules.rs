@@ -52,6 +52,8 @@ pub struct Rules {
     /// Who may publish to an app (derived from `RtmpSettings`; see
     /// [`crate::access_rules`]). The gate reads this, never `rtmp`.
     pub access: AccessSettings,
+    /// The cluster registry (`Cluster`); `None`: this server is on its own.
+    pub cluster: Option<crate::cluster::ClusterSettings>,
 }
 
 impl Rules {

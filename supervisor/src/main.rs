@@ -5,6 +5,7 @@ mod api;
 mod api_latency;
 mod auth;
 mod cli;
+mod cluster;
 mod commands;
 mod config;
 mod console;

@@ -41,6 +41,8 @@ pub struct SupervisorState {
     pub management_certificate: Arc<strom_tls::SwappableCertificate>,
     /// Draining for a rolling upgrade (`/manage/drain`, SIGUSR1).
     pub drain: crate::drain::Drain,
+    /// The cluster registry (`Cluster`), idle without one.
+    pub cluster: crate::cluster::Cluster,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -69,6 +71,7 @@ impl SupervisorState {
     ) -> Self {
         Self {
             instance: Arc::new(instance),
+            cluster: crate::cluster::Cluster::new(rules.cluster.clone()),
             rules: RwLock::new(Arc::new(rules)),
             listeners: Mutex::new(listeners),
             workers,
@@ -89,6 +92,7 @@ impl SupervisorState {
     }
 
     pub fn set_rules(&self, rules: Arc<Rules>) {
+        self.cluster.configure(rules.cluster.clone());
         write(&self.rules, rules);
     }
 
@@ -245,11 +249,21 @@ impl SupervisorHooks for SupervisorState {
                     registry.remove(&key);
                 }
             }
+            WorkerEvent::ClusterConflict {
+                app,
+                stream,
+                holder,
+            } => {
+                tracing::info!(worker = %kind, %app, %stream, %holder, "publish refused: the name is held by another server of the cluster");
+                self.cluster.publish_refused();
+                return;
+            }
         }
         self.registry_changed();
     }
 
     fn worker_ready(&self, kind: WorkerKind) {
+        self.cluster.worker_ready(kind);
         if bus_subscribers(&self.rules()).contains(&kind) {
             self.registry_changed();
         }

@@ -11,6 +11,7 @@ pub mod dto;
 pub mod error;
 pub mod gateway;
 
+mod cluster;
 mod dvr;
 mod health;
 mod icecast;
@@ -65,6 +66,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(inputs::rist_receiver_stats))
         .routes(routes!(inputs::ndi_list))
         .routes(routes!(transcodes::list))
+        .routes(routes!(cluster::state))
         .routes(routes!(icecast::info))
         .routes(routes!(icecast::metadata))
         .routes(routes!(advertizer::scte35_out))

@@ -104,6 +104,9 @@ fn gauge(registry: &mut Registry, name: &str, help: &str, value: u64) {
 pub fn render(snapshot: &Snapshot, latencies: &Latencies) -> String {
     let mut registry = Registry::with_prefix("strom");
     workers(&mut registry, snapshot);
+    if let Some(facts) = &snapshot.cluster {
+        cluster(&mut registry, facts);
+    }
     if let Some(streams) = &snapshot.streams {
         let mut live: BTreeMap<(&str, &str), (&str, u64)> = BTreeMap::new();
         for stream in streams {
@@ -287,6 +290,53 @@ fn transcode_metrics(registry: &mut Registry, transcodes: &[serde_json::Value]) 
                 (labels, number(&r["frames"]))
             })
         }),
+    );
+}
+
+/// The cluster registry (`Cluster`).
+fn cluster(registry: &mut Registry, facts: &super::snapshot::ClusterFacts) {
+    gauge(
+        registry,
+        "cluster_connected",
+        "1 while the cluster registry is connected to etcd and its watch is current",
+        u64::from(facts.connected),
+    );
+    gauge(
+        registry,
+        "cluster_claims",
+        "Streams this server holds in the cluster registry",
+        facts.claims,
+    );
+    gauge(
+        registry,
+        "cluster_registered_streams",
+        "Streams held by any server in the cluster registry, as this server's copy has them",
+        facts.registered_streams,
+    );
+    gauge(
+        registry,
+        "cluster_servers",
+        "Live servers in the cluster registry",
+        facts.servers,
+    );
+    counters(
+        registry,
+        "cluster_conflicts",
+        "Publishes of names another server holds: lost_claim (claimed after the media started, the publisher ended) or refused_publish (refused at once)",
+        [
+            (vec![("kind", "lost_claim".to_owned())], facts.lost_claims),
+            (
+                vec![("kind", "refused_publish".to_owned())],
+                facts.refused_publishes,
+            ),
+        ],
+    );
+    let lag = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+    lag.set(facts.watch_lag_seconds);
+    registry.register(
+        "cluster_watch_lag_seconds",
+        "This server's last committed claim to its arrival through the registry's watch",
+        lag,
     );
 }
 
@@ -480,6 +530,15 @@ mod tests {
             }]),
             dvr_archives: None,
             transcodes: None,
+            cluster: Some(crate::metrics::snapshot::ClusterFacts {
+                connected: true,
+                claims: 2,
+                registered_streams: 5,
+                servers: 3,
+                lost_claims: 1,
+                refused_publishes: 4,
+                watch_lag_seconds: 0.002,
+            }),
         }
     }
 
@@ -498,6 +557,13 @@ mod tests {
         let expected = [
             "# TYPE strom_streams_live gauge\n",
             "strom_streams_live 2\n",
+            "strom_cluster_connected 1\n",
+            "strom_cluster_claims 2\n",
+            "strom_cluster_registered_streams 5\n",
+            "strom_cluster_servers 3\n",
+            "strom_cluster_conflicts_total{kind=\"lost_claim\"} 1\n",
+            "strom_cluster_conflicts_total{kind=\"refused_publish\"} 4\n",
+            "strom_cluster_watch_lag_seconds 0.002\n",
             "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"cam\",protocol=\"RTMP\"} 312500\n",
             // Label values are escaped: backslash, double quote, newline.
             "strom_stream_ingest_bytes_per_second{app=\"live\",stream=\"q\\\"uo\\\\te\\nd\",protocol=\"SRT\"} 125\n",

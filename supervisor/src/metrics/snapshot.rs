@@ -56,6 +56,20 @@ pub struct Snapshot {
     pub dvr_archives: Option<Vec<DvrArchive>>,
     /// As `GET /manage/transcodes` lists them.
     pub transcodes: Option<Vec<Value>>,
+    /// The cluster registry, when `rules.conf` has a `Cluster` block.
+    pub cluster: Option<ClusterFacts>,
+}
+
+/// The cluster registry's state, as `GET /manage/cluster` shows it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ClusterFacts {
+    pub connected: bool,
+    pub claims: u64,
+    pub registered_streams: u64,
+    pub servers: u64,
+    pub lost_claims: u64,
+    pub refused_publishes: u64,
+    pub watch_lag_seconds: f64,
 }
 
 /// Asks the workers (all questions at once) and reads the cached status.
@@ -88,6 +102,20 @@ pub async fn take(api: &ApiState) -> Snapshot {
             }
         })
         .collect();
+    let cluster = &api.supervisor.cluster;
+    let cluster = cluster.settings().map(|_| {
+        let status = cluster.status();
+        let copy = cluster.copy();
+        ClusterFacts {
+            connected: status.connected,
+            claims: status.claims as u64,
+            registered_streams: copy.streams.len() as u64,
+            servers: copy.servers.len() as u64,
+            lost_claims: status.lost_claims,
+            refused_publishes: status.refused_publishes,
+            watch_lag_seconds: status.watch_lag_ms.last() / 1000.0,
+        }
+    });
     Snapshot {
         workers,
         streams,
@@ -95,6 +123,7 @@ pub async fn take(api: &ApiState) -> Snapshot {
         srt_receivers,
         dvr_archives,
         transcodes,
+        cluster,
     }
 }
 

@@ -318,8 +318,9 @@ impl Connection {
     }
 
     /// A publisher came or went on the stream being played: a player learns that its
-    /// publisher left (`NetStream.Play.UnpublishNotify`, as nginx-rtmp says it) and is
-    /// closed if none comes back within the grace; a new publisher ends the wait.
+    /// publisher left (`NetStream.Play.UnpublishNotify`, as nginx-rtmp says it; not on an
+    /// edge app, whose pull fails over) and is closed if none comes back within the
+    /// grace; a new publisher ends the wait.
     async fn publisher_changed(&mut self, live: Option<bool>) {
         let Some(playing) = self.playing.as_mut() else {
             return;
@@ -332,7 +333,11 @@ impl Connection {
             }
             Some(false) => {
                 playing.unpublished_since.get_or_insert_with(Instant::now);
-                if playing.had_publisher {
+                // An edge stream's pull that failed is pulled again from the next origin
+                // (or the registry's new holder) within the grace: its players wait in
+                // silence, as many players end their session on the notice.
+                let edge = self.shared.rules().edge_for(&playing.key.app).is_some();
+                if playing.had_publisher && !edge {
                     let (stream_id, key) = (playing.stream_id, playing.key.to_string());
                     tracing::info!(peer = %self.peer, stream = %key, "publisher left; telling the player");
                     self.send(on_status(

@@ -10,6 +10,7 @@
 
 pub mod publishing;
 
+use crate::cluster::ClusterView;
 use crate::cursor::Cursor;
 use crate::events::{HubEvent, HubEvents};
 use crate::gate::ownership::{ClaimError, NameClaims};
@@ -34,6 +35,11 @@ struct Inner {
     announcer: Option<Announcer>,
     /// The server's name claims: set in worker processes, absent in tests of one hub.
     claims: Option<NameClaims>,
+    /// The cluster registry's copy (who holds each name across servers).
+    cluster: ClusterView,
+    /// The supervisor, for what the hub's users report beside publishes (worker
+    /// processes only).
+    supervisor: Option<strom_worker_runtime::EventSender>,
 }
 
 /// Every live stream of the worker; cheap to clone (a handle).
@@ -45,14 +51,19 @@ pub struct Hub {
 impl Hub {
     /// A hub that calls `announcer` on every publish and release.
     pub fn with_announcer(announcer: Announcer) -> Self {
-        Self::build(Some(announcer), None)
+        Self::build(Some(announcer), None, None)
     }
 
-    fn build(announcer: Option<Announcer>, claims: Option<NameClaims>) -> Self {
+    fn build(
+        announcer: Option<Announcer>,
+        claims: Option<NameClaims>,
+        supervisor: Option<strom_worker_runtime::EventSender>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 announcer,
                 claims,
+                supervisor,
                 ..Inner::default()
             }),
         }
@@ -86,7 +97,20 @@ impl Hub {
         run_dir: &std::path::Path,
     ) -> std::io::Result<Self> {
         let claims = NameClaims::in_run_dir(run_dir)?;
-        Ok(Self::build(Some(Self::announcer(events)), Some(claims)))
+        let announcer = Self::announcer(events.clone());
+        Ok(Self::build(Some(announcer), Some(claims), Some(events)))
+    }
+
+    /// The cluster registry's copy.
+    pub fn cluster(&self) -> &ClusterView {
+        &self.inner.cluster
+    }
+
+    /// Tells the supervisor `event` (nothing in a hub without one).
+    pub fn tell_supervisor(&self, event: strom_ipc::messages::WorkerEvent) {
+        if let Some(supervisor) = &self.inner.supervisor {
+            supervisor.send(event);
+        }
     }
 
     pub fn events(&self) -> &HubEvents {

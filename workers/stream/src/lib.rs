@@ -20,6 +20,7 @@
 
 pub mod audio_history;
 pub mod bus;
+pub mod cluster;
 pub mod cues;
 pub mod cursor;
 pub mod demand;

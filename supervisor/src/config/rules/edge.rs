@@ -80,7 +80,7 @@ impl RawEdge {
 }
 
 /// `rtmp://host[:port]` or `rtmp://host[:port]/app` (or `rtmps://`).
-fn check_origin(field: &str, origin: &str) -> Result<(), FieldError> {
+pub(super) fn check_origin(field: &str, origin: &str) -> Result<(), FieldError> {
     let bad = |why: &str| {
         let message = format!("expected rtmp://host[:port][/app], got {origin:?}: {why}");
         Err(FieldError::new(field, message))
@@ -110,7 +110,7 @@ const SRT_PASSPHRASE_LEN: RangeInclusive<usize> = 10..=79;
 const SRT_LATENCY_MS: RangeInclusive<u32> = 0..=60_000;
 
 /// `srt://host:port[?passphrase=..&latency=..]`.
-fn check_srt_origin(field: &str, origin: &str) -> Result<(), FieldError> {
+pub(super) fn check_srt_origin(field: &str, origin: &str) -> Result<(), FieldError> {
     let bad = |why: String| {
         let message =
             format!("expected srt://host:port[?passphrase=..&latency=..], got {origin:?}: {why}");

@@ -65,7 +65,10 @@
 //!   "Transcoding": {"max_concurrent": 4, "ladders": [{"app": "live", "renditions": [
 //!                   {"name": "480p", "width": 854, "height": 480, "video_bitrate": 1200,
 //!                    "max_fps": 30, "profile": "main", "preset": "veryfast",
-//!                    "audio": "passthrough"}]}]}
+//!                    "audio": "passthrough"}]}]},
+//!   "Cluster": {"server_id": "origin-1", "etcd_endpoints": ["http://10.0.0.5:2379"],
+//!               "advertise": ["rtmp://10.0.0.1:1935"], "lease_ttl_secs": 5,
+//!               "key_prefix": "/strom/"}
 //! }
 //! ```
 //!
@@ -98,6 +101,7 @@
 mod access;
 mod ad_insertion;
 mod cameras;
+mod cluster;
 mod delivery;
 mod dvr;
 mod edge;
@@ -209,6 +213,8 @@ struct RawRules {
     webrtc: Option<webrtc::RawWebRtcSettings>,
     #[serde(rename = "Transcoding", default)]
     transcoding: Option<transcoding::RawTranscoding>,
+    #[serde(rename = "Cluster", default)]
+    cluster: Option<cluster::RawCluster>,
 }
 
 impl RawRules {
@@ -252,6 +258,10 @@ impl RawRules {
             transcoding: match self.transcoding {
                 Some(raw) => raw.validate().map_err(|e| e.under("Transcoding"))?,
                 None => Default::default(),
+            },
+            cluster: match self.cluster {
+                Some(raw) => Some(raw.validate().map_err(|e| e.under("Cluster"))?),
+                None => None,
             },
         })
     }

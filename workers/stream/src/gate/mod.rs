@@ -3,9 +3,10 @@
 //! Protocol adapters turn what a client showed into an [`Access`] and ask the gate; the
 //! gate decides, in one place for every protocol:
 //! - who may publish a name: the app's publisher credentials and publish control
-//!   (`publishsign`, the deny list) ([`Gate::admit_publisher`]), and one owner per name
+//!   (`publishsign`, the deny list) ([`Gate::admit_publisher`]), one owner per name
 //!   across every worker process ([`ownership`], enforced by [`Gate::publish`] and by
-//!   every other claim of an announcing hub), and hands the admitted publisher its
+//!   every other claim of an announcing hub) and across the servers of a cluster (the
+//!   registry's copy, [`crate::cluster`]), and hands the admitted publisher its
 //!   [`Publishing`] guard ([`Gate::publish`]);
 //! - who may read: playback protection (`wmsAuthSign`), the deny list of pay-per-view
 //!   ids and their session limit ([`Gate::admit_reader`]), and hands the admitted reader
@@ -22,6 +23,7 @@
 //! its own copy of either.
 
 pub mod access;
+mod cluster;
 pub mod handles;
 pub mod on_demand;
 pub mod ownership;
@@ -44,6 +46,7 @@ use crate::hub::{Hub, Publishing};
 use crate::publisher_info::PublisherInfo;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use strom_ipc::messages::WorkerEvent;
 use strom_ipc::rules::Rules;
 use strom_worker_runtime::sync::locked;
 
@@ -164,6 +167,15 @@ impl Gate {
         session: Session,
     ) -> Result<Publishing, Refusal> {
         let admitted = &admission.admitted;
+        if let Some(holder) = self.hub.cluster().held_elsewhere(&admitted.key) {
+            tracing::warn!(stream = %admitted.key, peer = %admitted.peer, protocol = admitted.protocol.as_str(), "publish refused: {holder} holds {} in the cluster", admitted.key);
+            self.hub.tell_supervisor(WorkerEvent::ClusterConflict {
+                app: admitted.key.app.clone(),
+                stream: admitted.key.stream.clone(),
+                holder: holder.to_string(),
+            });
+            return Err(Refusal::Busy(admitted.key.clone()));
+        }
         info.admitted_id = Some(admission.control_id.clone().unwrap_or_default());
         info.session_id = session.id;
         let publishing = self.hub.claim(&admitted.key, info).map_err(|_| {

@@ -60,6 +60,10 @@ impl<S: GatedService> WorkerService for Gated<S> {
                 }
                 WorkerReply::SessionsDeleted(found.iter().map(|e| e.id).collect())
             }
+            WorkerRequest::Cluster(update) => {
+                gate.apply_cluster(update);
+                WorkerReply::Done
+            }
             WorkerRequest::DenyPublishers(ids) => {
                 // The deny list is the gate's; the registry's sessions of these ids
                 // (publishers, pay-per-view viewers) close.

@@ -1,13 +1,17 @@
 //! Edge pulls, the same in both workers that pull for `Edge` rules (the rtmp worker for
 //! RTMP origins, the ingest worker for SRT ones): a stream is pulled when it gets a reader
 //! here, its app has an edge rule for this worker, and nobody produces it on this server;
-//! at most `max` pulls run; the rule's origins are tried in order (the next one when a
-//! pull fails, a [`Backoff`] wait after a round of failures); a pull ends when its stream
+//! at most `max` pulls run; the stream's holder by the cluster registry is tried first
+//! ([`crate::cluster`]), then the rule's origins in order (the next one when a pull
+//! fails, a [`Backoff`] wait after a round of failures), and a name the registry knows
+//! nobody holds waits for its watch instead of probing the origins; a pull ends when its stream
 //! has had no reader for the rule's grace, or its rule changed. The workers only say
 //! which rules are theirs and how one origin is pulled ([`Puller`]).
 
 use super::attempt::attempt;
 use super::{PullEnd, Puller};
+use crate::cluster::Resolution;
+use crate::demand::{DemandWatch, Unwatched};
 use crate::events::HubEvent;
 use crate::hub::Hub;
 use crate::key::StreamKey;
@@ -224,8 +228,103 @@ fn follow(pulls: &Arc<EdgePulls>) {
     });
 }
 
-/// Pulls the stream from the rule's origins, one after the other, until it has had no
-/// readers for the rule's grace, its rule changes or the worker stops.
+/// What waiting for a name's registration ended with.
+enum Registration {
+    /// The registry changed: resolve again.
+    Changed,
+    /// No reader for the rule's grace.
+    Idle,
+    Stopped,
+}
+
+/// Waits, while `key` has readers, for the registry to change (a name nobody holds is
+/// not probed at the origins: it is pulled from its holder once one registers it).
+async fn wait_for_registration(
+    pulls: &EdgePulls,
+    key: &StreamKey,
+    rule: &EdgeRule,
+    stop: &CancellationToken,
+) -> Registration {
+    let mut changes = pulls.hub.cluster().changes();
+    changes.mark_unchanged();
+    if pulls.hub.cluster().resolve(key, rule.is_srt()) != Resolution::Unregistered {
+        return Registration::Changed;
+    }
+    let mut events = pulls.hub.events().listen();
+    let grace = Duration::from_secs(u64::from(rule.idle_grace_secs));
+    let mut demand = DemandWatch::new(&pulls.hub, key, &mut events, true, grace);
+    tokio::select! {
+        () = stop.cancelled() => Registration::Stopped,
+        changed = changes.changed() => match changed {
+            Ok(()) => Registration::Changed,
+            Err(_) => Registration::Stopped,
+        },
+        unwatched = demand.wait() => match unwatched {
+            Unwatched::Idle => Registration::Idle,
+            Unwatched::Closed => Registration::Stopped,
+        },
+    }
+}
+
+/// The origins to try for `key`, in order: its holder's advertised URL by the cluster
+/// registry, then the rule's `origins`; `None` while the registry is current and
+/// nobody holds the name.
+fn round_of(pulls: &EdgePulls, key: &StreamKey, rule: &EdgeRule) -> Option<Vec<String>> {
+    let mut round = Vec::with_capacity(rule.origins.len() + 1);
+    match pulls.hub.cluster().resolve(key, rule.is_srt()) {
+        Resolution::Unregistered => return None,
+        Resolution::Holder { url: Some(url), .. } => round.push(url),
+        Resolution::Holder { url: None, .. } | Resolution::Unknown => {}
+    }
+    for origin in &rule.origins {
+        if !round.contains(origin) {
+            round.push(origin.clone());
+        }
+    }
+    Some(round)
+}
+
+/// Says where the registry sends the pull of `key`, when it names a holder.
+fn log_holder(pulls: &EdgePulls, key: &StreamKey, rule: &EdgeRule) {
+    match pulls.hub.cluster().resolve(key, rule.is_srt()) {
+        Resolution::Holder {
+            url: Some(url),
+            server,
+        } => {
+            let url = pulls
+                .puller
+                .shown(&EdgeRule::url(&url, &key.app, &key.stream));
+            tracing::info!(stream = %key, %server, %url, "edge: the cluster registry names the holder");
+        }
+        Resolution::Holder { url: None, server } => {
+            let protocol = pulls.puller.protocol();
+            tracing::warn!(stream = %key, %server, "edge: the holder advertises no {protocol} URL; trying the origins");
+        }
+        Resolution::Unregistered | Resolution::Unknown => {}
+    }
+}
+
+/// Returns when the registry changes what `round` would be.
+async fn round_changed(
+    pulls: &EdgePulls,
+    key: &StreamKey,
+    rule: &EdgeRule,
+    round: &[String],
+    registry: &mut tokio::sync::watch::Receiver<u64>,
+) {
+    loop {
+        if registry.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        if round_of(pulls, key, rule).as_deref() != Some(round) {
+            return;
+        }
+    }
+}
+
+/// Pulls the stream from its holder (by the cluster registry) and the rule's origins,
+/// one after the other, until it has had no readers for the rule's grace, its rule
+/// changes or the worker stops.
 async fn run(pulls: Arc<EdgePulls>, pull: EdgePull) {
     let EdgePull {
         key,
@@ -234,55 +333,78 @@ async fn run(pulls: Arc<EdgePulls>, pull: EdgePull) {
         stop,
     } = pull;
     let mut backoff = Backoff::default();
-    let mut origin = 0;
-    while let Some(base) = rule.origins.get(origin) {
-        let source = PullSource {
-            app: key.app.clone(),
-            stream: key.stream.clone(),
-            url: EdgeRule::url(base, &key.app, &key.stream),
-            mode: PullMode::OnDemand,
-            idle_grace_secs: rule.idle_grace_secs,
-            rtsp_transport: Default::default(),
-        };
-        let url = pulls.puller.shown(&source.url);
-        let started = Instant::now();
-        match attempt(
-            &pulls.hub,
-            &*pulls.puller,
-            &key,
-            source,
-            Some(base.clone()),
-            &stop,
-        )
-        .await
-        {
-            PullEnd::Stopped => break,
-            PullEnd::Idle => {
-                tracing::info!(stream = %key, %url, grace_secs = rule.idle_grace_secs, "edge: no viewers left: pull dropped");
-                origin = 0;
-                backoff.reset();
-            }
-            PullEnd::Failed(_) if stop.is_cancelled() => break,
-            PullEnd::Failed(error) => {
-                origin = (origin + 1) % rule.origins.len();
-                let next = pulls.puller.shown(&EdgeRule::url(
-                    &rule.origins[origin],
-                    &key.app,
-                    &key.stream,
-                ));
-                tracing::warn!(stream = %key, %url, %error, %next, "edge: pull failed; trying the next origin");
-                if origin == 0 {
-                    // Every origin failed once: wait before the next round.
-                    let delay = backoff.after(started.elapsed());
-                    tokio::select! {
-                        () = stop.cancelled() => break,
-                        () = tokio::time::sleep(delay) => {}
+    'pulling: loop {
+        let Some(round) = round_of(&pulls, &key, &rule) else {
+            tracing::info!(stream = %key, "edge: no server holds the stream in the cluster registry: waiting for one");
+            match wait_for_registration(&pulls, &key, &rule, &stop).await {
+                Registration::Changed => continue,
+                Registration::Stopped => break,
+                Registration::Idle => {
+                    if pulls.finish(&key, id) {
+                        break;
                     }
+                    continue;
                 }
             }
+        };
+        log_holder(&pulls, &key, &rule);
+        let mut registry = pulls.hub.cluster().changes();
+        registry.mark_unchanged();
+        let started = Instant::now();
+        for (position, base) in round.iter().enumerate() {
+            let source = PullSource {
+                app: key.app.clone(),
+                stream: key.stream.clone(),
+                url: EdgeRule::url(base, &key.app, &key.stream),
+                mode: PullMode::OnDemand,
+                idle_grace_secs: rule.idle_grace_secs,
+                rtsp_transport: Default::default(),
+            };
+            let url = pulls.puller.shown(&source.url);
+            let end = attempt(
+                &pulls.hub,
+                &*pulls.puller,
+                &key,
+                source,
+                Some(base.clone()),
+                &stop,
+            )
+            .await;
+            match end {
+                PullEnd::Stopped => break 'pulling,
+                PullEnd::Idle => {
+                    tracing::info!(stream = %key, %url, grace_secs = rule.idle_grace_secs, "edge: no viewers left: pull dropped");
+                    backoff.reset();
+                    if pulls.finish(&key, id) {
+                        break 'pulling;
+                    }
+                    continue 'pulling;
+                }
+                PullEnd::Failed(_) if stop.is_cancelled() => break 'pulling,
+                PullEnd::Failed(error) => {
+                    let next = round.get(position + 1).unwrap_or(&round[0]);
+                    let next = (pulls.puller).shown(&EdgeRule::url(next, &key.app, &key.stream));
+                    tracing::warn!(stream = %key, %url, %error, %next, "edge: pull failed; trying the next origin");
+                }
+            }
+            if pulls.finish(&key, id) {
+                break 'pulling;
+            }
+            if registry.has_changed().unwrap_or(false)
+                && round_of(&pulls, &key, &rule).as_ref() != Some(&round)
+            {
+                registry.mark_unchanged();
+                // A new holder (or none): start over from it, without a wait.
+                continue 'pulling;
+            }
         }
-        if pulls.finish(&key, id) {
-            break;
+        // Every origin failed once: wait before the next round, or less when the
+        // registry names a new holder meanwhile.
+        let delay = backoff.after(started.elapsed());
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(delay) => {}
+            () = round_changed(&pulls, &key, &rule, &round, &mut registry) => {}
         }
     }
     pulls.finish(&key, id);
