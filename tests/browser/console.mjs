@@ -10,9 +10,11 @@
 // has none (the banner must say so); stream `-`: stop after the overview.
 //
 // `--ladder` (after the screenshot path) stops after the stream's details and its ABR
-// ladder (the transcoded stream's renditions, read as `ladder`).
+// ladder (the transcoded stream's renditions, read as `ladder`). `--row` stops after the
+// stream's row in the stream list (`streamRow`), and reads the cluster registry's table
+// there as `clusterRows` (a server with a `Cluster` block).
 //
-//   node tests/browser/console.mjs <console URL> <token> <app/stream> <screenshot.png> [--ladder]
+//   node tests/browser/console.mjs <console URL> <token> <app/stream> <screenshot.png> [--ladder|--row]
 import { readFileSync } from 'node:fs';
 import { launch } from './chromium.mjs';
 
@@ -86,6 +88,19 @@ try {
       await page.waitForSelector(link, { timeout: WAIT_MS });
       return page.$eval(link, (a) => [...a.closest('tr').cells].map((c) => c.textContent));
     });
+    if (mode === '--row') {
+      await step('clusterRows', async () => {
+        await page.waitForSelector('main h2:has-text("Cluster registry")', { timeout: WAIT_MS });
+        return {
+          heading: await page.textContent('main h2:has-text("Cluster registry")'),
+          rows: await page.$$eval('main table:last-of-type tbody tr', (rows) => rows.map((r) => r.textContent)),
+        };
+      });
+      result.apiRequests = apiRequests.slice(signedFrom);
+      await browser.close();
+      console.log(JSON.stringify(result));
+      process.exit(0);
+    }
     await page.click(link).catch((e) => log.push(`no stream link: ${e.message.split('\n')[0]}`));
 
     const sample = async (kind) => {

@@ -116,22 +116,36 @@ const StromViews = (() => {
   }
 
   async function streams(container) {
-    const [live, sessions] = await Promise.all([
-      StromApi.get('/manage/live_streams_status'), StromApi.get('/manage/sessions')]);
+    const [live, sessions, cluster] = await Promise.all([
+      StromApi.get('/manage/live_streams_status'), StromApi.get('/manage/sessions'),
+      StromApi.get('/manage/cluster')]);
     if (!live.ok) return container.replaceChildren(problem('live streams', live));
     const viewers = viewersByStream(sessions.data);
+    // With a `Cluster` block: which server of the cluster holds each stream.
+    const registry = cluster.ok && cluster.data.enabled ? cluster.data : null;
+    const holders = {};
+    for (const s of registry ? registry.streams : []) holders[`${s.app}/${s.stream}`] = s.server;
     const rows = [];
     for (const group of live.data) {
       for (const s of group.streams) {
-        rows.push([streamLink(group.app, s.strm), s.protocol,
+        const row = [streamLink(group.app, s.strm), s.protocol,
           [s.vcodec, s.acodec].filter(Boolean).join(' + '), s.resolution || '',
           bits(s.bandwidth), s.publisher_ip || s.source_url || '',
-          viewers[`${group.app}/${s.strm}`] || 0, since(s.publish_time)]);
+          viewers[`${group.app}/${s.strm}`] || 0, since(s.publish_time)];
+        if (registry) row.push(holders[`${group.app}/${s.strm}`] || 'unclaimed');
+        rows.push(row);
       }
     }
-    container.replaceChildren(el('h2', {}, 'Live streams'),
-      table(['stream', 'protocol', 'codecs', 'resolution', 'bitrate', 'publisher', 'viewers', 'since'],
-        rows, 'No stream is live.'));
+    const headers = ['stream', 'protocol', 'codecs', 'resolution', 'bitrate', 'publisher', 'viewers', 'since'];
+    const parts = [el('h2', {}, 'Live streams'),
+      table(registry ? headers.concat(['held by']) : headers, rows, 'No stream is live.')];
+    if (registry) {
+      const state = registry.connected ? 'connected' : `unreachable: ${registry.last_error || ''}`;
+      const held = registry.streams.map((s) => [`${s.app}/${s.stream}`, s.server]);
+      parts.push(el('h2', {}, `Cluster registry (${registry.server_id}, ${state})`),
+        table(['stream', 'held by'], held, 'No stream is held in the cluster.'));
+    }
+    container.replaceChildren(...parts);
   }
 
   function sessionRows(list) {

@@ -51,7 +51,7 @@ pub(super) async fn run(
         let connected = locked(&shared.status).connected;
         let Some(own_id) = settings.map(|s| s.server_id) else {
             for kind in snapshot_for {
-                send(&state, kind, vec![ClusterUpdate::default()]).await;
+                send(&shared, &state, kind, vec![ClusterUpdate::default()]).await;
             }
             continue;
         };
@@ -68,24 +68,33 @@ pub(super) async fn run(
         for kind in WorkerKind::ALL {
             match &snapshot {
                 Some(snapshot) if snapshot_for.contains(&kind) => {
-                    send(&state, kind, snapshot.clone()).await
+                    send(&shared, &state, kind, snapshot.clone()).await
                 }
-                _ if !updates.is_empty() => send(&state, kind, updates.clone()).await,
+                _ if !updates.is_empty() => send(&shared, &state, kind, updates.clone()).await,
                 _ => {}
             }
         }
     }
 }
 
-/// Sends `updates` to `kind`; a worker that is not running gets the copy when it starts.
-async fn send(state: &SupervisorState, kind: WorkerKind, updates: Vec<ClusterUpdate>) {
+/// Sends `updates` to `kind`; a worker that is not running gets the copy when it starts,
+/// and one that missed an update (it did not answer in time) gets the whole copy again.
+async fn send(
+    shared: &Shared,
+    state: &SupervisorState,
+    kind: WorkerKind,
+    updates: Vec<ClusterUpdate>,
+) {
     let worker = state.workers.get(kind);
     if worker.link().is_none() {
         return;
     }
     for update in updates {
         if let Err(e) = worker.request(WorkerRequest::Cluster(update)).await {
-            tracing::debug!(worker = %kind, error = %e, "cluster copy not delivered");
+            tracing::warn!(worker = %kind, error = %e, "cluster: copy update not delivered: the whole copy follows");
+            if worker.link().is_some() {
+                let _ = shared.push.try_send(Push::Ready(kind));
+            }
             return;
         }
     }

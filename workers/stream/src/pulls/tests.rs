@@ -203,3 +203,89 @@ async fn an_edge_pull_fails_over_to_the_next_origin_and_ends_with_its_readers() 
     );
     stop.cancel();
 }
+
+/// With the cluster registry: a name nobody holds is not probed at the origins but waits
+/// for its registration; once a server holds it, its advertised URL is pulled first; a
+/// new holder (the first one died) is followed.
+#[tokio::test]
+async fn an_edge_pull_goes_to_the_registry_holder_and_waits_for_unregistered_names() {
+    use strom_ipc::cluster::{ClusterUpdate, ServerEntry, StreamEntry};
+    let hub = Hub::default();
+    // The holder is dead and the listed origin does not have the stream.
+    let (puller, mut seen) = scripted(&["rtmp://dead/live/cam", "rtmp://listed/live/cam"]);
+    let stop = CancellationToken::new();
+    let rules = Arc::new(Rules {
+        edges: vec![EdgeRule {
+            apps: vec!["live".into()],
+            origins: vec!["rtmp://listed".into()],
+            idle_grace_secs: 30,
+        }],
+        ..Rules::default()
+    });
+    let _edges = EdgePulls::start(
+        hub.clone(),
+        WorkerKind::Rtmp,
+        |_| true,
+        10,
+        stop.clone(),
+        Box::new(move || Arc::clone(&rules)),
+        puller,
+    );
+    let servers = vec![
+        ServerEntry {
+            id: "o1".into(),
+            urls: Some(vec!["srt://dead:9000".into(), "rtmp://dead".into()]),
+        },
+        ServerEntry {
+            id: "o2".into(),
+            urls: Some(vec!["rtmp://holder".into()]),
+        },
+    ];
+    hub.cluster().apply(ClusterUpdate {
+        own_id: Some("edge".into()),
+        connected: true,
+        reset: true,
+        servers,
+        streams: Vec::new(),
+    });
+    let key = StreamKey::new("live", "cam");
+    let _reader = hub.own_reader(&key, Queue, 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        seen.try_recv().is_err(),
+        "an unregistered name is not probed at the origins"
+    );
+    let held_by = |server: Option<&str>| ClusterUpdate {
+        own_id: Some("edge".into()),
+        connected: true,
+        streams: vec![StreamEntry {
+            app: "live".into(),
+            stream: "cam".into(),
+            server: server.map(Into::into),
+        }],
+        ..ClusterUpdate::default()
+    };
+    hub.cluster().apply(held_by(Some("o1")));
+    assert_eq!(
+        next(&mut seen).await,
+        Seen::Started("rtmp://dead/live/cam".into()),
+        "the holder's URL of the rule's protocol first"
+    );
+    assert_eq!(
+        next(&mut seen).await,
+        Seen::Started("rtmp://listed/live/cam".into()),
+        "then the rule's origins"
+    );
+    // The holder died; its key went with its lease, and another server claimed the name.
+    hub.cluster().apply(held_by(None));
+    hub.cluster().apply(held_by(Some("o2")));
+    let mut started = Vec::new();
+    while !started.contains(&Seen::Started("rtmp://holder/live/cam".into())) {
+        started.push(next(&mut seen).await);
+        assert!(
+            started.len() < 10,
+            "the new holder is never pulled: {started:?}"
+        );
+    }
+    stop.cancel();
+}
