@@ -6,7 +6,7 @@
 
 use super::Shared;
 use super::claims::{Claim, Claimer, REQUEST_TIMEOUT};
-use super::copy::RegistryCopy;
+use super::copy::{Change, RegistryCopy};
 use super::push::Push;
 use crate::state::SupervisorState;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions};
@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strom_ipc::cluster::ClusterSettings;
+use strom_ipc::cluster::{ClusterSettings, StreamEntry};
 use strom_ipc::sync::locked;
 use tokio_util::sync::CancellationToken;
 
@@ -366,6 +366,7 @@ impl Claims {
             .buffer_unordered(CLAIMS_IN_FLIGHT)
             .collect::<Vec<_>>()
             .await;
+        let mut lost_to = Vec::new();
         for ((app, stream), started, claim) in outcomes {
             match claim {
                 Ok(Claim::Ours) => {
@@ -378,6 +379,14 @@ impl Claims {
                 Ok(Claim::Held(holder)) => {
                     locked(&shared.status).lost_claims += 1;
                     tracing::warn!(holder = %holder, "cluster: claim of {app}/{stream} lost to {holder}: its publisher here is ended");
+                    // The workers end a publisher when an update names another holder;
+                    // this one may have started just after its worker saw the winner's
+                    // claim, so the workers are told again.
+                    lost_to.push(Change::Stream(StreamEntry {
+                        app: app.clone(),
+                        stream: stream.clone(),
+                        server: Some(holder),
+                    }));
                     self.lost.insert((app, stream));
                 }
                 Err(e) => {
@@ -385,6 +394,9 @@ impl Claims {
                     tracing::warn!(stream = %format_args!("{app}/{stream}"), error = %e, "cluster: claim failed");
                 }
             }
+        }
+        if !lost_to.is_empty() {
+            let _ = shared.push.send(Push::Changes(lost_to)).await;
         }
         if self.committed.len() > 4 * super::SAMPLES {
             self.committed.clear();
