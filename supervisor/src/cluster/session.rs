@@ -117,9 +117,11 @@ async fn revoke(settings: &ClusterSettings, lease: i64) {
 async fn connect(settings: &ClusterSettings) -> anyhow::Result<Client> {
     let options = ConnectOptions::new()
         .with_connect_timeout(CONNECT_TIMEOUT)
-        // HTTP/2 pings find a partitioned member without waiting for TCP.
-        .with_keep_alive(Duration::from_secs(1), Duration::from_secs(2))
-        .with_keep_alive_while_idle(true)
+        // HTTP/2 pings find a dead connection without waiting for TCP; no more often
+        // than etcd's `--grpc-keepalive-min-time` (5 s by default) allows, or etcd closes
+        // the connection ("too many pings"). A member cut off from its quorum is found
+        // sooner by the lease's keep-alive answers, which stop (and `require_leader`).
+        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
         // A member cut off from its quorum answers nothing current: fail over instead.
         .with_require_leader(true);
     let client = tokio::time::timeout(

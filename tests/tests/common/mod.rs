@@ -621,6 +621,7 @@ pub fn process_alive(pid: i32) -> bool {
 }
 
 pub mod browser;
+pub mod etcd;
 pub mod h2_raw;
 pub mod http;
 pub mod media;

@@ -27,7 +27,7 @@ impl Gate {
                 // playlists, configured inputs) are left to the operator.
                 continue;
             }
-            for entry in self.sessions.kill(&[publisher.session_id]) {
+            if let Some(entry) = self.sessions.end(publisher.session_id) {
                 tracing::warn!(
                     session = entry.id,
                     protocol = entry.protocol,

@@ -424,7 +424,20 @@ impl Sessions {
         closed
     }
 
-    /// Closes the listed sessions with these ids; returns the entries found.
+    /// Closes the session `id`, listed or not (an RTMP publisher is not listed), for the
+    /// gate's own decisions; the entry, when it was open.
+    pub fn end(&self, id: u64) -> Option<Arc<SessionEntry>> {
+        let entry = locked(&self.table)
+            .entries
+            .get(&id)
+            .filter(|e| e.is_on())
+            .cloned()?;
+        entry.kill.cancel();
+        Some(entry)
+    }
+
+    /// Closes the listed sessions with these ids (the API's requests); returns the
+    /// entries found.
     pub fn kill(&self, ids: &[u64]) -> Vec<Arc<SessionEntry>> {
         let table = locked(&self.table);
         let found: Vec<_> = (ids.iter())
