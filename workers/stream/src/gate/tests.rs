@@ -559,3 +559,58 @@ fn sessions_end_with_their_handles_and_caps_count_alike_sessions() {
     drop(a);
     assert!(capped(16, "10.0.0.1").is_some());
 }
+
+/// The cluster registry's copy: a name another server holds is refused while the copy
+/// is current (not while etcd is unreachable), and a publisher whose name the copy then
+/// gives to another server is ended, unlisted (RTMP) or not.
+#[test]
+fn names_held_by_another_server_are_refused_and_their_late_publishers_ended() {
+    use strom_ipc::cluster::{ClusterUpdate, StreamEntry};
+    let gate = gate();
+    let held = |stream: &str, server: &str, connected: bool| ClusterUpdate {
+        own_id: Some("me".into()),
+        connected,
+        streams: vec![StreamEntry {
+            app: "live".into(),
+            stream: stream.into(),
+            server: Some(server.into()),
+        }],
+        ..ClusterUpdate::default()
+    };
+    gate.apply_cluster(held("taken", "other", true));
+    let refused = publish(
+        &gate,
+        &access(Protocol::Srt, "live", "taken"),
+        None,
+        info(1),
+    );
+    assert!(
+        matches!(refused, Err(Refusal::Busy(_))),
+        "{:?}",
+        refused.err()
+    );
+    let mine = publish(
+        &gate,
+        &access(Protocol::Rtmp, "live", "mine"),
+        None,
+        info(2),
+    );
+    assert!(mine.is_ok(), "a name nobody else holds is published");
+
+    // etcd unreachable: the last copy refuses nothing.
+    gate.apply_cluster(held("taken", "other", false));
+    let admitted = publish(
+        &gate,
+        &access(Protocol::Rtmp, "live", "taken"),
+        None,
+        info(3),
+    );
+    assert!(admitted.is_ok(), "{:?}", admitted.as_ref().err());
+    let kill = gate.sessions().get(3).unwrap().kill.clone();
+    // Back, the registry names the other server: this publisher lost the name.
+    gate.apply_cluster(held("taken", "other", true));
+    assert!(kill.is_cancelled(), "the publisher of a lost name is ended");
+    let own = gate.sessions().get(2).unwrap().kill.clone();
+    gate.apply_cluster(held("mine", "me", true));
+    assert!(!own.is_cancelled(), "this server's own claim ends nothing");
+}
