@@ -37,6 +37,7 @@ pub(super) async fn manage(
         let current = settings.borrow_and_update().clone();
         let Some(current) = current else {
             set_connected(&shared, false, None);
+            locked(&shared.status).lease_id = 0;
             *locked(&shared.copy) = RegistryCopy::default();
             let _ = shared.push.send(Push::Snapshot).await;
             tokio::select! {
