@@ -948,3 +948,61 @@ fn with_every_etcd_member_stopped_media_flows_and_claims_come_back() {
         edge.log()
     );
 }
+
+/// A reload that removes the `Cluster` block revokes the server's lease (its claims go
+/// at once, not a TTL later) and its copy is dropped; one that adds a block with
+/// another `server_id` joins again and claims the live stream under the new id.
+#[test]
+fn a_reload_leaves_and_joins_the_registry() {
+    require_tool("ffmpeg", "ffmpeg");
+    let etcd = EtcdCluster::start(1);
+    let server = origin(&etcd, "before", None, "", None);
+    let _publisher = publish(&rtmp_url(&server, "live/x"));
+    wait_live(&server, "live", "x", LIVE)
+        .unwrap_or_else(|| panic!("not live; log:\n{}", server.log()));
+    let key = "/strom/streams/live/x";
+    let claimed = wait_for(REGISTRY, "the claim", || {
+        etcd.get(key).filter(|id| id == "before")
+    });
+    assert!(claimed.is_some(), "no claim; log:\n{}", server.log());
+
+    let rtmp = server.ports.rtmp;
+    let mut rules = json!({
+        "RtmpSettings": {"interfaces": [{"ip": "127.0.0.1", "port": rtmp}]},
+        "Delivery": {"outputs": []},
+    });
+    server.apply_rules(&rules.to_string());
+    // Revoked, not expired: well within the TTL (3 s), and the server says so.
+    let gone = wait_for(Duration::from_secs(TTL_SECS), "the claim revoked", || {
+        etcd.get(key).is_none().then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "{key} is still {:?} after the Cluster block left; log:\n{}",
+        etcd.get(key),
+        server.log()
+    );
+    assert!(
+        server.log().contains("cluster: lease revoked"),
+        "{}",
+        server.log()
+    );
+    let status = cluster_status(&server);
+    assert_eq!(status["enabled"], false, "{status}");
+    assert_eq!(status["streams"], json!([]), "{status}");
+
+    rules["Cluster"] = cluster_block(&etcd, "after", &[format!("rtmp://127.0.0.1:{rtmp}")], None);
+    server.apply_rules(&rules.to_string());
+    let joined = wait_for(REGISTRY, "the claim under the new id", || {
+        etcd.get(key).filter(|id| id == "after")
+    });
+    assert!(
+        joined.is_some(),
+        "{key} is {:?}, not \"after\"; log:\n{}",
+        etcd.get(key),
+        server.log()
+    );
+    let status = cluster_status(&server);
+    assert_eq!(status["server_id"], "after", "{status}");
+    assert_eq!(status["connected"], true, "{status}");
+}
