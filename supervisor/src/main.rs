@@ -16,6 +16,7 @@ mod logging;
 mod management;
 mod metrics;
 mod process;
+mod registry_audit;
 mod reload;
 mod run;
 mod state;

@@ -159,6 +159,51 @@ impl SupervisorState {
             .map(|location| location.producer)
     }
 
+    /// The live streams `kind` produces, by the registry.
+    pub fn produced_by(&self, kind: WorkerKind) -> BTreeSet<(String, String)> {
+        (locked(&self.registry).iter())
+            .filter(|(_, location)| location.producer == kind)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Corrects the registry by what `kind` says it produces (`listed`): adds what it
+    /// lists and the registry lacks, removes what the registry had for it `before` the
+    /// question and it no longer lists. Returns (added, removed).
+    pub fn audit_registry(
+        &self,
+        kind: WorkerKind,
+        before: &BTreeSet<(String, String)>,
+        listed: &BTreeSet<(String, String)>,
+    ) -> (usize, usize) {
+        let mut registry = locked(&self.registry);
+        let mut added = 0;
+        for (app, stream) in listed {
+            let name = (app.clone(), stream.clone());
+            if let std::collections::btree_map::Entry::Vacant(entry) = registry.entry(name) {
+                entry.insert(StreamLocation {
+                    app: app.clone(),
+                    stream: stream.clone(),
+                    producer: kind,
+                    bus_path: bus_path(&self.instance.run_dir, kind),
+                });
+                added += 1;
+            }
+        }
+        let mut removed = 0;
+        for name in before.difference(listed) {
+            if registry.get(name).is_some_and(|l| l.producer == kind) {
+                registry.remove(name);
+                removed += 1;
+            }
+        }
+        drop(registry);
+        if added + removed > 0 {
+            self.registry_changed();
+        }
+        (added, removed)
+    }
+
     /// Wakes whenever the registry must be pushed to subscriber workers.
     pub fn registry_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.registry_version.subscribe()

@@ -136,8 +136,8 @@ async fn connect(settings: &ClusterSettings) -> anyhow::Result<Client> {
 /// One connection's life; returns why it ended (it runs until an error or until its
 /// future is dropped).
 async fn session(
-    shared: &Shared,
-    state: &SupervisorState,
+    shared: &Arc<Shared>,
+    state: &Arc<SupervisorState>,
     settings: &ClusterSettings,
     lease: &mut Option<i64>,
     ended: &CancellationToken,
@@ -149,8 +149,8 @@ async fn session(
 }
 
 async fn run_session(
-    shared: &Shared,
-    state: &SupervisorState,
+    shared: &Arc<Shared>,
+    state: &Arc<SupervisorState>,
     settings: &ClusterSettings,
     lease: &mut Option<i64>,
     ended: &CancellationToken,
@@ -226,16 +226,26 @@ async fn run_session(
         "cluster: connected to etcd"
     );
 
-    let mut claims = Claims::default();
-    let mut registry = state.registry_changes();
-    claims.reconcile(shared, state, &claimer).await;
+    // Claims in their own task too: a storm of publishes must not hold up the watch,
+    // which is how this server learns what others claimed (and so what to refuse).
+    let committed = Arc::new(Committed::default());
+    let released = Arc::new(tokio::sync::Notify::new());
+    let claims_stop = ended.child_token();
+    let _stop_claims = claims_stop.clone().drop_guard();
+    tokio::spawn(keep_claims(
+        Arc::clone(shared),
+        Arc::clone(state),
+        claimer,
+        Arc::clone(&committed),
+        Arc::clone(&released),
+        claims_stop,
+    ));
     loop {
         tokio::select! {
             ended = &mut keeping => return Err(match ended {
                 Ok(error) => error,
                 Err(e) => anyhow::anyhow!("the keep-alive task failed: {e}"),
             }),
-            _ = registry.changed() => claims.reconcile(shared, state, &claimer).await,
             message = watch.message() => {
                 let Some(answer) = message? else {
                     anyhow::bail!("the watch ended");
@@ -244,7 +254,7 @@ async fn run_session(
                     anyhow::bail!("the watch was cancelled: {}", answer.cancel_reason());
                 }
                 let mut changes = Vec::new();
-                let mut released = false;
+                let mut deleted = false;
                 {
                     let mut copy = locked(&shared.copy);
                     for event in answer.events() {
@@ -253,20 +263,73 @@ async fn run_session(
                             EventType::Put => Some(kv.value()),
                             EventType::Delete => None,
                         };
-                        claims.seen(shared, kv.key(), value);
-                        released |= value.is_none();
+                        committed.seen(shared, kv.key(), value);
+                        deleted |= value.is_none();
                         changes.extend(copy.apply(&prefix, kv.key(), value));
                     }
                 }
                 if !changes.is_empty() {
                     shared.push.send(Push::Changes(changes)).await?;
                 }
-                if released && claims.has_lost() {
+                if deleted {
                     // A name this server lost may be free now.
-                    claims.lost.clear();
-                    claims.reconcile(shared, state, &claimer).await;
+                    released.notify_one();
                 }
             }
+        }
+    }
+}
+
+/// Claims committed and not yet seen through the watch, for the watch's lag.
+#[derive(Default)]
+struct Committed(std::sync::Mutex<HashMap<Vec<u8>, Instant>>);
+
+impl Committed {
+    fn add(&self, key: String) {
+        let mut committed = locked(&self.0);
+        if committed.len() > 4 * super::SAMPLES {
+            committed.clear();
+        }
+        committed.insert(key.into_bytes(), Instant::now());
+    }
+
+    /// A watch event of `key`: the lag of this server's own claims.
+    fn seen(&self, shared: &Shared, key: &[u8], value: Option<&[u8]>) {
+        if value.is_none() {
+            return;
+        }
+        let committed = locked(&self.0).remove(key);
+        if let Some(committed) = committed {
+            locked(&shared.status).watch_lag_ms.add(committed.elapsed());
+        }
+    }
+}
+
+/// How often claims and releases that failed are tried again without a change.
+const RETRY_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Keeps this server's claims equal to the streams it produces, until `stop`.
+async fn keep_claims(
+    shared: Arc<Shared>,
+    state: Arc<SupervisorState>,
+    claimer: Claimer,
+    committed: Arc<Committed>,
+    released: Arc<tokio::sync::Notify>,
+    stop: CancellationToken,
+) {
+    let mut claims = Claims::default();
+    let mut registry = state.registry_changes();
+    let mut retries = tokio::time::interval(RETRY_INTERVAL);
+    retries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        claims
+            .reconcile(&shared, &state, &claimer, &committed)
+            .await;
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = registry.changed() => if changed.is_err() { return },
+            () = released.notified() => claims.lost.clear(),
+            _ = retries.tick() => {}
         }
     }
 }
@@ -315,26 +378,17 @@ struct Claims {
     held: BTreeSet<Name>,
     /// Names another server held when claimed; claimed again once a key is released.
     lost: BTreeSet<Name>,
-    /// Claims committed and not yet seen through the watch, for its lag.
-    committed: HashMap<Vec<u8>, Instant>,
 }
 
 impl Claims {
-    fn has_lost(&self) -> bool {
-        !self.lost.is_empty()
-    }
-
-    /// A watch event of `key`: the lag of this server's own claims.
-    fn seen(&mut self, shared: &Shared, key: &[u8], value: Option<&[u8]>) {
-        if value.is_some()
-            && let Some(committed) = self.committed.remove(key)
-        {
-            locked(&shared.status).watch_lag_ms.add(committed.elapsed());
-        }
-    }
-
     /// Claims the streams produced here and releases the ones no longer produced.
-    async fn reconcile(&mut self, shared: &Shared, state: &SupervisorState, claimer: &Claimer) {
+    async fn reconcile(
+        &mut self,
+        shared: &Shared,
+        state: &SupervisorState,
+        claimer: &Claimer,
+        committed: &Committed,
+    ) {
         let rules = state.rules();
         let produced: BTreeSet<Name> = (state.registry().into_iter())
             .filter(|l| rules.edge_for(&l.app).is_none())
@@ -355,10 +409,15 @@ impl Claims {
             .collect::<Vec<_>>()
             .await;
         for (name, released) in releases {
-            if let Err(e) = released {
-                tracing::warn!(stream = %format_args!("{}/{}", name.0, name.1), error = %e, "cluster: release failed: the claim ends with the lease");
+            match released {
+                Ok(()) => {
+                    self.held.remove(&name);
+                }
+                // Still held: released again with the next change, or with the lease.
+                Err(e) => {
+                    tracing::warn!(stream = %format_args!("{}/{}", name.0, name.1), error = %e, "cluster: release failed: tried again")
+                }
             }
-            self.held.remove(&name);
         }
         let outcomes = futures_util::stream::iter(new)
             .map(|(app, stream)| async move {
@@ -373,8 +432,7 @@ impl Claims {
         for ((app, stream), started, claim) in outcomes {
             match claim {
                 Ok(Claim::Ours) => {
-                    let key = super::keys::stream(&claimer.prefix, &app, &stream);
-                    self.committed.insert(key.into_bytes(), Instant::now());
+                    committed.add(super::keys::stream(&claimer.prefix, &app, &stream));
                     locked(&shared.status).claim_ms.add(started.elapsed());
                     tracing::info!(stream = %format_args!("{app}/{stream}"), "cluster: claimed");
                     self.held.insert((app, stream));
@@ -400,9 +458,6 @@ impl Claims {
         }
         if !lost_to.is_empty() {
             let _ = shared.push.send(Push::Changes(lost_to)).await;
-        }
-        if self.committed.len() > 4 * super::SAMPLES {
-            self.committed.clear();
         }
         locked(&shared.status).claims = self.held.len();
     }

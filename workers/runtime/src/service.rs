@@ -9,8 +9,10 @@ use strom_ipc::messages::{WorkerEvent, WorkerHello, WorkerReply, WorkerRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Bounded queue of events to the supervisor; events are few (publish/unpublish).
-pub const EVENT_QUEUE: usize = 1024;
+/// Bounded queue of events to the supervisor (publish/unpublish, about a hundred bytes
+/// each): deep enough for thousands of publishers that leave at once; what is dropped
+/// past it the supervisor's registry audit corrects.
+pub const EVENT_QUEUE: usize = 8192;
 
 /// Sends events to the supervisor without blocking the sender.
 #[derive(Debug, Clone)]
