@@ -99,7 +99,10 @@ async fn supervise_all(instance: InstanceConfig) -> anyhow::Result<()> {
     }
 
     tokio::spawn(push_registry(Arc::clone(&state)));
-    state.cluster.start(Arc::clone(&state), stop.clone());
+    state.cluster.start(
+        Arc::clone(&state) as Arc<dyn crate::cluster::Host>,
+        stop.clone(),
+    );
     tokio::spawn(crate::registry_audit::run(Arc::clone(&state), stop.clone()));
     let draining = Arc::clone(&state);
     tokio::spawn(async move { draining.drain.keep_told(&draining.workers).await });

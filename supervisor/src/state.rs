@@ -241,6 +241,24 @@ impl SupervisorState {
     }
 }
 
+impl crate::cluster::Host for SupervisorState {
+    fn claimable(&self) -> BTreeSet<(String, String)> {
+        let rules = self.rules();
+        (locked(&self.registry).keys())
+            .filter(|(app, _)| rules.edge_for(app).is_none())
+            .cloned()
+            .collect()
+    }
+
+    fn claimable_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.registry_changes()
+    }
+
+    fn worker(&self, kind: WorkerKind) -> &Arc<crate::process::table::WorkerHandle> {
+        self.workers.get(kind)
+    }
+}
+
 impl SupervisorHooks for SupervisorState {
     fn hello(&self, kind: WorkerKind, generation: u32) -> io::Result<(WorkerHello, Vec<OwnedFd>)> {
         let (listeners, fds) = locked(&self.listeners).for_worker(kind)?;

@@ -19,7 +19,7 @@ mod push;
 mod session;
 
 use copy::RegistryCopy;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +28,18 @@ use strom_ipc::cluster::ClusterSettings;
 use strom_ipc::sync::locked;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+
+/// What the registry needs of the supervisor, which holds it (the supervisor's state
+/// implements it; this module does not import the state).
+pub trait Host: Send + Sync + 'static {
+    /// The streams this server claims: live here, and not of one of its `Edge` apps
+    /// (those it pulls from their holder).
+    fn claimable(&self) -> BTreeSet<(String, String)>;
+    /// Wakes when [`Host::claimable`] may have changed.
+    fn claimable_changes(&self) -> watch::Receiver<u64>;
+    /// The worker of `kind`, which gets the registry's copy.
+    fn worker(&self, kind: WorkerKind) -> &Arc<crate::process::table::WorkerHandle>;
+}
 
 /// Samples kept for the latency percentiles.
 const SAMPLES: usize = 1024;
@@ -119,12 +131,16 @@ impl Cluster {
 
     /// Starts following the settings (connecting to etcd while there are some) and
     /// pushing the copy to the workers, until `stop`.
-    pub fn start(&self, state: Arc<crate::state::SupervisorState>, stop: CancellationToken) {
+    pub fn start(&self, host: Arc<dyn Host>, stop: CancellationToken) {
         let Some(pushes) = locked(&self.pushes).take() else {
             return;
         };
-        tokio::spawn(push::run(Arc::clone(&self.shared), state.clone(), pushes));
-        tokio::spawn(session::manage(Arc::clone(&self.shared), state, stop));
+        tokio::spawn(push::run(
+            Arc::clone(&self.shared),
+            Arc::clone(&host),
+            pushes,
+        ));
+        tokio::spawn(session::manage(Arc::clone(&self.shared), host, stop));
     }
 
     /// New rules: a changed `Cluster` block reconnects with it (or leaves the registry).

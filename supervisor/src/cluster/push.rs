@@ -2,9 +2,8 @@
 //! (paged), every change goes to all of them, batched with the changes queued behind it,
 //! and a change of the connection's state is sent as an empty update carrying it.
 
-use super::Shared;
 use super::copy::{self, Change};
-use crate::state::SupervisorState;
+use super::{Host, Shared};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use strom_ipc::WorkerKind;
@@ -29,7 +28,7 @@ const BATCH: usize = 64;
 
 pub(super) async fn run(
     shared: Arc<Shared>,
-    state: Arc<SupervisorState>,
+    host: Arc<dyn Host>,
     mut pushes: mpsc::Receiver<Push>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
@@ -51,7 +50,7 @@ pub(super) async fn run(
         let connected = locked(&shared.status).connected;
         let Some(own_id) = settings.map(|s| s.server_id) else {
             for kind in snapshot_for {
-                send(&shared, &state, kind, vec![ClusterUpdate::default()]).await;
+                send(&shared, &*host, kind, vec![ClusterUpdate::default()]).await;
             }
             continue;
         };
@@ -68,9 +67,9 @@ pub(super) async fn run(
         for kind in WorkerKind::ALL {
             match &snapshot {
                 Some(snapshot) if snapshot_for.contains(&kind) => {
-                    send(&shared, &state, kind, snapshot.clone()).await
+                    send(&shared, &*host, kind, snapshot.clone()).await
                 }
-                _ if !updates.is_empty() => send(&shared, &state, kind, updates.clone()).await,
+                _ if !updates.is_empty() => send(&shared, &*host, kind, updates.clone()).await,
                 _ => {}
             }
         }
@@ -79,13 +78,8 @@ pub(super) async fn run(
 
 /// Sends `updates` to `kind`; a worker that is not running gets the copy when it starts,
 /// and one that missed an update (it did not answer in time) gets the whole copy again.
-async fn send(
-    shared: &Shared,
-    state: &SupervisorState,
-    kind: WorkerKind,
-    updates: Vec<ClusterUpdate>,
-) {
-    let worker = state.workers.get(kind);
+async fn send(shared: &Shared, host: &dyn Host, kind: WorkerKind, updates: Vec<ClusterUpdate>) {
+    let worker = host.worker(kind);
     if worker.link().is_none() {
         return;
     }

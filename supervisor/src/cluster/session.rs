@@ -4,11 +4,10 @@
 //! outage costs no claim), announces the server, reads the registry and watches it from
 //! that revision, and keeps this server's claims equal to the streams it produces.
 
-use super::Shared;
 use super::claims::{Claim, Claimer, REQUEST_TIMEOUT};
 use super::copy::{Change, RegistryCopy};
 use super::push::Push;
-use crate::state::SupervisorState;
+use super::{Host, Shared};
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions};
 use futures_util::StreamExt;
 use std::collections::{BTreeSet, HashMap};
@@ -26,11 +25,7 @@ const CLAIMS_IN_FLIGHT: usize = 64;
 type Name = (String, String);
 
 /// Runs the registry while the settings say so, until `stop`.
-pub(super) async fn manage(
-    shared: Arc<Shared>,
-    state: Arc<SupervisorState>,
-    stop: CancellationToken,
-) {
+pub(super) async fn manage(shared: Arc<Shared>, host: Arc<dyn Host>, stop: CancellationToken) {
     let mut settings = shared.settings.subscribe();
     let mut lease = None;
     loop {
@@ -52,7 +47,7 @@ pub(super) async fn manage(
             let outcome = tokio::select! {
                 () = stop.cancelled() => { ended.cancel(); None }
                 changed = settings.changed() => { ended.cancel(); if changed.is_err() { return } None }
-                outcome = session(&shared, &state, &current, &mut lease, &ended) => Some(outcome),
+                outcome = session(&shared, &host, &current, &mut lease, &ended) => Some(outcome),
             };
             if let Some(id) = lease.filter(|_| outcome.is_none()) {
                 // Leaving (shutdown or new settings): the keys go now, not in a TTL.
@@ -137,12 +132,12 @@ async fn connect(settings: &ClusterSettings) -> anyhow::Result<Client> {
 /// future is dropped).
 async fn session(
     shared: &Arc<Shared>,
-    state: &Arc<SupervisorState>,
+    host: &Arc<dyn Host>,
     settings: &ClusterSettings,
     lease: &mut Option<i64>,
     ended: &CancellationToken,
 ) -> anyhow::Error {
-    match run_session(shared, state, settings, lease, ended).await {
+    match run_session(shared, host, settings, lease, ended).await {
         Ok(never) => match never {},
         Err(e) => e,
     }
@@ -150,7 +145,7 @@ async fn session(
 
 async fn run_session(
     shared: &Arc<Shared>,
-    state: &Arc<SupervisorState>,
+    host: &Arc<dyn Host>,
     settings: &ClusterSettings,
     lease: &mut Option<i64>,
     ended: &CancellationToken,
@@ -234,7 +229,7 @@ async fn run_session(
     let _stop_claims = claims_stop.clone().drop_guard();
     tokio::spawn(keep_claims(
         Arc::clone(shared),
-        Arc::clone(state),
+        Arc::clone(host),
         claimer,
         Arc::clone(&committed),
         Arc::clone(&released),
@@ -311,19 +306,19 @@ const RETRY_INTERVAL: Duration = Duration::from_secs(5);
 /// Keeps this server's claims equal to the streams it produces, until `stop`.
 async fn keep_claims(
     shared: Arc<Shared>,
-    state: Arc<SupervisorState>,
+    host: Arc<dyn Host>,
     claimer: Claimer,
     committed: Arc<Committed>,
     released: Arc<tokio::sync::Notify>,
     stop: CancellationToken,
 ) {
     let mut claims = Claims::default();
-    let mut registry = state.registry_changes();
+    let mut registry = host.claimable_changes();
     let mut retries = tokio::time::interval(RETRY_INTERVAL);
     retries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         claims
-            .reconcile(&shared, &state, &claimer, &committed)
+            .reconcile(&shared, &*host, &claimer, &committed)
             .await;
         tokio::select! {
             () = stop.cancelled() => return,
@@ -385,15 +380,11 @@ impl Claims {
     async fn reconcile(
         &mut self,
         shared: &Shared,
-        state: &SupervisorState,
+        host: &dyn Host,
         claimer: &Claimer,
         committed: &Committed,
     ) {
-        let rules = state.rules();
-        let produced: BTreeSet<Name> = (state.registry().into_iter())
-            .filter(|l| rules.edge_for(&l.app).is_none())
-            .map(|l| (l.app, l.stream))
-            .collect();
+        let produced: BTreeSet<Name> = host.claimable();
         self.lost.retain(|name| produced.contains(name));
         let gone: Vec<Name> = self.held.difference(&produced).cloned().collect();
         let new: Vec<Name> = (produced.iter())
