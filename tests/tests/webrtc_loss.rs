@@ -165,8 +165,12 @@ fn a_viewer_that_stops_reading_costs_the_others_nothing_and_resumes() {
         "the stalled viewer did not play again after its stall: {report}\nlog:\n{}",
         server.log()
     );
+    // It stalled: frames were lost to it (gaps in what it decoded), or it decoded fewer.
+    // Its count alone can match the others', as what it decodes after the stall (the
+    // kept packets, then the next keyframe on) can fill the window up again.
     assert!(
-        frames(&report, "stalled", "max_video_frames") < clean_min,
+        frames(&report, "stalled", "video_gaps") > 0
+            || frames(&report, "stalled", "max_video_frames") < clean_min,
         "the stalled viewer lost nothing, so it did not stall: {report}"
     );
 }
