@@ -64,21 +64,19 @@ while (($#)); do
     shift
 done
 
-die() { echo "claims.sh: $*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian package $2"; }
-need ffmpeg ffmpeg
-need curl curl
-need python3 python3
+# shellcheck source=bench/cluster/lib.sh
+source "$ROOT/bench/cluster/lib.sh"
+cluster_need ffmpeg ffmpeg
 
 if ((BUILD)); then
     (cd "$ROOT" && cargo build --release -p strom -p strom-bench-cluster-load >&2)
 fi
-[[ -x $STROM_BIN ]] || die "$STROM_BIN missing (cargo build --release -p strom)"
-[[ -x $GEN ]] || die "$GEN missing (cargo build --release -p strom-bench-cluster-load)"
+[[ -x $STROM_BIN ]] || cluster_die "$STROM_BIN missing (cargo build --release -p strom)"
+[[ -x $GEN ]] || cluster_die "$GEN missing (cargo build --release -p strom-bench-cluster-load)"
 TOTAL=$((ORIGINS * PER))
 FDS=$((TOTAL + 1000))
 if (($(ulimit -Hn) < FDS)); then
-    die "the open-files hard limit ($(ulimit -Hn)) is under $FDS: raise it (ulimit -Hn as root, or limits.conf)"
+    cluster_die "the open-files hard limit ($(ulimit -Hn)) is under $FDS: raise it (ulimit -Hn as root, or limits.conf)"
 fi
 ulimit -n "$FDS"
 
@@ -95,8 +93,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shellcheck source=bench/cluster/lib.sh
-source "$ROOT/bench/cluster/lib.sh"
 
 http_port() { echo $((BASE + 10 * $1)); }
 mgmt_port() { echo $((BASE + 10 * $1 + 1)); }
@@ -140,10 +136,10 @@ etcd_metric() { # name: its value on member 0
 wait_ready() { # file: created by the poller after its first answer
     for _ in $(seq 300); do
         [[ -e $1 ]] && return 0
-        kill -0 "$POLLER" 2>/dev/null || die "the poller ended before its first answer"
+        kill -0 "$POLLER" 2>/dev/null || cluster_die "the poller ended before its first answer"
         sleep 0.1
     done
-    die "the poller got no answer from the edge"
+    cluster_die "the poller got no answer from the edge"
 }
 # Sessions to etcd that ended, over every strom (each logs the loss of a working one).
 etcd_drops() { cat "$dir"/s*/strom.log | grep -c 'etcd unreachable' || true; }
@@ -177,8 +173,8 @@ for ((i = 0; i <= ORIGINS; i++)); do
    \"limits\": {\"max_publishers\": $((PER + 500)), \"max_connections\": $((PER + 1000)),
                 \"max_connections_per_ip\": $((PER + 1000))}},
  \"Delivery\": {\"outputs\": []} $extra}" >"$d/rules.conf"
-    strom_start_session "$d" "$(http_port "$i")" "$(mgmt_port "$i")" 0-1 || die "server $id did not start"
-    wait_cluster_connected "$(mgmt_port "$i")" || die "server $id did not connect to etcd"
+    strom_start_session "$d" "$(http_port "$i")" "$(mgmt_port "$i")" 0-1 || cluster_die "server $id did not start"
+    wait_cluster_connected "$(mgmt_port "$i")" || cluster_die "server $id did not connect to etcd"
 done
 
 ffmpeg -hide_banner -loglevel error -nostdin -f lavfi -i testsrc2=size=64x64:rate=1 -frames:v 1 \
@@ -197,7 +193,7 @@ wait_ready "$dir/seen.ready"
 "$GEN" --target "${targets%,}" --per-target "$PER" --rate "$RATE" --flv "$dir/key.flv" \
     --keyframe-secs 4 --hold-secs 3600 --events "$dir/events.jsonl" >"$dir/gen.json" 2>"$dir/gen.err" &
 GEN_PID=$!
-wait "$POLLER" || die "the poller failed"
+wait "$POLLER" || cluster_die "the poller failed"
 POLLER=
 t1=$(now) e1=$(etcd_ticks) s1=$(strom_ticks) d1=$(etcd_drops) m1=$(machine_ticks) g1=$(pid_ticks "$GEN_PID")
 rss_ramp=$(etcd_rss)
@@ -220,7 +216,7 @@ stopped=$(now)
 kill -TERM "$GEN_PID"
 wait "$GEN_PID" || true
 GEN_PID=
-wait "$POLLER" || die "the poller failed"
+wait "$POLLER" || cluster_die "the poller failed"
 POLLER=
 t3=$(now) e3=$(etcd_ticks) d3=$(etcd_drops)
 rss_end=$(etcd_rss)

@@ -48,16 +48,14 @@ while (($#)); do
     shift
 done
 
-die() { echo "failover.sh: $*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null || die "$1 not found: install the Debian package $2"; }
-need ffmpeg ffmpeg
-need curl curl
-need python3 python3
+# shellcheck source=bench/cluster/lib.sh
+source "$ROOT/bench/cluster/lib.sh"
+cluster_need ffmpeg ffmpeg
 
 if ((BUILD)); then
     (cd "$ROOT" && cargo build --release -p strom >&2)
 fi
-[[ -x $STROM_BIN ]] || die "$STROM_BIN missing (cargo build --release -p strom)"
+[[ -x $STROM_BIN ]] || cluster_die "$STROM_BIN missing (cargo build --release -p strom)"
 
 dir=$(mktemp -d)
 PIDS=()
@@ -73,8 +71,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shellcheck source=bench/cluster/lib.sh
-source "$ROOT/bench/cluster/lib.sh"
 
 http_port() { echo $((BASE + 10 * $1)); }
 mgmt_port() { echo $((BASE + 10 * $1 + 1)); }
@@ -95,8 +91,8 @@ start() {
     echo "{$(cluster_block "$2" "$ttl" "$advertise")
  \"RtmpSettings\": {\"interfaces\": [{\"ip\": \"127.0.0.1\", \"port\": $(rtmp_port "$1")}]},
  \"Delivery\": {\"outputs\": []} ${3:-}}" >"$d/rules.conf"
-    strom_start_session "$d" "$(http_port "$1")" "$(mgmt_port "$1")" 0-1 || die "server $2 did not start"
-    wait_cluster_connected "$(mgmt_port "$1")" || die "server $2 did not connect to etcd"
+    strom_start_session "$d" "$(http_port "$1")" "$(mgmt_port "$1")" 0-1 || cluster_die "server $2 did not start"
+    wait_cluster_connected "$(mgmt_port "$1")" || cluster_die "server $2 did not connect to etcd"
 }
 
 holder_at() { # server stream-holder-id: whether SERVER's copy says ID holds live/x
@@ -128,7 +124,7 @@ for ttl in $TTLS; do
             if holder_at "$E" "$a"; then claimed=1; break; fi
             sleep 0.1
         done
-        ((claimed)) || die "A's claim of live/x never reached the edge"
+        ((claimed)) || cluster_die "A's claim of live/x never reached the edge"
 
         python3 "$ROOT/bench/cluster/failover.py" watch --url "rtmp://127.0.0.1:$(rtmp_port "$E")/live/x" \
             --frames "$run_dir/frames" --polls "$run_dir/polls" \
@@ -140,7 +136,7 @@ for ttl in $TTLS; do
             if [[ -f $run_dir/frames ]] && (($(wc -l <"$run_dir/frames") >= 90)); then playing=1; break; fi
             sleep 0.1
         done
-        ((playing)) || die "the viewer got no frames through the edge (see $run_dir)"
+        ((playing)) || cluster_die "the viewer got no frames through the edge (see $run_dir)"
         sleep 2
 
         kill_at=$(date +%s.%N)
