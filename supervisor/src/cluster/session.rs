@@ -42,6 +42,9 @@ pub(super) async fn manage(shared: Arc<Shared>, host: Arc<dyn Host>, stop: Cance
             continue;
         };
         let mut backoff = Duration::from_millis(500);
+        // The first failure after a connection (or after these settings came) is a
+        // warning, so a wrong endpoint is seen at once; the retries after it are not.
+        let mut warned = false;
         loop {
             let ended = CancellationToken::new();
             let outcome = tokio::select! {
@@ -58,10 +61,11 @@ pub(super) async fn manage(shared: Arc<Shared>, host: Arc<dyn Host>, stop: Cance
                 None if stop.is_cancelled() => return,
                 None => break,
                 Some(error) => {
-                    let first = locked(&shared.status).connected;
+                    let was_connected = locked(&shared.status).connected;
                     set_connected(&shared, false, Some(error.to_string()));
                     let _ = shared.push.send(Push::State).await;
-                    if first {
+                    if was_connected || !warned {
+                        warned = true;
                         tracing::warn!(error = %error, "cluster: etcd unreachable: media goes on, edges use the last registry copy, publishes are admitted unclaimed until it is back");
                     } else {
                         tracing::debug!(error = %error, "cluster: etcd still unreachable");
