@@ -22,9 +22,9 @@ cd "$(dirname "$0")/.."
 # cmake builds the libopus that the opus crate bundles (the webrtc worker's Opus).
 # nghttp2-client (h2load) and python3-h2 are the HTTP/2 benchmark's load generators
 # (bench/http2/run.sh).
-# protobuf-compiler (protoc) builds the etcd client's gRPC code (the cluster registry);
+# protobuf-compiler (protoc, with libprotobuf-dev's well-known .proto files, only recommended by it) builds the etcd client's gRPC code (the cluster registry);
 # etcd-server runs the 3-member etcd that tests/tests/cluster.rs starts on loopback ports.
-packages=(protobuf-compiler etcd-server cmake curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav nghttp2-client python3-h2)
+packages=(protobuf-compiler libprotobuf-dev etcd-server cmake curl ffmpeg rtmpdump nginx libnginx-mod-rtmp procps util-linux openssl chromium g++ libsrt-openssl-dev srt-tools librist-dev rist-tools pkg-config python3-venv prometheus icecast2 dpkg-dev lintian systemd adduser haproxy vlc-bin vlc-plugin-base iproute2 gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav nghttp2-client python3-h2)
 missing=()
 # Node.js for the browser test (tests/browser): the machine's own, else Debian's. A Node.js
 # that bundles npm conflicts with Debian's npm package, so npm is asked for only when absent.
