@@ -167,6 +167,7 @@ fn whep_plays_an_rtmp_stream_with_opus_audio_and_delete_ends_it() {
         "{}",
         server.log()
     );
+    sent_by_stroms_rtp_path(&server);
 
     // A WHEP viewer is a reader like any other: it starts the on-demand pull.
     assert!(
@@ -316,6 +317,7 @@ fn whep_plays_over_ice_tcp_when_udp_is_off_and_sessions_delete_ends_it() {
         || webrtc_sessions(&server).is_empty().then_some(()),
     )
     .unwrap_or_else(|| panic!("sessions/delete did not end it; log:\n{}", server.log()));
+    sent_by_stroms_rtp_path(&server);
 
     let result = player
         .join()
@@ -413,4 +415,23 @@ fn protected_whep_needs_a_signature_and_cors_exposes_location() {
         "{}",
         server.log()
     );
+}
+
+/// Chromium negotiates AES-GCM SRTP, so strom's own RTP path (not str0m's) sent the
+/// viewer: its session's closing log line says so.
+fn sent_by_stroms_rtp_path(server: &Server) {
+    wait_for(
+        Duration::from_secs(10),
+        "the viewer's closing log line",
+        || {
+            server
+                .log()
+                .lines()
+                .any(|line| {
+                    line.contains("webrtc session closed") && line.contains("rtp_path=\"strom\"")
+                })
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|| panic!("no viewer sent by strom's RTP path; log:\n{}", server.log()));
 }

@@ -91,6 +91,37 @@ fn frames(report: &serde_json::Value, group: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {group}.{key} in {report}"))
 }
 
+/// The closing log lines of `count` WebRTC sessions, once there are that many (the
+/// generator's viewers hang up as it exits).
+fn closed_sessions(server: &Server, count: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = server.log();
+        let closed: Vec<String> = log
+            .lines()
+            .filter(|line| line.contains("webrtc session closed"))
+            .map(str::to_owned)
+            .collect();
+        if closed.len() >= count {
+            return closed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {count} sessions closed within 60 s; log:\n{log}",
+            closed.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A numeric field of a log line (`name=123`), 0 when absent.
+fn field(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|word| word.strip_prefix(&format!("{name}=")))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn viewers_with_three_percent_loss_decode_what_a_clean_viewer_decodes() {
     let (server, _publisher) = server_with_stream();
@@ -118,6 +149,18 @@ fn viewers_with_three_percent_loss_decode_what_a_clean_viewer_decodes() {
         lossy >= floor,
         "a viewer with 3% loss decoded {lossy} frames, the clean one {clean} (at least {floor} expected): {report}\nlog:\n{}",
         server.log()
+    );
+    // strom's own RTP path sent every viewer (the generator's str0m negotiates
+    // AES-GCM, as browsers do) and repaired the loss from its history.
+    let closed = closed_sessions(&server, 4);
+    let resent: u64 = closed.iter().map(|line| field(line, "resent")).sum();
+    assert!(
+        closed
+            .iter()
+            .all(|line| line.contains("rtp_path=\"strom\""))
+            && resent > 0,
+        "not every viewer was sent by strom's path, or nothing was resent ({resent}):\n{}",
+        closed.join("\n")
     );
     // A frame's packets to a viewer went as one UDP GSO message, or the worker found
     // GSO refused here and said so, once.

@@ -8,9 +8,12 @@
 //! Whatever a drain finds that ends the session (ICE disconnected, a str0m error) is
 //! kept in [`Core::ended`] and the session task is woken to end it.
 
+use crate::dtls_keys::KeySlot;
 use crate::feed_frame::FeedFrame;
 use crate::publish::Publisher;
 use crate::routing::{Inbound, ReplyPath};
+use crate::rtp_send::{Kind, RtpSender, Track, is_rtcp};
+use crate::srtp_send::SrtpSession;
 use crate::udp_batch::UdpBatch;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -21,7 +24,7 @@ use std::time::{Duration, Instant};
 use str0m::format::Codec as RtcCodec;
 use str0m::media::{MediaKind, Mid, Pt};
 use str0m::net::{Protocol, Receive};
-use str0m::rtp::{RtpWrite, SeqNo};
+use str0m::rtp::{Extension, RtpWrite, SeqNo};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
 use strom_stream::gate::sessions::SessionEntry;
 use tokio::sync::Notify;
@@ -90,6 +93,17 @@ struct Sending {
     frames_sent: u64,
 }
 
+/// What a session's closing log says of its sending.
+pub struct Tally {
+    pub keyframe_requests: u64,
+    pub video_frames: u64,
+    /// Who wrote the viewer's RTP: "strom" (rtp_send.rs), "str0m", or "none" (a
+    /// publisher, or a viewer that never started).
+    pub rtp_path: &'static str,
+    /// Packets resent for the viewer's NACKs on strom's path.
+    pub resent: u64,
+}
+
 /// When the peer was last heard from, and (a publisher) when its media last came.
 struct Heard {
     anything: tokio::time::Instant,
@@ -132,6 +146,13 @@ pub struct Core {
     pub wake: Arc<Notify>,
     /// How far back retransmissions reach (`limits.retransmission_window_ms`).
     rtx_window: Duration,
+    /// A viewer's SRTP keys as its DTLS handshake gives them (dtls_keys.rs).
+    keys: Option<Arc<KeySlot>>,
+    /// A viewer sent by strom's own RTP path (rtp_send.rs); `None`: str0m sends.
+    direct: Option<RtpSender>,
+    /// Where str0m last sent something other than a STUN reply (DTLS, RTCP): the
+    /// candidate pair ICE selected, where the own RTP path sends too.
+    media_path: Option<(bool, SocketAddr)>,
 }
 
 /// Packets a viewer's retransmission cache keeps per track for `window`.
@@ -149,6 +170,7 @@ impl Core {
         entry: Arc<SessionEntry>,
         counters: Arc<strom_worker_runtime::WorkerCounters>,
         rtx_window: Duration,
+        keys: Option<Arc<KeySlot>>,
     ) -> Self {
         Self {
             rtc,
@@ -166,6 +188,9 @@ impl Core {
             armed: None,
             wake: Arc::new(Notify::new()),
             rtx_window,
+            keys,
+            direct: None,
+            media_path: None,
         }
     }
 
@@ -226,6 +251,17 @@ impl Core {
         if self.paths.len() < MAX_PATHS || self.paths.contains_key(&path) {
             self.paths.insert(path, inbound.reply.clone());
         }
+        if let Some(direct) = &mut self.direct
+            && is_rtcp(&inbound.data)
+        {
+            // The viewer's receiver reports, NACKs and PLIs are for the own RTP path;
+            // str0m never sent those packets.
+            let authentic = direct.receive_rtcp(&inbound.data);
+            if authentic {
+                self.heard.anything = tokio::time::Instant::now();
+            }
+            return authentic;
+        }
         match self
             .rtc
             .handle_input(Input::Receive(Instant::now(), receive))
@@ -254,7 +290,7 @@ impl Core {
         if self.ended.is_some() {
             return None;
         }
-        let mut refused = 0usize;
+        let mut refused = self.send_direct(batch);
         let next = loop {
             let output = match self.rtc.poll_output() {
                 Ok(output) => output,
@@ -267,6 +303,14 @@ impl Core {
                 Output::Timeout(at) => break Some(at),
                 Output::Transmit(transmit) => {
                     let tcp = transmit.proto == Protocol::Tcp;
+                    // RFC 7983: a first byte of 0..=3 is STUN, which answers any pair.
+                    if transmit.contents.first().is_some_and(|first| *first > 3) {
+                        self.media_path = Some((tcp, transmit.destination));
+                    }
+                    if self.direct.is_some() && is_rtcp(&transmit.contents) {
+                        // str0m's reports of streams it never sent on.
+                        continue;
+                    }
                     let Some(path) = self.paths.get(&(tcp, transmit.destination)) else {
                         continue;
                     };
@@ -292,6 +336,40 @@ impl Core {
             self.fell_behind("its ICE-TCP connection is full", refused);
         }
         next
+    }
+
+    /// Sends the own RTP path's sealed datagrams to the selected pair; how many the way
+    /// there had no room for.
+    fn send_direct(&mut self, batch: &mut UdpBatch) -> usize {
+        let Some(direct) = &mut self.direct else {
+            return 0;
+        };
+        if direct.outbox.is_empty() {
+            return 0;
+        }
+        let path = self
+            .media_path
+            .and_then(|(tcp, to)| Some((self.paths.get(&(tcp, to))?, to)));
+        let Some((path, to)) = path else {
+            direct.outbox.clear();
+            return 0;
+        };
+        let mut refused = 0;
+        let mut bytes = 0u64;
+        for datagram in direct.outbox.drain(..) {
+            bytes += datagram.len() as u64;
+            match path {
+                ReplyPath::Udp(socket) => batch.push(socket, datagram, to),
+                ReplyPath::Tcp(queue) => {
+                    if queue.try_send(Bytes::from(datagram)).is_err() {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        self.entry.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
+        self.counters.add_sent(bytes);
+        refused
     }
 
     /// After a drain by someone else (the fan-out): wakes the session task if str0m
@@ -405,9 +483,54 @@ impl Core {
                 _ => {}
             }
         }
-        tracing::debug!(session = self.entry.id, medias = ?self.medias, video = ?self.sending.video, audio = ?self.sending.audio, "webrtc viewer sends");
+        self.direct = self.own_rtp_path();
+        tracing::debug!(session = self.entry.id, medias = ?self.medias, video = ?self.sending.video, audio = ?self.sending.audio, own_rtp = self.direct.is_some(), "webrtc viewer sends");
         self.sending.waiting_keyframe = self.sending.video.is_some();
         self.attached = true;
+    }
+
+    /// strom's own RTP path for this viewer, when its handshake gave AES-GCM keys and
+    /// str0m has its tracks' SSRCs.
+    fn own_rtp_path(&mut self) -> Option<RtpSender> {
+        let keys = self.keys.as_ref()?.take()?;
+        let Some(srtp) = SrtpSession::new(&keys) else {
+            tracing::debug!(
+                session = self.entry.id,
+                ?keys,
+                "webrtc viewer: str0m sends (not AES-GCM)"
+            );
+            return None;
+        };
+        let tracks: Vec<(bool, Mid, u8, u32)> =
+            [(true, &self.sending.video), (false, &self.sending.audio)]
+                .into_iter()
+                .filter_map(|(video, track)| {
+                    let track = track.as_ref()?;
+                    Some((video, track.mid, *track.pt, track.clock_rate as u32))
+                })
+                .collect();
+        let (mut video, mut audio) = (None, None);
+        for (is_video, mid, pt, clock_rate) in tracks {
+            let extension = self
+                .rtc
+                .media(mid)
+                .and_then(|media| media.remote_extmap().id_of(Extension::RtpMid));
+            let ssrc = *self.rtc.direct_api().stream_tx_by_mid(mid, None)?.ssrc();
+            let mid_text = mid.to_string();
+            let track = Track::new(
+                ssrc,
+                pt,
+                clock_rate,
+                extension.map(|id| (id, mid_text.as_str())),
+                is_video,
+            );
+            if is_video {
+                video = Some(track);
+            } else {
+                audio = Some(track);
+            }
+        }
+        Some(RtpSender::new(srtp, video, audio, self.rtx_window))
     }
 
     /// Writes a frame's shared payloads as this viewer's RTP packets; they leave at the
@@ -440,6 +563,23 @@ impl Core {
         let ticks = (frame.pts - base + 90_000).max(0) as u64;
         let time = track.rtp_time(ticks);
         let now = Instant::now();
+        if let Some(direct) = &mut self.direct {
+            let kind = if frame.video {
+                Kind::Video
+            } else {
+                Kind::Audio
+            };
+            let last = frame.payloads.len().saturating_sub(1);
+            for (index, payload) in frame.payloads.iter().enumerate() {
+                let marker = frame.video && index == last;
+                direct.write(kind, *track.sequence.inc(), time, marker, payload, now);
+            }
+            if frame.video {
+                sending.frames_sent += 1;
+            }
+            direct.report_if_due(now);
+            return;
+        }
         let mut api = self.rtc.direct_api();
         let Some(stream) = api.stream_tx_by_mid(track.mid, None) else {
             return;
@@ -466,9 +606,22 @@ impl Core {
         }
     }
 
-    /// For the closing log: keyframe requests and video frames sent.
-    pub fn tally(&self) -> (u64, u64) {
-        (self.sending.keyframe_requests, self.sending.frames_sent)
+    /// For the closing log.
+    pub fn tally(&self) -> Tally {
+        let own = self
+            .direct
+            .as_ref()
+            .map_or(0, |direct| direct.keyframe_requests);
+        Tally {
+            keyframe_requests: self.sending.keyframe_requests + own,
+            video_frames: self.sending.frames_sent,
+            rtp_path: match (&self.direct, self.attached) {
+                (Some(_), _) => "strom",
+                (None, true) => "str0m",
+                (None, false) => "none",
+            },
+            resent: self.direct.as_ref().map_or(0, |direct| direct.resent),
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 mod admission;
 pub mod audio;
 mod core;
+mod dtls_keys;
 #[doc(hidden)]
 pub mod endpoint;
 mod fanout;
@@ -24,12 +25,14 @@ mod ice_udp;
 mod offer;
 mod publish;
 mod routing;
+mod rtp_send;
 mod service;
 mod session;
 mod shared;
 #[doc(hidden)]
 pub mod signaling;
 mod socket_buffers;
+mod srtp_send;
 #[doc(hidden)]
 pub mod stun;
 mod udp_batch;

@@ -250,19 +250,23 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         (place, Role::Play(feed), Some(tracks), None)
     };
     let ppv_id = place.ppv_id().map(str::to_owned);
-    let mut builder = Rtc::builder()
+    let builder = Rtc::builder()
         .set_ice_lite(true)
         .clear_codecs()
         .enable_h264(true)
         .enable_opus(true, false);
-    if !target.publish {
-        // A viewer is sent RTP packets built from the feed's payloads, cut once per
-        // stream (feed.rs), not frames that str0m would packetize for every viewer.
-        builder = builder
+    // A viewer is sent RTP packets built from the feed's payloads, cut once per stream
+    // (feed.rs), not frames that str0m would packetize for every viewer; once its DTLS
+    // handshake gives AES-GCM keys, strom seals and sends them itself (rtp_send.rs).
+    let (mut rtc, keys) = if target.publish {
+        (builder.build(Instant::now()), None)
+    } else {
+        let builder = builder
             .set_extension_map(viewer_extensions())
             .set_rtp_mode(true);
-    }
-    let mut rtc = builder.build(Instant::now());
+        let (rtc, keys) = crate::dtls_keys::build_with_keys(builder, Instant::now());
+        (rtc, Some(keys))
+    };
     let mut candidate_map = HashMap::new();
     for (tcp, port, address) in candidates(shared, request.local) {
         let candidate = if tcp {
@@ -362,6 +366,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         Arc::clone(&entry),
         Arc::clone(&shared.counters),
         Duration::from_millis(u64::from(limits.retransmission_window_ms)),
+        keys,
     );
     let session = Session {
         core: Arc::new(std::sync::Mutex::new(core)),

@@ -84,7 +84,7 @@ impl Session {
                 () = tokio::time::sleep_until(deadline) => locked(&self.core).timeout(),
             }
         };
-        let (keyframe_requests, video_frames) = {
+        let tally = {
             let mut core = locked(&self.core);
             core.rtc.disconnect();
             let _ = core.drain(&mut batch);
@@ -105,8 +105,10 @@ impl Session {
             publisher = self.entry.publisher,
             bytes_sent = self.entry.bytes_sent.load(Ordering::Relaxed),
             bytes_received = self.entry.bytes_recv.load(Ordering::Relaxed),
-            keyframe_requests,
-            video_frames,
+            keyframe_requests = tally.keyframe_requests,
+            video_frames = tally.video_frames,
+            rtp_path = tally.rtp_path,
+            resent = tally.resent,
             %reason,
             "webrtc session closed"
         );
