@@ -338,6 +338,19 @@ impl Core {
         next
     }
 
+    /// Whether strom's own RTP path sends this viewer (rtp_send.rs).
+    pub fn sends_itself(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Sends what the own RTP path has sealed, outside a drain (the fan-out).
+    pub fn flush_own(&mut self, batch: &mut UdpBatch) {
+        let refused = self.send_direct(batch);
+        if refused > 0 {
+            self.fell_behind("its ICE-TCP connection is full", refused);
+        }
+    }
+
     /// Sends the own RTP path's sealed datagrams to the selected pair; how many the way
     /// there had no room for.
     fn send_direct(&mut self, batch: &mut UdpBatch) -> usize {

@@ -138,6 +138,12 @@ fn write(member: &Member, frame: &Arc<FeedFrame>, batch: &mut UdpBatch) -> bool 
         return true;
     }
     core.send(frame);
+    if core.sends_itself() {
+        // strom's own RTP path: the frame's packets are sealed, and str0m was given
+        // nothing, so it has nothing new to say; its timers are its session task's.
+        core.flush_own(batch);
+        return core.ended.is_none();
+    }
     let mut next = core.drain(batch);
     // str0m's pacer asks for its timer right after it released packets: served here,
     // rather than by waking the viewer's task for it after every frame.
