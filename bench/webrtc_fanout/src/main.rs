@@ -45,6 +45,8 @@
 //!
 //! Nothing read from the network is unwrapped: a failed viewer ends with its error
 //! counted in `errors`.
+// serde_json::json! of the report nests deeper than the default 128.
+#![recursion_limit = "256"]
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -377,16 +379,34 @@ async fn viewer(target: Arc<Target>, at: Instant, window: Window, options: Optio
             None => location,
         };
         stats.deleted = match options.janus_mountpoint {
-            None => matches!(
-                http(&target, "DELETE", &path, None).await,
-                Ok(HttpResponse { status: 200, .. })
-            ),
+            None => delete_session(&target, &path).await,
             Some(_) => janus(&target, &path, json!({"janus": "destroy"}))
                 .await
                 .is_ok(),
         };
     }
     stats
+}
+
+/// Ends a WHEP session; whether the server said so. Every viewer hangs up at once, and
+/// the server refuses signaling from one address past its pending limit (503): such a
+/// DELETE is tried again, so that no session outlives the step and loads the next one
+/// until its silence timeout ends it.
+async fn delete_session(target: &Target, path: &str) -> bool {
+    for _ in 0..50 {
+        match http(target, "DELETE", path, None).await {
+            Ok(HttpResponse { status: 200, .. }) => return true,
+            Ok(HttpResponse {
+                status: 503 | 429, ..
+            })
+            | Err(_) => {
+                let jitter = rand::random::<u64>() % 200;
+                tokio::time::sleep(Duration::from_millis(100 + jitter)).await;
+            }
+            Ok(_) => return false,
+        }
+    }
+    false
 }
 
 /// A Janus REST request; its JSON reply, an error for `"janus": "error"`.
@@ -851,6 +871,7 @@ async fn main() -> Result<()> {
         "first_frame_max_ms": percentile(&first_frames, 1.0),
         "post_p50_ms": percentile(&posts, 0.50),
         "connect_p50_ms": percentile(&connects, 0.50),
+        "connect_max_ms": percentile(&connects, 1.0),
         "delay_p50_ms": percentile(&delays, 0.50),
         "delay_p99_ms": percentile(&delays, 0.99),
         "delay_max_ms": percentile(&delays, 1.0),

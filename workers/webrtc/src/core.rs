@@ -11,7 +11,7 @@
 use crate::dtls_keys::KeySlot;
 use crate::feed_frame::FeedFrame;
 use crate::publish::Publisher;
-use crate::routing::{Inbound, ReplyPath};
+use crate::routing::{Inbound, PeerHeard, ReplyPath};
 use crate::rtp_send::{Kind, RtpSender, Track, is_rtcp};
 use crate::srtp_send::SrtpSession;
 use crate::udp_batch::UdpBatch;
@@ -153,6 +153,9 @@ pub struct Core {
     /// Where str0m last sent something other than a STUN reply (DTLS, RTCP): the
     /// candidate pair ICE selected, where the own RTP path sends too.
     media_path: Option<(bool, SocketAddr)>,
+    /// When the peer was last heard, for the routing table (an address whose session
+    /// went silent can be taken over, routing.rs).
+    pub peer_heard: Arc<PeerHeard>,
 }
 
 /// Packets a viewer's retransmission cache keeps per track for `window`.
@@ -191,6 +194,7 @@ impl Core {
             keys,
             direct: None,
             media_path: None,
+            peer_heard: Arc::default(),
         }
     }
 
@@ -259,6 +263,7 @@ impl Core {
             let authentic = direct.receive_rtcp(&inbound.data);
             if authentic {
                 self.heard.anything = tokio::time::Instant::now();
+                self.peer_heard.mark();
             }
             return authentic;
         }
@@ -268,6 +273,7 @@ impl Core {
         {
             Ok(()) => {
                 self.heard.anything = tokio::time::Instant::now();
+                self.peer_heard.mark();
                 true
             }
             Err(error) => {
@@ -650,3 +656,7 @@ mod rtx_tests {
         assert_eq!(rtx_cache_packets(Duration::ZERO), 1);
     }
 }
+
+#[cfg(test)]
+#[path = "core_tests.rs"]
+mod own_path_tests;

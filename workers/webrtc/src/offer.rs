@@ -7,7 +7,7 @@ use crate::core::Core;
 use crate::endpoint::Target;
 use crate::feed::Tracks;
 use crate::publish::Publisher;
-use crate::routing::INBOX_PACKETS;
+use crate::routing::{INBOX_PACKETS, PeerHeard};
 use crate::session::{Role, Session};
 use crate::shared::{Resource, Shared};
 use std::collections::HashMap;
@@ -347,7 +347,10 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         }
     };
     let (inbox, inbox_rx) = mpsc::channel(INBOX_PACKETS);
-    shared.routes.register(&ufrag, inbox);
+    let peer_heard = Arc::new(PeerHeard::default());
+    shared
+        .routes
+        .register(&ufrag, inbox, Arc::clone(&peer_heard));
     locked(&shared.resources).insert(
         resource.clone(),
         Resource {
@@ -360,7 +363,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         Role::Play(feed) => (Some(feed), None),
         Role::Publish(publisher) => (None, Some(publisher)),
     };
-    let core = Core::new(
+    let mut core = Core::new(
         rtc,
         publisher,
         Arc::clone(&entry),
@@ -368,6 +371,7 @@ pub async fn accept(shared: &Arc<Shared>, request: Request<'_>) -> Result<Accept
         Duration::from_millis(u64::from(limits.retransmission_window_ms)),
         keys,
     );
+    core.peer_heard = peer_heard;
     let session = Session {
         core: Arc::new(std::sync::Mutex::new(core)),
         feed,

@@ -6,13 +6,22 @@
 //! USERNAME names (ICE connectivity checks always come first), which adopts the address
 //! from then on. Anything else is dropped: nothing reaches a session that its ICE
 //! credentials did not let in.
+//!
+//! An address can come back for another session: a client behind NAT whose new peer
+//! connection gets the external port of one that just went away, before that session's
+//! silence timeout (15 s) ends it. A binding request naming another live session takes
+//! the address over once the session holding it has heard nothing authentic from its
+//! peer for [`TAKEOVER_SILENCE`]; a peer that is alive (RTCP every second or so, consent
+//! checks every few) keeps its address against spoofed binding requests naming other
+//! sessions.
 
 use crate::stun;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, RwLock};
+use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
@@ -46,10 +55,38 @@ pub type Inbox = mpsc::Sender<Inbound>;
 /// tries over TCP (a few interfaces and families), never more.
 pub const MAX_TCP_PER_SESSION: usize = 4;
 
-/// A session as the table knows it: its inbox and its ICE-TCP connections.
+/// How long the session holding an address must have heard nothing authentic from its
+/// peer before a binding request for another session takes the address over.
+pub const TAKEOVER_SILENCE: Duration = Duration::from_secs(3);
+
+/// The worker's clock for [`PeerHeard`].
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// When a session last heard something authentic from its peer (its session marks it).
+#[derive(Debug, Default)]
+pub struct PeerHeard(AtomicU64);
+
+impl PeerHeard {
+    pub fn mark(&self) {
+        self.0.store(millis_since_epoch(), Ordering::Relaxed);
+    }
+
+    fn silent_for(&self) -> Duration {
+        Duration::from_millis(millis_since_epoch().saturating_sub(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+/// Readings start an hour in, so that any silence up to an hour fits below them.
+fn millis_since_epoch() -> u64 {
+    3_600_000 + EPOCH.elapsed().as_millis() as u64
+}
+
+/// A session as the table knows it: its inbox, its ICE-TCP connections and when it last
+/// heard its peer.
 struct Route {
     inbox: Inbox,
     tcp_connections: Arc<AtomicUsize>,
+    heard: Arc<PeerHeard>,
 }
 
 /// An ICE-TCP connection's place among its session's [`MAX_TCP_PER_SESSION`]; given
@@ -77,7 +114,8 @@ pub enum TcpRefusal {
 #[derive(Default)]
 struct Table {
     by_ufrag: HashMap<String, Route>,
-    by_address: HashMap<(bool, SocketAddr), Inbox>,
+    /// An adopted address's session: its inbox and its ufrag.
+    by_address: HashMap<(bool, SocketAddr), (Inbox, String)>,
     /// The addresses each ufrag adopted, to forget them with the session.
     addresses_of: HashMap<String, Vec<(bool, SocketAddr)>>,
 }
@@ -92,13 +130,15 @@ pub struct Routes {
 const MAX_ADDRESSES_PER_SESSION: usize = 16;
 
 impl Routes {
-    pub fn register(&self, ufrag: &str, inbox: Inbox) {
+    pub fn register(&self, ufrag: &str, inbox: Inbox, heard: Arc<PeerHeard>) {
+        heard.mark();
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         table.by_ufrag.insert(
             ufrag.to_owned(),
             Route {
                 inbox,
                 tcp_connections: Arc::default(),
+                heard,
             },
         );
     }
@@ -114,15 +154,36 @@ impl Routes {
     /// The session `packet` belongs to, adopting its source address for the session a
     /// binding request names.
     pub fn route(&self, tcp: bool, source: SocketAddr, packet: &[u8]) -> Option<Inbox> {
+        let named = stun::local_ufrag(packet);
         {
             let table = self.table.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(inbox) = table.by_address.get(&(tcp, source)) {
-                return Some(inbox.clone());
+            if let Some((inbox, holder)) = table.by_address.get(&(tcp, source)) {
+                match named {
+                    Some(named) if named != holder => {
+                        // Not for the session holding the address (it would refuse it,
+                        // and must not count it as its peer's): the named session's, if
+                        // the holder's peer has gone silent; else nobody's.
+                        let holder_silent = table
+                            .by_ufrag
+                            .get(holder)
+                            .is_none_or(|route| route.heard.silent_for() >= TAKEOVER_SILENCE);
+                        if !holder_silent || !table.by_ufrag.contains_key(named) {
+                            return None;
+                        }
+                    }
+                    _ => return Some(inbox.clone()),
+                }
             }
         }
-        let ufrag = stun::local_ufrag(packet)?;
+        let ufrag = named?;
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         let inbox = table.by_ufrag.get(ufrag)?.inbox.clone();
+        if let Some((_, holder)) = table.by_address.remove(&(tcp, source))
+            && let Some(adopted) = table.addresses_of.get_mut(&holder)
+        {
+            adopted.retain(|address| *address != (tcp, source));
+            tracing::info!(%source, "webrtc: a binding request for another session took over an address whose session went silent");
+        }
         Self::adopt(&mut table, ufrag, tcp, source, &inbox);
         Some(inbox)
     }
@@ -152,7 +213,9 @@ impl Routes {
         let adopted = table.addresses_of.entry(ufrag.to_owned()).or_default();
         if adopted.len() < MAX_ADDRESSES_PER_SESSION {
             adopted.push((tcp, source));
-            table.by_address.insert((tcp, source), inbox.clone());
+            table
+                .by_address
+                .insert((tcp, source), (inbox.clone(), ufrag.to_owned()));
         }
     }
 
@@ -187,7 +250,7 @@ mod tests {
     fn a_binding_request_opens_the_way_for_its_address() {
         let routes = Routes::default();
         let (inbox, _rx) = mpsc::channel(1);
-        routes.register("srv1", inbox);
+        routes.register("srv1", inbox, Arc::default());
         let peer: SocketAddr = "192.0.2.7:5000".parse().unwrap();
         assert!(
             routes.route(false, peer, b"\x80dtls-or-rtp").is_none(),
@@ -221,10 +284,75 @@ mod tests {
     }
 
     #[test]
+    fn an_address_whose_session_went_silent_is_taken_over_by_another_session() {
+        let routes = Routes::default();
+        let (old_inbox, mut old_rx) = mpsc::channel(8);
+        let (new_inbox, mut new_rx) = mpsc::channel(8);
+        let old_heard = Arc::new(PeerHeard::default());
+        routes.register("old", old_inbox, Arc::clone(&old_heard));
+        routes.register("new", new_inbox, Arc::default());
+        let peer: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        routes
+            .route(false, peer, &binding_request("old:cli"))
+            .unwrap();
+        // While the old session hears its peer, a binding request naming another
+        // session from its address (a spoofer, say) goes nowhere, and does not count
+        // as the old peer's.
+        assert!(
+            routes
+                .route(false, peer, &binding_request("new:cli"))
+                .is_none()
+        );
+        assert!(
+            routes
+                .route(false, peer, &binding_request("nobody:cli"))
+                .is_none()
+        );
+        let old = routes.route(false, peer, b"\x80rtp").unwrap();
+        old.try_send(inbound(peer)).unwrap();
+        assert!(old_rx.try_recv().is_ok());
+        // Once it has heard nothing for the takeover silence, the address moves.
+        old_heard.0.store(
+            millis_since_epoch() - TAKEOVER_SILENCE.as_millis() as u64 - 1,
+            Ordering::Relaxed,
+        );
+        let taken = routes
+            .route(false, peer, &binding_request("new:cli"))
+            .unwrap();
+        taken.try_send(inbound(peer)).unwrap();
+        assert!(new_rx.try_recv().is_ok());
+        routes
+            .route(false, peer, b"\x80rtp")
+            .unwrap()
+            .try_send(inbound(peer))
+            .unwrap();
+        assert!(
+            new_rx.try_recv().is_ok(),
+            "the address is the new session's"
+        );
+        // The old session's end does not take the address from the new one.
+        routes.unregister("old");
+        assert!(routes.route(false, peer, b"\x80rtp").is_some());
+        routes.unregister("new");
+        assert!(routes.route(false, peer, b"\x80rtp").is_none());
+    }
+
+    fn inbound(source: SocketAddr) -> Inbound {
+        let (queue, _) = mpsc::channel(1);
+        Inbound {
+            tcp: false,
+            source,
+            local_port: 1,
+            data: Bytes::from_static(b"x"),
+            reply: ReplyPath::Tcp(queue),
+        }
+    }
+
+    #[test]
     fn a_session_holds_a_few_ice_tcp_connections_at_most() {
         let routes = Routes::default();
         let (inbox, _rx) = mpsc::channel(1);
-        routes.register("srv1", inbox);
+        routes.register("srv1", inbox, Arc::default());
         let request = binding_request("srv1:cli");
         let peer = |port| SocketAddr::from(([192, 0, 2, 7], port));
         let mut places = Vec::new();
