@@ -19,9 +19,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Sender reports per track, one this often.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
-/// Packets resent for one RTCP packet at most: a NACK cannot make the viewer's share
-/// of the server's work much larger than its stream.
+/// Packets resent for one RTCP packet at most.
 const MAX_RESENDS_PER_FEEDBACK: usize = 64;
+/// Resends earned per packet sent, and the most that can be saved up: a viewer's NACKs
+/// (honest or not) cost at most a quarter more than its stream, as str0m's 15% cap on
+/// queued resends bounded them before.
+const RESENDS_PER_PACKET: f32 = 0.25;
+const MAX_RESEND_CREDIT: f32 = 256.0;
 /// Packets the history keeps per track at most, whatever the window (about 12 Mbit/s of
 /// full packets for 1 s).
 const MAX_HISTORY: usize = 1000;
@@ -114,6 +118,8 @@ pub struct RtpSender {
     /// Keyframe requests (PLI, FIR) and packets resent, for the closing log.
     pub keyframe_requests: u64,
     pub resent: u64,
+    /// Resends the viewer may still be sent (earned by packets sent).
+    resend_credit: f32,
 }
 
 impl RtpSender {
@@ -131,6 +137,7 @@ impl RtpSender {
             outbox: Vec::new(),
             keyframe_requests: 0,
             resent: 0,
+            resend_credit: 0.0,
         }
     }
 
@@ -153,6 +160,7 @@ impl RtpSender {
         now: Instant,
     ) {
         let window = self.window;
+        self.resend_credit = (self.resend_credit + RESENDS_PER_PACKET).min(MAX_RESEND_CREDIT);
         let Some(track) = (match kind {
             Kind::Video => self.video.as_mut(),
             Kind::Audio => self.audio.as_mut(),
@@ -263,6 +271,10 @@ impl RtpSender {
             datagrams.push((header, len, Arc::clone(&sent.payload), sent.index));
         }
         for (header, len, payload, index) in datagrams {
+            if self.resend_credit < 1.0 {
+                break;
+            }
+            self.resend_credit -= 1.0;
             if let Some(datagram) = self.srtp.protect_rtp(&header[..len], &payload, index) {
                 self.outbox.push(datagram);
                 self.resent += 1;
@@ -445,6 +457,11 @@ mod tests {
         let mut sender = sender();
         let payload: Arc<[u8]> = Arc::from(vec![5u8; 50]);
         let start = Instant::now();
+        // Audio sent before earns the resends below their credit.
+        for index in 0..8 {
+            sender.write(Kind::Audio, index, 1, false, &payload, start);
+        }
+        sender.outbox.clear();
         for index in 0xfffe..0x1_0003u64 {
             sender.write(Kind::Video, index, 1000, false, &payload, start);
         }
@@ -467,6 +484,24 @@ mod tests {
         sender.outbox.clear();
         sender.resend(9, &[0xffff]);
         assert!(sender.outbox.is_empty());
+    }
+
+    #[test]
+    fn nacks_cost_at_most_a_quarter_of_what_was_sent() {
+        let mut sender = sender();
+        let payload: Arc<[u8]> = Arc::from(vec![5u8; 50]);
+        let start = Instant::now();
+        for index in 0..40u64 {
+            sender.write(Kind::Video, index, 1000, false, &payload, start);
+        }
+        sender.outbox.clear();
+        let all: Vec<u16> = (0..40).collect();
+        // The same NACK again and again: 40 packets sent earned 10 resends.
+        for _ in 0..20 {
+            sender.resend(9, &all);
+        }
+        assert_eq!(sender.resent, 10);
+        assert_eq!(sender.outbox.len(), 10);
     }
 
     #[test]
