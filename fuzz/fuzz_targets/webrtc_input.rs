@@ -6,7 +6,11 @@
 //! - datagrams of a live session (STUN, DTLS, SRTP, whatever the input holds) into an
 //!   `Rtc` that accepted a real Chromium WHEP offer, with its outputs and timers drained;
 //! - a WHIP publisher's access unit through the Annex B converter
-//!   (`strom_media::annexb_h264::AnnexbH264`).
+//!   (`strom_media::annexb_h264::AnnexbH264`);
+//! - what a viewer on strom's own RTP path sends back (`rtp_send.rs`, `srtp_send.rs`,
+//!   `dtls_keys.rs`, compiled by path): the bytes as an SRTCP packet, and the bytes sealed
+//!   by the viewer's end of the keys, so that the RTCP parser (NACK, PLI, FIR) and the
+//!   resends from the history see any plaintext.
 //!
 //! The input: a selector byte, then the bytes (datagrams: each behind a length byte).
 #![no_main]
@@ -14,6 +18,12 @@
 
 #[path = "../../workers/webrtc/src/stun.rs"]
 mod stun;
+#[path = "../../workers/webrtc/src/dtls_keys.rs"]
+mod dtls_keys;
+#[path = "../../workers/webrtc/src/rtp_send.rs"]
+mod rtp_send;
+#[path = "../../workers/webrtc/src/srtp_send.rs"]
+mod srtp_send;
 
 use libfuzzer_sys::fuzz_target;
 use std::net::SocketAddr;
@@ -62,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 4 {
+    match selector % 5 {
         0 => {
             let _ = stun::is_stun(rest);
             let _ = stun::local_ufrag(rest);
@@ -98,6 +108,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
+        3 => own_rtp_path(rest),
         _ => {
             let mut converter = strom_media::annexb_h264::AnnexbH264::default();
             for access_unit in rest.split(|&b| b == 0xff) {
@@ -109,3 +120,36 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A viewer's own RTP path after a few frames, fed `rtcp` as the viewer's SRTCP.
+fn own_rtp_path(rtcp: &[u8]) {
+    use rtp_send::{Kind, RtpSender, Track};
+    use std::sync::Arc;
+    let keys = |active| dtls_keys::Keys {
+        material: (0..56).collect(),
+        profile: str0m::crypto::dtls::SrtpProfile::AEAD_AES_128_GCM,
+        active,
+    };
+    let (Some(server), Some(mut viewer)) = (
+        srtp_send::SrtpSession::new(&keys(false)),
+        srtp_send::SrtpSession::new(&keys(true)),
+    ) else {
+        return;
+    };
+    let mut sender = RtpSender::new(
+        server,
+        Some(Track::new(9, 96, 90_000, Some((4, "0")), true)),
+        Some(Track::new(10, 111, 48_000, Some((4, "1")), false)),
+        Duration::from_secs(1),
+    );
+    let payload: Arc<[u8]> = Arc::from(vec![1u8; 100]);
+    let now = Instant::now();
+    for index in 0xfff0..0x1_0010u64 {
+        sender.write(Kind::Video, index, index as u32, index % 3 == 0, &payload, now);
+    }
+    sender.report_if_due(now + Duration::from_secs(2));
+    let _ = sender.receive_rtcp(rtcp);
+    if let Some(sealed) = viewer.protect_rtcp(rtcp) {
+        assert!(sender.receive_rtcp(&sealed), "the viewer's own packet authenticates");
+    }
+}
