@@ -16,14 +16,14 @@
 #![no_main]
 #![allow(dead_code)]
 
-#[path = "../../workers/webrtc/src/stun.rs"]
-mod stun;
 #[path = "../../workers/webrtc/src/dtls_keys.rs"]
 mod dtls_keys;
 #[path = "../../workers/webrtc/src/rtp_send.rs"]
 mod rtp_send;
 #[path = "../../workers/webrtc/src/srtp_send.rs"]
 mod srtp_send;
+#[path = "../../workers/webrtc/src/stun.rs"]
+mod stun;
 
 use libfuzzer_sys::fuzz_target;
 use std::net::SocketAddr;
@@ -145,11 +145,21 @@ fn own_rtp_path(rtcp: &[u8]) {
     let payload: Arc<[u8]> = Arc::from(vec![1u8; 100]);
     let now = Instant::now();
     for index in 0xfff0..0x1_0010u64 {
-        sender.write(Kind::Video, index, index as u32, index % 3 == 0, &payload, now);
+        sender.write(
+            Kind::Video,
+            index,
+            index as u32,
+            index % 3 == 0,
+            &payload,
+            now,
+        );
     }
     sender.report_if_due(now + Duration::from_secs(2));
     let _ = sender.receive_rtcp(rtcp);
     if let Some(sealed) = viewer.protect_rtcp(rtcp) {
-        assert!(sender.receive_rtcp(&sealed), "the viewer's own packet authenticates");
+        assert!(
+            sender.receive_rtcp(&sealed),
+            "the viewer's own packet authenticates"
+        );
     }
 }
