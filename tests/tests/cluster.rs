@@ -718,10 +718,11 @@ fn the_holders_death_moves_edge_viewers_to_the_new_holder() {
          ({attempts} publishes, {refusals} refused)",
         killed.elapsed()
     );
-    let bound = Duration::from_secs(TTL_SECS + 10);
+    // Nobody released it (origin-a was killed): its lease expired. How soon is
+    // bench/cluster/failover.sh's figure; here only that it went within the generous waits.
     assert!(
-        claim_gone.is_some_and(|after| after <= bound),
-        "origin-a's claim outlived its lease ({claim_gone:?}, bound {bound:?}): {key} = {:?}",
+        claim_gone.is_some(),
+        "origin-a's claim outlived its lease: {key} = {:?}",
         etcd.get(key)
     );
     let servers_left = wait_for(Duration::from_secs(TTL_SECS + 10), "origin-a gone", || {
