@@ -16,7 +16,7 @@ use str0m::crypto::dtls::{
     DtlsCert, DtlsImplError, DtlsInstance, DtlsOutput, DtlsProvider, DtlsVersion, ProtocolVersion,
     SrtpProfile,
 };
-use str0m::crypto::{CryptoError, CryptoProvider};
+use str0m::crypto::{CryptoError, CryptoProvider, SrtpProvider};
 use str0m::{Rtc, RtcConfig};
 use strom_worker_runtime::sync::locked;
 
@@ -63,6 +63,11 @@ pub fn build_with_keys(config: RtcConfig, now: Instant) -> (Rtc, Arc<KeySlot>) {
     let rtc = config.set_crypto_provider(Arc::clone(&PROVIDER)).build(now);
     BUILDING.with(|building| building.borrow_mut().take());
     (rtc, slot)
+}
+
+/// The SRTP ciphers of str0m's provider of this build (srtp_send.rs seals with them).
+pub fn srtp_provider() -> &'static dyn SrtpProvider {
+    PROVIDER.srtp_provider
 }
 
 /// str0m's provider of this build, with the DTLS part wrapped.

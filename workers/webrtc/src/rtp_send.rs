@@ -19,8 +19,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Sender reports per track, one this often.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
-/// Packets resent for one RTCP packet at most.
+/// Packets resent for one RTCP packet at most, and so the lost packets read from it.
 const MAX_RESENDS_PER_FEEDBACK: usize = 64;
+/// Feedback messages read from one (compound) RTCP packet at most: an ICE-TCP frame can
+/// be 64 KiB, and what it holds must not size what the parser keeps.
+const MAX_FEEDBACKS: usize = 16;
 /// Resends earned per packet sent, and the most that can be saved up: a viewer's NACKs
 /// (honest or not) cost at most a quarter more than its stream, as str0m's 15% cap on
 /// queued resends bounded them before.
@@ -161,10 +164,7 @@ impl RtpSender {
     ) {
         let window = self.window;
         self.resend_credit = (self.resend_credit + RESENDS_PER_PACKET).min(MAX_RESEND_CREDIT);
-        let Some(track) = (match kind {
-            Kind::Video => self.video.as_mut(),
-            Kind::Audio => self.audio.as_mut(),
-        }) else {
+        let Some(track) = self.track(kind) else {
             return;
         };
         let mut header = [0u8; 32];
@@ -250,7 +250,7 @@ impl RtpSender {
             return;
         };
         let mut datagrams = Vec::new();
-        for &seq in lost.iter().take(MAX_RESENDS_PER_FEEDBACK) {
+        for &seq in lost {
             // The 16-bit number nearest below the newest sent.
             let back = (newest as u16).wrapping_sub(seq);
             let Some(index) = newest.checked_sub(u64::from(back)) else {
@@ -310,10 +310,12 @@ enum Feedback {
 }
 
 /// The feedback in a (compound) RTCP packet: generic NACKs (RFC 4585 6.2.1), PLI and
-/// FIR (RFC 4585 6.3.1, RFC 5104 4.3.1). Anything else, or a malformed rest, is skipped.
+/// FIR (RFC 4585 6.3.1, RFC 5104 4.3.1), at most [`MAX_FEEDBACKS`] of them and
+/// [`MAX_RESENDS_PER_FEEDBACK`] lost packets per NACK. Anything else, or a malformed
+/// rest, is skipped.
 fn feedbacks(mut rtcp: &[u8]) -> Vec<Feedback> {
     let mut found = Vec::new();
-    while rtcp.len() >= 4 {
+    while rtcp.len() >= 4 && found.len() < MAX_FEEDBACKS {
         let format = rtcp[0] & 0x1f;
         let packet_type = rtcp[1];
         let words = usize::from(u16::from_be_bytes([rtcp[2], rtcp[3]]));
@@ -327,17 +329,19 @@ fn feedbacks(mut rtcp: &[u8]) -> Vec<Feedback> {
         match (packet_type, format) {
             (205, 1) if len >= 16 => {
                 let ssrc = u32::from_be_bytes([packet[8], packet[9], packet[10], packet[11]]);
-                let mut lost = Vec::new();
-                for entry in packet[12..].chunks_exact(4) {
-                    let pid = u16::from_be_bytes([entry[0], entry[1]]);
-                    let bitmask = u16::from_be_bytes([entry[2], entry[3]]);
-                    lost.push(pid);
-                    for bit in 0..16 {
-                        if bitmask & (1 << bit) != 0 {
-                            lost.push(pid.wrapping_add(bit + 1));
-                        }
-                    }
-                }
+                let lost = packet[12..]
+                    .chunks_exact(4)
+                    .flat_map(|entry| {
+                        let pid = u16::from_be_bytes([entry[0], entry[1]]);
+                        let bitmask = u16::from_be_bytes([entry[2], entry[3]]);
+                        std::iter::once(pid).chain(
+                            (0..16)
+                                .filter(move |bit| bitmask & (1 << bit) != 0)
+                                .map(move |bit| pid.wrapping_add(bit + 1)),
+                        )
+                    })
+                    .take(MAX_RESENDS_PER_FEEDBACK)
+                    .collect();
                 found.push(Feedback::Nack { ssrc, lost });
             }
             (206, 1) | (206, 4) => found.push(Feedback::KeyframeRequest),
@@ -426,6 +430,15 @@ mod tests {
         assert!(feedbacks(&[0x81, 206, 0, 9, 0, 0, 0, 1]).is_empty());
         assert!(feedbacks(&[0x41, 206, 0, 2, 0, 0, 0, 1, 0, 0, 0, 9]).is_empty());
         assert!(feedbacks(&[]).is_empty());
+        // A 64 KiB frame of NACKs keeps what one is resent for, no more.
+        let mut huge = vec![0x81, 205, 0x3f, 0xff, 0, 0, 0, 1, 0, 0, 0, 9];
+        huge.resize(0x4000 * 4, 0xff);
+        let found = feedbacks(&huge);
+        assert!(
+            matches!(&found[..], [Feedback::Nack { lost, .. }] if lost.len() == MAX_RESENDS_PER_FEEDBACK)
+        );
+        let many_plis = pli.repeat(100);
+        assert_eq!(feedbacks(&many_plis).len(), MAX_FEEDBACKS);
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl SrtpSession {
             SrtpProfile::AEAD_AES_256_GCM => 32,
             _ => return None,
         };
-        let provider = str0m::crypto::from_feature_flags().srtp_provider;
+        let provider = crate::dtls_keys::srtp_provider();
         // RFC 5764 4.2: client key, server key, client salt, server salt. The DTLS
         // client sends with the client's.
         let material = &keys.material;
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn keys_derive_as_rfc_3711_b3_says() {
         // RFC 3711 B.3: master key and salt, and the session key, salt and auth key.
-        let provider = str0m::crypto::from_feature_flags().srtp_provider;
+        let provider = crate::dtls_keys::srtp_provider();
         let master = hex("E1F97A0D3E018BE0D64FA32C06DE4139");
         let salt = hex("0EC675AD498AFEEBB6960B3AABE6");
         let mut key = [0u8; 16];
